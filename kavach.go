@@ -1,0 +1,260 @@
+// Package kavach holds the vocabulary that the rest of Kavach shares: the
+// events a recording is made of, the steps verdicts name, the outcome of a
+// step, the failure of an incident (an oracle and a signature), and the
+// interfaces an integration implements for one protocol (Codec, Launcher,
+// Classifier, Normalizer, Redactor).
+//
+// It imports nothing of the project; every other package imports it.
+package kavach
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Version is Kavach's own version, written into fixtures and reports.
+const Version = "0.1.0-dev"
+
+// Direction says what an Event is: a connection opening or closing, or a
+// message crossing it one way.
+type Direction uint8
+
+// The directions. Their numeric values are part of the fixture format.
+const (
+	Open     Direction = 1 // a client connection was accepted; Data is empty
+	Request  Direction = 2 // bytes sent by the client (one whole frame, or raw bytes marked ParseError)
+	Response Direction = 3 // bytes sent by the service (one whole frame, or raw bytes marked ParseError)
+	Close    Direction = 4 // the connection closed; Data names who closed it ("client", "server")
+)
+
+func (d Direction) String() string {
+	switch d {
+	case Open:
+		return "open"
+	case Request:
+		return "request"
+	case Response:
+		return "response"
+	case Close:
+		return "close"
+	}
+	return fmt.Sprintf("direction(%d)", d)
+}
+
+// EventFlags qualify an Event.
+type EventFlags uint8
+
+// The flags. Their numeric values are part of the fixture format.
+const (
+	// ParseError marks bytes the protocol's codec could not frame. They are
+	// kept exactly as they crossed the proxy, and were forwarded unchanged.
+	ParseError EventFlags = 1 << iota
+	// Redacted marks an event whose bytes had secrets replaced before they
+	// were written (see Redactor).
+	Redacted
+)
+
+// Event is one thing that crossed the recording proxy.
+type Event struct {
+	Seq    uint64        // position in the recording's one global order, from 1
+	Conn   uint64        // client connection id, from 1, in order of opening
+	Dir    Direction     // what the event is
+	Flags  EventFlags    // ParseError, Redacted
+	Offset time.Duration // time since the recording started
+	Data   []byte        // exact wire bytes (for Open/Close: see Direction)
+}
+
+// Step is the N-th request of a recording, counting from 1, with the
+// responses that belong to it. Verdicts name steps.
+type Step struct {
+	N         int
+	Request   Event
+	Responses []Event // in the order they arrived; may be empty (no reply, or the connection closed)
+	Closed    bool    // the server closed the connection before answering all expected replies
+}
+
+// Conn is the connection the step was sent on.
+func (s Step) Conn() uint64 { return s.Request.Conn }
+
+// OutcomeKind is how a step ended.
+type OutcomeKind string
+
+// The outcome kinds.
+const (
+	OK    OutcomeKind = "ok"    // the service answered normally
+	Error OutcomeKind = "error" // the service answered with an error of some class
+	Crash OutcomeKind = "crash" // the connection closed without an answer, or the process died
+	Hang  OutcomeKind = "hang"  // no answer within the step timeout
+)
+
+// Outcome is the classified result of one step.
+type Outcome struct {
+	Kind   OutcomeKind `json:"kind"`
+	Class  string      `json:"class,omitempty"`  // for Error: the class, e.g. "ERR", "WRONGTYPE", "5xx"
+	Detail string      `json:"detail,omitempty"` // evidence for a person: the error text, exit status, log tail
+}
+
+func (o Outcome) String() string {
+	if o.Class != "" {
+		return string(o.Kind) + ":" + o.Class
+	}
+	return string(o.Kind)
+}
+
+// Oracle says how to tell that a step failed: "crash", "hang", "error",
+// "error:CLASS" or "invariant:NAME". It is what `kavach mark --oracle` takes.
+type Oracle struct {
+	Kind OutcomeKind // Crash, Hang or Error; "" with Invariant set
+	// Class narrows an Error oracle to one class; empty means any error.
+	Class string
+	// Invariant names the invariant whose violation is the failure.
+	Invariant string
+}
+
+// ParseOracle parses the text form of an Oracle.
+func ParseOracle(s string) (Oracle, error) {
+	kind, arg, hasArg := strings.Cut(s, ":")
+	switch {
+	case kind == "crash" && !hasArg:
+		return Oracle{Kind: Crash}, nil
+	case kind == "hang" && !hasArg:
+		return Oracle{Kind: Hang}, nil
+	case kind == "error" && (!hasArg || arg != ""):
+		return Oracle{Kind: Error, Class: arg}, nil
+	case kind == "invariant" && arg != "":
+		return Oracle{Invariant: arg}, nil
+	}
+	return Oracle{}, fmt.Errorf("oracle %q: want crash, hang, error, error:CLASS or invariant:NAME", s)
+}
+
+func (o Oracle) String() string {
+	switch {
+	case o.Invariant != "":
+		return "invariant:" + o.Invariant
+	case o.Class != "":
+		return string(o.Kind) + ":" + o.Class
+	}
+	return string(o.Kind)
+}
+
+// Fires reports whether an outcome is a failure by this oracle. An
+// invariant oracle is decided by the invariant checker, not by outcomes,
+// and never fires here.
+func (o Oracle) Fires(out Outcome) bool {
+	if o.Invariant != "" || out.Kind != o.Kind {
+		return false
+	}
+	return o.Class == "" || o.Class == out.Class
+}
+
+// MarshalText and UnmarshalText make an Oracle read and write as its text form.
+func (o Oracle) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+func (o *Oracle) UnmarshalText(b []byte) error {
+	p, err := ParseOracle(string(b))
+	if err != nil {
+		return err
+	}
+	*o = p
+	return nil
+}
+
+// Failure is what went wrong at the failing step of a recording.
+type Failure struct {
+	Step   int    `json:"step"`   // the failing step F, from 1
+	Oracle Oracle `json:"oracle"` // how to tell that a step failed
+	// Signature is the kind of failure, what a replay must reproduce: the
+	// oracle's text form made specific where the recording shows more (for
+	// an oracle "error", the class seen: "error:WRONGTYPE").
+	Signature string `json:"signature"`
+	// Evidence is what was seen, for a person: an error text, an exit status, a log tail.
+	Evidence string `json:"evidence,omitempty"`
+}
+
+// Codec frames and describes one protocol's messages. Implementations are
+// pure: no I/O, safe for concurrent use.
+type Codec interface {
+	// Protocol is the name written into fixtures: "resp", "http".
+	Protocol() string
+	// SplitRequest and SplitResponse find the first whole message in data.
+	// They return n > 0 for a message of n bytes, n == 0 with a nil error
+	// when more bytes are needed, or an error saying where data is
+	// malformed. They never return n > len(data).
+	SplitRequest(data []byte) (n int, err error)
+	SplitResponse(data []byte) (n int, err error)
+	// Replies says how many responses the request message expects
+	// (usually 1; SUBSCRIBE to three channels expects 3).
+	Replies(request []byte) int
+	// IsPush reports whether a response message is unsolicited (a pub/sub
+	// message) rather than the reply to a pending request.
+	IsPush(response []byte) bool
+	// DescribeRequest and DescribeResponse render a message on one line
+	// for a person, cut to about max bytes.
+	DescribeRequest(msg []byte, max int) string
+	DescribeResponse(msg []byte, max int) string
+}
+
+// Classifier turns a step's responses into an Outcome. A step with no
+// response because the connection closed is a Crash; because the step
+// timed out, a Hang; the classifier decides between OK and Error.
+type Classifier interface {
+	Classify(request []byte, responses [][]byte) Outcome
+}
+
+// Normalizer rewrites a response into the form that replays compare, so
+// that fields the service does not promise (times, ids, ordering) do not
+// count as differences. It must be deterministic and idempotent.
+type Normalizer interface {
+	Normalize(request, response []byte) []byte
+}
+
+// Redactor replaces secrets in a request before it is written to a
+// fixture. It returns the bytes to write and a note of what it replaced
+// (empty when it replaced nothing); the proxy forwards the original bytes.
+type Redactor interface {
+	Redact(request []byte) (out []byte, note string)
+}
+
+// Launch is how to start one build: the executable and its arguments,
+// where "{port}" and "{dir}" are replaced by a free loopback port and a
+// fresh directory. No shell is involved.
+type Launch struct {
+	Path string   `json:"path"`
+	Args []string `json:"args,omitempty"`
+}
+
+// Launcher starts and stops builds of a service.
+type Launcher interface {
+	// Start starts a build in its own process group, with a fresh dir and
+	// a free loopback port, and returns when the service is ready or
+	// failed to become ready (an error carrying the exit status and log
+	// tail). The returned Process must be stopped by the caller.
+	Start(l Launch) (Process, error)
+}
+
+// Process is a running build.
+type Process interface {
+	// Addr is the loopback address the service listens on.
+	Addr() string
+	// Exited returns non-nil evidence (exit status, signal, log tail) once
+	// the process has exited, and nil while it runs.
+	Exited() *Exit
+	// Stop stops the process and its process group, gently then by force,
+	// and returns once it is gone. It is safe to call more than once.
+	Stop() *Exit
+}
+
+// Exit is the evidence left by a build that ended.
+type Exit struct {
+	Status  int    `json:"status"`           // exit status, -1 when killed by a signal
+	Signal  string `json:"signal,omitempty"` // the signal that ended it, if any
+	LogTail string `json:"log_tail,omitempty"`
+}
+
+func (e *Exit) String() string {
+	if e.Signal != "" {
+		return "killed by " + e.Signal
+	}
+	return fmt.Sprintf("exit status %d", e.Status)
+}
