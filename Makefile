@@ -1,0 +1,24 @@
+# The two commands of the README: `make demo` and `make test`.
+GO ?= go
+
+.PHONY: demo test deps build fuzz
+
+build:
+	$(GO) build -o bin/kavach ./cmd/kavach
+
+deps:
+	./scripts/deps.sh
+
+# Kavach's main job, end to end, on a fresh machine.
+demo: deps build
+	./scripts/demo.sh
+
+# The whole test suite; what CI runs.
+test: deps
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting" >&2; exit 1; }
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+# Each fuzz target for a short while (not part of `make test`).
+fuzz:
+	$(GO) test -run=XXX -fuzz=FuzzReader -fuzztime=60s ./fixtures/

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// onUsageError turns a flag parsing error into a usage error with a hint.
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	return usagef("run 'kavach "+c.Command.Name+" --help' for usage and an example", "%v", err)
+}
+
+// args checks that exactly the named positional arguments were given.
+func args(c *cli.Context, names ...string) ([]string, error) {
+	if c.NArg() != len(names) {
+		return nil, usagef("run 'kavach "+c.Command.Name+" --help' for usage and an example",
+			"kavach %s takes %d argument(s), %v; got %d", c.Command.Name, len(names), names, c.NArg())
+	}
+	return c.Args().Slice(), nil
+}
+
+func oneArg(c *cli.Context, name string) (string, error) {
+	a, err := args(c, name)
+	if err != nil {
+		return "", err
+	}
+	return a[0], nil
+}
+
+// interspersed moves a command's flags before its positional arguments,
+// so that `kavach show FIX --step 3` works as `kavach show --step 3 FIX`
+// does (urfave/cli v2 stops at the first positional argument). Nothing
+// after "--" moves: that is a build's own command line.
+func interspersed(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	cmd := app.Command(args[1])
+	if cmd == nil {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	var flags, pos []string
+	rest := args[2:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--":
+			pos = append(pos, rest[i:]...)
+			i = len(rest)
+		case len(a) > 1 && a[0] == '-':
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
+				i++
+				flags = append(flags, rest[i])
+			}
+		default:
+			pos = append(pos, a)
+		}
+	}
+	if len(pos) > 0 && pos[0] != "--" && len(flags) > 0 {
+		pos = append([]string{"--"}, pos...)
+	}
+	out := append([]string{args[0], args[1]}, flags...)
+	return append(out, pos...)
+}

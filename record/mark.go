@@ -1,0 +1,53 @@
+package record
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+)
+
+// FailureAt builds the failure a person declares with `kavach mark`: step n
+// of the fixture fails by oracle. The signature is the oracle made as
+// specific as the recording allows (an "error" oracle whose step shows a
+// WRONGTYPE reply gets the signature "error:WRONGTYPE"), and the evidence
+// is what the recording shows at that step. codec may be nil.
+func FailureAt(fx *fixtures.Fixture, codec kavach.Codec, n int, oracle kavach.Oracle) (kavach.Failure, error) {
+	steps := kavach.Steps(fx.Events, codec)
+	if n < 1 || n > len(steps) {
+		return kavach.Failure{}, fmt.Errorf("step %d: fixture %s has steps 1 to %d", n, fx.Path, len(steps))
+	}
+	s := steps[n-1]
+	f := kavach.Failure{Step: n, Oracle: oracle, Signature: oracle.String()}
+	var ev []string
+	for _, r := range s.Responses {
+		ev = append(ev, describe(codec, r))
+	}
+	if s.Closed {
+		ev = append(ev, "connection closed by the server")
+	}
+	f.Evidence = strings.Join(ev, "; ")
+	if cl, ok := codec.(kavach.Classifier); ok && oracle.Kind == kavach.Error && oracle.Class == "" && len(s.Responses) > 0 {
+		var data [][]byte
+		for _, r := range s.Responses {
+			data = append(data, r.Data)
+		}
+		if out := cl.Classify(s.Request.Data, data); out.Kind == kavach.Error && out.Class != "" {
+			f.Signature = "error:" + out.Class
+		}
+	}
+	return f, nil
+}
+
+// describe renders a recorded message on one line for evidence.
+func describe(codec kavach.Codec, ev kavach.Event) string {
+	const max = 200
+	switch {
+	case codec != nil && ev.Flags&kavach.ParseError == 0 && ev.Dir == kavach.Request:
+		return codec.DescribeRequest(ev.Data, max)
+	case codec != nil && ev.Flags&kavach.ParseError == 0:
+		return codec.DescribeResponse(ev.Data, max)
+	}
+	return fmt.Sprintf("%.200q", ev.Data)
+}

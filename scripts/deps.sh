@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what Kavach's build, tests and demo need when it is missing:
+# Debian packages (Redis server and tools, libfaketime, nutcracker for the
+# benchmark) and the Go modules. Safe to run again: it installs nothing
+# that is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null || need+=(redis-tools)
+ls /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 >/dev/null 2>&1 || need+=(libfaketime)
+command -v nutcracker >/dev/null || need+=(nutcracker)
+command -v zstd >/dev/null || need+=(zstd)
+if [ ${#need[@]} -gt 0 ]; then
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	echo "deps: installing ${need[*]}" >&2
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+# The packaged service is not needed running: tests start their own servers.
+go mod download
