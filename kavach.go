@@ -231,12 +231,17 @@ type Launcher interface {
 	// failed to become ready (an error carrying the exit status and log
 	// tail). The returned Process must be stopped by the caller.
 	Start(l Launch) (Process, error)
+	// Version asks the running service at addr what version it is, for a
+	// build's identity; "" when it does not say.
+	Version(addr string) string
 }
 
 // Process is a running build.
 type Process interface {
 	// Addr is the loopback address the service listens on.
 	Addr() string
+	// Done is closed when the process has exited.
+	Done() <-chan struct{}
 	// Exited returns non-nil evidence (exit status, signal, log tail) once
 	// the process has exited, and nil while it runs.
 	Exited() *Exit

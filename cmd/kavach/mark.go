@@ -50,20 +50,3 @@ func markCommand() *cli.Command {
 	}
 }
 
-func recordCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "record",
-		Usage:     "record an incident through a proxy in front of the old build",
-		ArgsUsage: "(--upstream ADDR | -- BUILD [ARG...])",
-		Description: withExample("Listens on a loopback address, forwards every connection to the service and\n"+
-			"writes all traffic, with its timing, to FIXTURE as it happens. Either in front of a\n"+
-			"running service (--upstream), or starting the old build itself (-- BUILD ARGS).",
-			"kavach record --protocol resp --out incident.kavach -- ./redis-server-old"),
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "protocol", Required: true, Usage: "`resp` or http"},
-			&cli.StringFlag{Name: "out", Required: true, Usage: "write the fixture to `FIXTURE` (must not exist)"},
-		},
-		OnUsageError: onUsageError,
-		Action:       notYet("the recording proxy comes with the RESP/record issue"),
-	}
-}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/record"
+)
+
+func recordCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "record",
+		Usage:     "record an incident through a proxy in front of the old build",
+		ArgsUsage: "(--upstream ADDR | -- BUILD [ARG...])",
+		Description: withExample("Listens on a loopback address, forwards every connection to the service unchanged\n"+
+			"and writes all traffic, with its timing, to the fixture as it happens. Either in front of\n"+
+			"a running service (--upstream), or starting the old build itself (-- BUILD ARGS), which\n"+
+			"records its identity and how it was started, and ends the recording when it exits.\n"+
+			"SIGINT or SIGTERM end the recording cleanly. When the service closes a connection with\n"+
+			"a request unanswered, or the build dies, that step is recorded as the failure (a crash).\n"+
+			"Secrets (AUTH passwords and the like) are redacted unless --keep-secrets.",
+			"kavach record --protocol resp --out incident.kavach --ready-file addr -- ./redis-server-old"),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "protocol", Required: true, Usage: "the service's protocol: `resp`"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "write the fixture to `FIXTURE` (must not exist)"},
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:0", Usage: "accept clients on `ADDR` (port 0: any free port)"},
+			&cli.StringFlag{Name: "upstream", Usage: "record in front of the running service at `ADDR`"},
+			&cli.StringFlag{Name: "fail-on", Usage: "make the first reply this oracle fires on the failure: error or error:`CLASS`"},
+			&cli.BoolFlag{Name: "keep-secrets", Usage: "do not redact passwords"},
+			&cli.StringFlag{Name: "ready-file", Usage: "write the listening address to `FILE` once ready"},
+			&cli.BoolFlag{Name: "verbose", Usage: "log every connection"},
+		},
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			in, ok := integrations()[c.String("protocol")]
+			if !ok {
+				return usagef("", "protocol %q: Kavach records %s", c.String("protocol"), strings.Join(protocols(), ", "))
+			}
+			s := record.Session{
+				Out:       c.String("out"),
+				Upstream:  c.String("upstream"),
+				ReadyFile: c.String("ready-file"),
+				Proxy:     record.Options{Codec: in.codec, Listen: c.String("listen")},
+			}
+			switch {
+			case s.Upstream != "" && c.NArg() > 0:
+				return usagef("", "give either --upstream ADDR or -- BUILD ARGS, not both")
+			case s.Upstream == "" && c.NArg() == 0:
+				return usagef("run 'kavach record --help' for an example", "nothing to record: give --upstream ADDR or -- BUILD ARGS")
+			case c.NArg() > 0:
+				s.Launch = &kavach.Launch{Path: c.Args().First(), Args: c.Args().Tail()}
+				s.Launcher = in.launcher
+			}
+			if cl, ok := in.codec.(kavach.Classifier); ok {
+				s.Proxy.Classifier = cl
+			}
+			if r, ok := in.codec.(kavach.Redactor); ok && !c.Bool("keep-secrets") {
+				s.Proxy.Redactor = r
+			}
+			if f := c.String("fail-on"); f != "" {
+				o, err := kavach.ParseOracle(f)
+				if err != nil || o.Kind != kavach.Error {
+					return usagef("", "--fail-on %q: want error or error:CLASS (mark other failures with 'kavach mark')", f)
+				}
+				s.Proxy.FailOn = &o
+			}
+			level := slog.LevelWarn
+			if c.Bool("verbose") {
+				level = slog.LevelDebug
+			}
+			s.Proxy.Logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
+			stderr := c.App.ErrWriter
+			res, err := s.Run(c.Context, c.String("protocol"), func(addr string) {
+				to := s.Upstream
+				if s.Launch != nil {
+					to = s.Launch.Path
+				}
+				fmt.Fprintf(stderr, "kavach: recording %s to %s; clients connect to %s (Ctrl-C ends it)\n", to, s.Out, addr)
+			})
+			if res.Reason != "" {
+				fmt.Fprintf(stderr, "kavach: %s: %d requests, %d replies on %d connections (%s)\n",
+					s.Out, res.Stats.Requests, res.Stats.Responses, res.Stats.Conns, res.Reason)
+			}
+			if f := res.Failure; f != nil {
+				fmt.Fprintf(stderr, "kavach: failure at step %d: %s\n", f.Step, f.Signature)
+			} else if res.Reason != "" {
+				fmt.Fprintf(stderr, "kavach: no failure recorded; mark it with 'kavach mark %s --step N --oracle ...'\n", s.Out)
+			}
+			return err
+		},
+	}
+}
+
+func protocols() []string {
+	var ps []string
+	for p := range integrations() {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	return ps
+}

@@ -1,0 +1,345 @@
+package redis
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+)
+
+// Protocol is the protocol name in fixtures.
+const Protocol = "resp"
+
+// Codec is RESP for Kavach: requests and replies framed by Split, and
+// described like redis-cli does. It is stateless and safe for concurrent use.
+type Codec struct{}
+
+var (
+	_ kavach.Codec      = Codec{}
+	_ kavach.Classifier = Codec{}
+	_ kavach.Redactor   = Codec{}
+	_ kavach.Launcher   = Launcher{}
+)
+
+// Protocol returns "resp".
+func (Codec) Protocol() string { return Protocol }
+
+// SplitRequest frames one command: a RESP array of bulk strings, or an
+// inline command line.
+func (Codec) SplitRequest(data []byte) (int, error) { return Split(data) }
+
+// SplitResponse frames one reply. A server never sends inline text, so
+// bytes that do not start with a RESP type byte are a protocol error.
+func (Codec) SplitResponse(data []byte) (int, error) {
+	if len(data) > 0 && !isType(data[0]) {
+		return 0, &ProtocolError{Offset: 0, Reason: "reply does not start with a RESP type byte", Bytes: data}
+	}
+	return Split(data)
+}
+
+// Replies is the number of replies a command gets: one per channel for
+// (P|S)SUBSCRIBE and for (P|S)UNSUBSCRIBE with channels, else one.
+// (UNSUBSCRIBE with no channels gets one reply per subscribed channel;
+// the replies past the first are attached to it as pushes.)
+func (Codec) Replies(request []byte) int {
+	c, err := ParseCommand(request)
+	if err != nil {
+		return 1
+	}
+	switch c.Name {
+	case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE":
+		if len(c.Args) > 1 {
+			return len(c.Args) - 1
+		}
+	case "":
+		return 0 // an empty inline line: the server answers nothing
+	}
+	return 1
+}
+
+// IsPush reports whether a reply is unsolicited: a pub/sub message
+// (message, pmessage, smessage), a client-side-caching invalidation, or an
+// unsubscribe confirmation no request asked for.
+func (Codec) IsPush(response []byte) bool {
+	if len(response) == 0 || (response[0] != '*' && response[0] != '>') {
+		return false
+	}
+	v, err := Parse(response)
+	if err != nil || len(v.Elems) == 0 {
+		return false
+	}
+	switch strings.ToLower(string(v.Elems[0].Str)) {
+	case "message", "pmessage", "smessage", "invalidate":
+		return true
+	}
+	return false
+}
+
+// DescribeRequest renders a command like `SET "k" "v"`.
+func (Codec) DescribeRequest(msg []byte, max int) string {
+	c, err := ParseCommand(msg)
+	if err != nil {
+		return cut(fmt.Sprintf("(unparsable) %q", msg), max)
+	}
+	return cut(c.String(), max)
+}
+
+// DescribeResponse renders a reply like redis-cli: `"OK"`, `(integer) 1`.
+func (Codec) DescribeResponse(msg []byte, max int) string {
+	v, err := Parse(msg)
+	if err != nil {
+		return cut(fmt.Sprintf("(unparsable) %q", msg), max)
+	}
+	return cut(v.String(), max)
+}
+
+func cut(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	// Cut on a rune boundary.
+	i := max
+	for i > 0 && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// Classify is OK unless the first reply that is not a push is an error
+// (simple or bulk); the class is the error's first word (ERR, WRONGTYPE).
+func (c Codec) Classify(request []byte, responses [][]byte) kavach.Outcome {
+	for _, r := range responses {
+		if c.IsPush(r) {
+			continue
+		}
+		v, err := Parse(r)
+		if err != nil {
+			return kavach.Outcome{Kind: kavach.Error, Class: "PROTOCOL", Detail: err.Error()}
+		}
+		if v.Kind == KindError || v.Kind == KindBulkError {
+			class, _, _ := strings.Cut(string(v.Str), " ")
+			return kavach.Outcome{Kind: kavach.Error, Class: class, Detail: cut(string(v.Str), 200)}
+		}
+		return kavach.Outcome{Kind: kavach.OK}
+	}
+	return kavach.Outcome{Kind: kavach.OK}
+}
+
+// Redacted is what a secret argument is replaced with.
+const Redacted = "<redacted>"
+
+// Redact replaces passwords in AUTH, HELLO ... AUTH, MIGRATE ... AUTH and
+// AUTH2, CONFIG SET requirepass/masterauth, and ACL SETUSER password
+// rules (>pass, <pass, #hash, !hash), and re-encodes the command as an
+// array of bulk strings. The note names what was replaced.
+func (Codec) Redact(request []byte) ([]byte, string) {
+	c, err := ParseCommand(request)
+	if err != nil || len(c.Args) < 2 {
+		return request, ""
+	}
+	args := c.Args
+	hide := map[int]bool{}
+	var what []string
+	switch c.Name {
+	case "AUTH":
+		hide[len(args)-1] = true // AUTH pass, or AUTH user pass
+		what = append(what, "AUTH password")
+	case "HELLO":
+		for i := 2; i+2 < len(args); i++ {
+			if strings.EqualFold(string(args[i]), "AUTH") {
+				hide[i+2] = true
+				what = append(what, "HELLO AUTH password")
+			}
+		}
+	case "MIGRATE":
+		for i := 6; i < len(args); i++ {
+			switch strings.ToUpper(string(args[i])) {
+			case "AUTH":
+				if i+1 < len(args) {
+					hide[i+1] = true
+					what = append(what, "MIGRATE AUTH password")
+				}
+			case "AUTH2":
+				if i+2 < len(args) {
+					hide[i+2] = true
+					what = append(what, "MIGRATE AUTH2 password")
+				}
+			}
+		}
+	case "CONFIG":
+		if strings.EqualFold(string(args[1]), "SET") {
+			for i := 2; i+1 < len(args); i += 2 {
+				if p := strings.ToLower(string(args[i])); p == "requirepass" || p == "masterauth" {
+					hide[i+1] = true
+					what = append(what, "CONFIG SET "+p)
+				}
+			}
+		}
+	case "ACL":
+		if strings.EqualFold(string(args[1]), "SETUSER") {
+			for i := 3; i < len(args); i++ {
+				if a := args[i]; len(a) > 1 && strings.IndexByte("><#!", a[0]) >= 0 {
+					hide[i] = true
+					what = append(what, "ACL SETUSER password rule")
+				}
+			}
+		}
+	}
+	if len(hide) == 0 {
+		return request, ""
+	}
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = a
+		if hide[i] {
+			if len(a) > 0 && strings.IndexByte("><#!", a[0]) >= 0 && c.Name == "ACL" {
+				out[i] = append([]byte{a[0]}, Redacted...)
+			} else {
+				out[i] = []byte(Redacted)
+			}
+		}
+	}
+	return AppendCommand(nil, out...), strings.Join(what, ", ")
+}
+
+// Unredact puts secret back where Redact left Redacted, for replaying a
+// redacted fixture against a build that has a password. Requests without
+// the marker are returned unchanged.
+func Unredact(request []byte, secret string) []byte {
+	if !bytes.Contains(request, []byte(Redacted)) {
+		return request
+	}
+	c, err := ParseCommand(request)
+	if err != nil {
+		return request
+	}
+	out := make([][]byte, len(c.Args))
+	for i, a := range c.Args {
+		out[i] = a
+		if s := string(a); s == Redacted || (len(s) == len(Redacted)+1 && s[1:] == Redacted) {
+			out[i] = []byte(s[:len(s)-len(Redacted)] + secret)
+		}
+	}
+	return AppendCommand(nil, out...)
+}
+
+// Launcher starts redis-server and valkey-server builds: a free loopback
+// port, a fresh directory, persistence off, user arguments after Kavach's
+// own (so they win). Ready when PING answers; stopped with SHUTDOWN NOSAVE,
+// then SIGTERM, then SIGKILL of the process group.
+type Launcher struct {
+	// Env is added to the build's environment (libfaketime's variables, say).
+	Env []string
+	// StartTimeout bounds start-up; zero means 10 s.
+	StartTimeout time.Duration
+}
+
+// DefaultArgs are the arguments Kavach starts every Redis build with.
+var DefaultArgs = []string{
+	"--port", "{port}", "--bind", "127.0.0.1", "--dir", "{dir}",
+	"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", "",
+}
+
+// Start starts a build and waits until PING answers.
+func (l Launcher) Start(launch kavach.Launch) (kavach.Process, error) {
+	p, err := l.spawn(launch).Start()
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (l Launcher) spawn(launch kavach.Launch) kavach.Spawn {
+	return kavach.Spawn{
+		Launch:       launch,
+		Defaults:     DefaultArgs,
+		Env:          l.Env,
+		StartTimeout: l.StartTimeout,
+		Ready:        ping,
+		Shutdown: func(addr string) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			call(ctx, addr, "SHUTDOWN", "NOSAVE")
+		},
+	}
+}
+
+// ping is ready when PING gets +PONG, or -NOAUTH from a build with a password.
+func ping(ctx context.Context, addr string) error {
+	v, err := call(ctx, addr, "PING")
+	if err != nil {
+		return err
+	}
+	if (v.Kind == KindSimple && string(v.Str) == "PONG") || (v.Kind == KindError && bytes.HasPrefix(v.Str, []byte("NOAUTH"))) {
+		return nil
+	}
+	return fmt.Errorf("PING answered %s", v)
+}
+
+// Version reads redis_version (or valkey_version) from INFO server:
+// "redis 7.0.15", "valkey 8.0.1"; "" if the build does not say.
+func (Launcher) Version(addr string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	v, err := call(ctx, addr, "INFO", "server")
+	if err != nil {
+		return ""
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(string(v.Str), "\n") {
+		if k, val, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = val
+		}
+	}
+	if val := fields["valkey_version"]; val != "" {
+		return "valkey " + val
+	}
+	if val := fields["redis_version"]; val != "" {
+		return "redis " + val
+	}
+	return ""
+}
+
+// call sends one command on a new connection and reads one reply.
+func call(ctx context.Context, addr string, args ...string) (Value, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return Value{}, err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	if _, err := conn.Write(AppendCommand(nil, b...)); err != nil {
+		return Value{}, err
+	}
+	return readReply(bufio.NewReader(conn))
+}
+
+// readReply reads one whole reply from r.
+func readReply(r *bufio.Reader) (Value, error) {
+	var buf []byte
+	chunk := make([]byte, 16<<10)
+	for {
+		n, err := r.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if m, serr := Split(buf); serr != nil {
+			return Value{}, serr
+		} else if m > 0 {
+			return Parse(buf[:m])
+		}
+		if err != nil {
+			return Value{}, err
+		}
+	}
+}

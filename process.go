@@ -1,0 +1,265 @@
+package kavach
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Spawn is how an integration's Launcher starts a build: the generic part
+// (process group, fresh directory, free port, log capture, readiness
+// polling, stopping gently then by force), with the protocol-specific
+// parts as func fields.
+type Spawn struct {
+	Launch Launch
+	// Defaults come before Launch.Args (so the user's arguments win where
+	// the service lets a later argument override an earlier one). "{port}"
+	// and "{dir}" are replaced in both.
+	Defaults []string
+	// Env is added to the build's environment (which is otherwise Kavach's own).
+	Env []string
+	// Ready probes the service at addr and returns nil once it answers.
+	// It is called every 20 ms until it succeeds or StartTimeout passes.
+	Ready func(ctx context.Context, addr string) error
+	// Shutdown asks the service at addr to exit, gently. Nil: go straight
+	// to SIGTERM.
+	Shutdown func(addr string)
+	// StartTimeout bounds start-up; zero means 10 s.
+	StartTimeout time.Duration
+	// Dir is where the fresh directory is made; "" means os.TempDir().
+	Dir string
+}
+
+// Spawned is a build started by Spawn. It implements Process.
+type Spawned struct {
+	cmd  *exec.Cmd
+	addr string
+	dir  string
+	log  *tailBuffer
+	stop func(addr string)
+	done chan struct{} // closed when the process has exited
+	exit *Exit         // set before done is closed
+
+	stopOnce sync.Once
+}
+
+// StartError is a build that did not become ready: it exited, or never answered.
+type StartError struct {
+	Path   string
+	Reason string
+	Exit   *Exit // the evidence
+}
+
+func (e *StartError) Error() string {
+	msg := fmt.Sprintf("build %s %s", e.Path, e.Reason)
+	if e.Exit != nil {
+		msg += " (" + e.Exit.String() + ")"
+		if t := strings.TrimSpace(e.Exit.LogTail); t != "" {
+			msg += "\n--- last lines of its output ---\n" + t
+		}
+	}
+	return msg
+}
+
+// Start starts the build, waits until it is ready, and returns it. On any
+// error no process is left behind and the directory is removed.
+func (s Spawn) Start() (*Spawned, error) {
+	path := s.Launch.Path
+	if st, err := os.Stat(path); err != nil {
+		return nil, &StartError{Path: path, Reason: "cannot be started: " + errors.Unwrap(err).Error()}
+	} else if st.IsDir() || st.Mode()&0o111 == 0 {
+		return nil, &StartError{Path: path, Reason: "cannot be started: not an executable file"}
+	}
+	dir, err := os.MkdirTemp(s.Dir, "kavach-build-")
+	if err != nil {
+		return nil, fmt.Errorf("build %s: fresh directory: %w", path, err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("build %s: %w", path, err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	expand := func(args []string) []string {
+		out := make([]string, len(args))
+		for i, a := range args {
+			a = strings.ReplaceAll(a, "{port}", strconv.Itoa(port))
+			out[i] = strings.ReplaceAll(a, "{dir}", dir)
+		}
+		return out
+	}
+	cmd := exec.Command(path, append(expand(s.Defaults), expand(s.Launch.Args)...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), s.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &Spawned{cmd: cmd, addr: addr, dir: dir, log: newTailBuffer(8 << 10), stop: s.Shutdown, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, &StartError{Path: path, Reason: "cannot be started: " + err.Error()}
+	}
+	go p.wait()
+
+	timeout := s.StartTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		probe, cancelProbe := context.WithTimeout(ctx, 500*time.Millisecond)
+		err := s.Ready(probe, addr)
+		cancelProbe()
+		if err == nil {
+			return p, nil
+		}
+		select {
+		case <-p.done:
+			p.Stop()
+			return nil, &StartError{Path: path, Reason: "exited during start-up", Exit: p.exit}
+		case <-ctx.Done():
+			exit := p.Stop()
+			return nil, &StartError{Path: path, Reason: fmt.Sprintf("never became ready within %s (last probe: %v)", timeout, err), Exit: exit}
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (p *Spawned) wait() {
+	err := p.cmd.Wait()
+	e := &Exit{Status: p.cmd.ProcessState.ExitCode(), LogTail: p.log.String()}
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		e.Signal = unix(ws.Signal())
+	}
+	if err != nil && e.Status == 0 && e.Signal == "" {
+		e.Status = -1
+	}
+	p.exit = e
+	close(p.done)
+}
+
+// unix names a signal the way people write it: SIGSEGV.
+func unix(sig syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGSEGV: "SIGSEGV", syscall.SIGABRT: "SIGABRT", syscall.SIGKILL: "SIGKILL",
+		syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGBUS: "SIGBUS",
+		syscall.SIGFPE: "SIGFPE", syscall.SIGILL: "SIGILL", syscall.SIGQUIT: "SIGQUIT",
+		syscall.SIGHUP: "SIGHUP", syscall.SIGPIPE: "SIGPIPE",
+	}
+	if n, ok := names[sig]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
+}
+
+// Addr is the loopback address the build listens on.
+func (p *Spawned) Addr() string { return p.addr }
+
+// Pid is the build's process id (and process group id).
+func (p *Spawned) Pid() int { return p.cmd.Process.Pid }
+
+// Dir is the build's fresh directory, removed by Stop.
+func (p *Spawned) Dir() string { return p.dir }
+
+// Done is closed when the process has exited.
+func (p *Spawned) Done() <-chan struct{} { return p.done }
+
+// Exited returns the exit evidence once the process has exited, else nil.
+func (p *Spawned) Exited() *Exit {
+	select {
+	case <-p.done:
+		return p.exit
+	default:
+		return nil
+	}
+}
+
+// LogTail is the last few KiB the build wrote to stdout and stderr.
+func (p *Spawned) LogTail() string { return p.log.String() }
+
+// Stop asks the service to shut down, then sends SIGTERM to its process
+// group, then SIGKILL, waiting up to 2 s between each, and removes its
+// directory. It returns the exit evidence and is safe to call more than once.
+func (p *Spawned) Stop() *Exit {
+	p.stopOnce.Do(func() {
+		pgid := p.cmd.Process.Pid
+		var steps []func()
+		if p.stop != nil {
+			steps = append(steps, func() { p.stop(p.addr) })
+		}
+		steps = append(steps,
+			func() { syscall.Kill(-pgid, syscall.SIGTERM) },
+			func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+		for _, step := range steps {
+			if p.Exited() != nil {
+				break
+			}
+			step()
+			select {
+			case <-p.done:
+			case <-time.After(2 * time.Second):
+			}
+		}
+		<-p.done
+		// The leader is gone; make sure nothing it forked lives on.
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		os.RemoveAll(p.dir)
+	})
+	return p.exit
+}
+
+var _ Process = (*Spawned)(nil)
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free loopback port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+// String returns the last lines kept, starting at a line boundary.
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := string(t.buf)
+	if len(t.buf) == t.max {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,140 @@
+package record
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+)
+
+// Session configures one recording: a fixture, a proxy, and either a
+// running service or a build that the session starts and stops itself.
+type Session struct {
+	// Out is the fixture to create; it must not exist.
+	Out string
+	// Proxy configures the proxy; its Fixture and Upstream are set by Run.
+	Proxy Options
+	// Upstream is the running service to record in front of, when Launch is nil.
+	Upstream string
+	// Launch, when set, is the old build to start with Launcher; the
+	// recording ends when the build exits.
+	Launch   *kavach.Launch
+	Launcher kavach.Launcher
+	// ReadyFile, when set, receives the proxy's address once it accepts
+	// connections (written to a temporary name and renamed).
+	ReadyFile string
+	// Grace is how long the proxy keeps running after the build exited,
+	// for connections to see it go. Zero: 200 ms.
+	Grace time.Duration
+}
+
+// Result is what a finished recording holds.
+type Result struct {
+	Stats   Stats
+	Failure *kavach.Failure
+	Reason  string // why the recording stopped
+	Build   *fixtures.Build
+}
+
+// Run records until ctx is done (SIGINT, SIGTERM) or the launched build
+// exits, then finishes the fixture cleanly with an end record. Every
+// process and goroutine it started is gone when it returns.
+func (s Session) Run(ctx context.Context, protocol string, started func(addr string)) (Result, error) {
+	var res Result
+	h := fixtures.Header{Protocol: protocol}
+	upstream := s.Upstream
+	var proc kavach.Process
+	if s.Launch != nil {
+		sum, err := fileSHA256(s.Launch.Path)
+		if err != nil {
+			return res, &kavach.StartError{Path: s.Launch.Path, Reason: "cannot be started: " + err.Error()}
+		}
+		proc, err = s.Launcher.Start(*s.Launch)
+		if err != nil {
+			return res, err
+		}
+		defer proc.Stop()
+		upstream = proc.Addr()
+		h.Build = &fixtures.Build{Path: s.Launch.Path, SHA256: sum, Version: s.Launcher.Version(upstream)}
+		h.Launch = s.Launch
+		res.Build = h.Build
+	} else {
+		h.Upstream = upstream
+	}
+	h.Start = time.Now().UTC()
+	w, err := fixtures.Create(s.Out, h)
+	if err != nil {
+		return res, err
+	}
+	opts := s.Proxy
+	opts.Fixture, opts.Upstream = w, upstream
+	p, err := Start(opts, h.Start)
+	if err != nil {
+		w.Close(fixtures.End{Reason: "proxy did not start"})
+		return res, err
+	}
+	if s.ReadyFile != "" {
+		if err := writeAtomic(s.ReadyFile, p.Addr().String()+"\n"); err != nil {
+			p.Close()
+			w.Close(fixtures.End{Reason: "ready file not written"})
+			return res, err
+		}
+	}
+	if started != nil {
+		started(p.Addr().String())
+	}
+
+	var died <-chan struct{}
+	if proc != nil {
+		died = proc.Done()
+	}
+	select {
+	case <-ctx.Done():
+		res.Reason = "stopped: " + context.Cause(ctx).Error()
+	case <-died:
+		exit := proc.Exited()
+		res.Reason = "the build exited: " + exit.String()
+		grace := s.Grace
+		if grace == 0 {
+			grace = 200 * time.Millisecond
+		}
+		time.Sleep(grace) // let every connection see the close and record it
+		p.BuildDied(exit)
+	}
+	closeErr := p.Close()
+	res.Stats, res.Failure = p.Stats(), p.Failure()
+	err = errors.Join(closeErr, p.Err(), w.Close(fixtures.End{Duration: time.Since(h.Start), Reason: res.Reason}))
+	return res, err
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func writeAtomic(path, content string) error {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
