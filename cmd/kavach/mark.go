@@ -49,4 +49,3 @@ func markCommand() *cli.Command {
 		},
 	}
 }
-
