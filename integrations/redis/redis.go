@@ -37,7 +37,7 @@ func (Codec) SplitRequest(data []byte) (int, error) { return Split(data) }
 // bytes that do not start with a RESP type byte are a protocol error.
 func (Codec) SplitResponse(data []byte) (int, error) {
 	if len(data) > 0 && !isType(data[0]) {
-		return 0, &ProtocolError{Offset: 0, Reason: "reply does not start with a RESP type byte", Bytes: data}
+		return 0, &ProtocolError{Offset: 0, Reason: "reply does not start with a RESP type byte", Bytes: bytes.Clone(data[:min(len(data), 64)])}
 	}
 	return Split(data)
 }

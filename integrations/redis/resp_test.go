@@ -338,6 +338,7 @@ func TestParseCommand(t *testing.T) {
 		{"SET k 'it\\'s \"x\"'\r\n", "SET", []string{"SET", "k", `it's "x"`}, true, `SET "k" "it's \"x\""`},
 		{"SET k \"\" ''\r\n", "SET", []string{"SET", "k", "", ""}, true, `SET "k" "" ""`},
 		{"SET k \"\\xZZ\\q\"\r\n", "SET", []string{"SET", "k", "xZZq"}, true, `SET "k" "xZZq"`},
+		{"ECHO \"\\x4a\\x4A\\a\\b\\r\\t\x7f\"\r\n", "ECHO", []string{"ECHO", "JJ\a\b\r\t\x7f"}, true, `ECHO "JJ\a\b\r\t\x7f"`},
 		{"\r\n", "", nil, true, ""},
 		{"   \r\n", "", nil, true, ""},
 		{"\"my cmd\" x\r\n", "MY CMD", []string{"my cmd", "x"}, true, `"MY CMD" "x"`},

@@ -1,0 +1,188 @@
+package redis
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+)
+
+func cmd(args ...string) []byte {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	return AppendCommand(nil, b...)
+}
+
+func TestReplies(t *testing.T) {
+	for _, tt := range []struct {
+		req  []byte
+		want int
+	}{
+		{cmd("GET", "k"), 1},
+		{cmd("SUBSCRIBE", "a", "b", "c"), 3},
+		{cmd("psubscribe", "n*"), 1},
+		{cmd("UNSUBSCRIBE"), 1},
+		{[]byte("\r\n"), 0}, // an empty inline line gets no reply
+		{[]byte("PING\r\n"), 1},
+	} {
+		if got := (Codec{}).Replies(tt.req); got != tt.want {
+			t.Errorf("Replies(%q) = %d, want %d", tt.req, got, tt.want)
+		}
+	}
+}
+
+func TestIsPush(t *testing.T) {
+	for _, tt := range []struct {
+		resp string
+		want bool
+	}{
+		{"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n", true},
+		{">3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n", true},
+		{"*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$1\r\nx\r\n", true},
+		{">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n", true},
+		{"*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n", false}, // a reply to SUBSCRIBE
+		{">3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n", false}, // RESP3: same, as a push frame
+		{"*2\r\n$7\r\nmessage\r\n$1\r\nx\r\n", true},
+		{"*2\r\n$4\r\njobs\r\n$2\r\nj1\r\n", false}, // a BLPOP reply
+		{"+OK\r\n", false},
+	} {
+		if got := (Codec{}).IsPush([]byte(tt.resp)); got != tt.want {
+			t.Errorf("IsPush(%q) = %v, want %v", tt.resp, got, tt.want)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	c := Codec{}
+	for _, tt := range []struct {
+		resps []string
+		want  string
+	}{
+		{[]string{"+OK\r\n"}, "ok"},
+		{[]string{"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"}, "error:WRONGTYPE"},
+		{[]string{"!21\r\nSYNTAX invalid syntax\r\n"}, "error:SYNTAX"},
+		{[]string{"*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nm\r\n", "-ERR x\r\n"}, "error:ERR"}, // pushes skipped
+		{[]string{"$-1\r\n"}, "ok"},
+	} {
+		var rs [][]byte
+		for _, r := range tt.resps {
+			rs = append(rs, []byte(r))
+		}
+		if got := c.Classify(nil, rs).String(); got != tt.want {
+			t.Errorf("Classify(%q) = %s, want %s", tt.resps, got, tt.want)
+		}
+	}
+}
+
+func TestSplitResponseRejectsInline(t *testing.T) {
+	_, err := Codec{}.SplitResponse([]byte("hello\r\n"))
+	var pe *ProtocolError
+	if !errors.As(err, &pe) || pe.Offset != 0 {
+		t.Fatalf("err = %v, want a protocol error at byte 0", err)
+	}
+	if n, err := (Codec{}).SplitResponse([]byte("+OK\r\n+OK")); n != 5 || err != nil {
+		t.Fatalf("SplitResponse = %d, %v", n, err)
+	}
+}
+
+func TestRedactAndUnredact(t *testing.T) {
+	for _, tt := range []struct {
+		req, want, note string
+	}{
+		{"AUTH hunter2", `AUTH "<redacted>"`, "AUTH password"},
+		{"AUTH ada hunter2", `AUTH "ada" "<redacted>"`, "AUTH password"},
+		{"HELLO 3 AUTH ada hunter2 SETNAME x", `HELLO "3" "AUTH" "ada" "<redacted>" "SETNAME" "x"`, "HELLO AUTH password"},
+		{"MIGRATE h 6379 k 0 100 COPY AUTH hunter2", `MIGRATE "h" "6379" "k" "0" "100" "COPY" "AUTH" "<redacted>"`, "MIGRATE AUTH password"},
+		{"MIGRATE h 6379 k 0 100 AUTH2 ada hunter2", `MIGRATE "h" "6379" "k" "0" "100" "AUTH2" "ada" "<redacted>"`, "MIGRATE AUTH2 password"},
+		{"CONFIG SET maxmemory 1mb requirepass hunter2", `CONFIG "SET" "maxmemory" "1mb" "requirepass" "<redacted>"`, "CONFIG SET requirepass"},
+		{"config set masterauth hunter2", `CONFIG "set" "masterauth" "<redacted>"`, "CONFIG SET masterauth"},
+		{"ACL SETUSER ada on >hunter2 ~* +@all", `ACL "SETUSER" "ada" "on" "><redacted>" "~*" "+@all"`, "ACL SETUSER password rule"},
+		{"SET AUTH hunter2", `SET "AUTH" "hunter2"`, ""},
+		{"GET k", `GET "k"`, ""},
+	} {
+		req := []byte(tt.req + "\r\n") // inline, as a person would type it
+		out, note := Codec{}.Redact(req)
+		if note != tt.note {
+			t.Errorf("Redact(%q) note = %q, want %q", tt.req, note, tt.note)
+		}
+		if got := (Codec{}).DescribeRequest(out, 0); got != tt.want {
+			t.Errorf("Redact(%q) = %s, want %s", tt.req, got, tt.want)
+		}
+		if note == "" {
+			if string(out) != string(req) {
+				t.Errorf("Redact(%q) changed a request with no secret", tt.req)
+			}
+			continue
+		}
+		back := Unredact(out, "hunter2")
+		c, _ := ParseCommand(back)
+		orig, _ := ParseCommand(req)
+		if c.String() != orig.String() {
+			t.Errorf("Unredact(Redact(%q)) = %s", tt.req, c)
+		}
+	}
+}
+
+func redisServer(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found (make test installs it): %v", err)
+	}
+	return path
+}
+
+func TestLauncherRealRedis(t *testing.T) {
+	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t), Args: []string{"--maxmemory", "10mb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	if v := (Launcher{}).Version(p.Addr()); !strings.HasPrefix(v, "redis 7.") {
+		t.Errorf("Version = %q", v)
+	}
+	sp := p.(*kavach.Spawned)
+	dir := sp.Dir()
+	exit := p.Stop()
+	if exit == nil || exit.Status != 0 || exit.Signal != "" {
+		t.Errorf("SHUTDOWN NOSAVE gave %+v, want a clean exit", exit)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("build dir %s left behind", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dump.rdb")); err == nil {
+		t.Error("persistence was on: dump.rdb written")
+	}
+}
+
+func TestLauncherBuildDiesAtStartup(t *testing.T) {
+	_, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t), Args: []string{"--no-such-option", "1"}})
+	var se *kavach.StartError
+	if !errors.As(err, &se) || se.Exit == nil || se.Exit.Status == 0 {
+		t.Fatalf("err = %v, want a StartError with a failed exit", err)
+	}
+	if !strings.Contains(err.Error(), "exited during start-up") || !strings.Contains(err.Error(), "no-such-option") {
+		t.Errorf("error lacks the evidence: %v", err)
+	}
+}
+
+func TestLauncherNeverReady(t *testing.T) {
+	// A "build" that runs but never answers PING: stopped, with evidence.
+	path := filepath.Join(t.TempDir(), "fake-redis")
+	os.WriteFile(path, []byte("#!/bin/sh\necho starting\nexec sleep 100\n"), 0o755)
+	start := time.Now()
+	_, err := Launcher{StartTimeout: 300 * time.Millisecond}.Start(kavach.Launch{Path: path})
+	if err == nil || !strings.Contains(err.Error(), "never became ready within 300ms") || !strings.Contains(err.Error(), "starting") {
+		t.Fatalf("err = %v", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("took %s to give up", time.Since(start))
+	}
+}
