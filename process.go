@@ -99,7 +99,9 @@ func (s Spawn) Start() (*Spawned, error) {
 	cmd := exec.Command(path, append(expand(s.Defaults), expand(s.Launch.Args)...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), s.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so Stop reaches everything it forks; and
+	// killed with Kavach, so even a kill -9 of Kavach leaves no build behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := &Spawned{cmd: cmd, addr: addr, dir: dir, log: newTailBuffer(8 << 10), stop: s.Shutdown, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {

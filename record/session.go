@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -53,6 +54,16 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	upstream := s.Upstream
 	var proc kavach.Process
 	if s.Launch != nil {
+		// Record the build as an absolute path, found on PATH like any
+		// command when it has no slash, so replays start the same file.
+		launch := *s.Launch
+		if p, err := exec.LookPath(launch.Path); err == nil {
+			launch.Path = p
+		}
+		if p, err := filepath.Abs(launch.Path); err == nil {
+			launch.Path = p
+		}
+		s.Launch = &launch
 		sum, err := fileSHA256(s.Launch.Path)
 		if err != nil {
 			return res, &kavach.StartError{Path: s.Launch.Path, Reason: "cannot be started: " + err.Error()}

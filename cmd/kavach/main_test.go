@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,18 +17,24 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/integrations/redis"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"kavach": func() {
-			os.Exit(run(context.Background(), os.Args, os.Stdin, os.Stdout, os.Stderr))
-		},
+	cmds := map[string]func(){
+		"kavach":    kavachMain,
 		"mkfixture": mkfixtureMain,
-	})
+	}
+	for name, f := range scriptCommands {
+		cmds[name] = f
+	}
+	testscript.Main(m, cmds)
 }
+
+// kavachMain is the kavach command in scripts: main itself, signals included.
+func kavachMain() { main() }
 
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
@@ -164,4 +171,100 @@ func TestShowGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scriptCommands are the helpers scripts use beside kavach itself.
+var scriptCommands = map[string]func(){
+	"waitfile": waitfileMain,
+	"rcmd":     rcmdMain,
+	"noprocs":  noprocsMain,
+}
+
+// waitfileMain: waitfile FILE — wait up to 20 s for FILE to exist.
+func waitfileMain() {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(os.Args[1]); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Fprintf(os.Stderr, "waitfile: %s did not appear within 20s\n", os.Args[1])
+	os.Exit(1)
+}
+
+// rcmdMain: rcmd ADDRFILE ARG... — send one Redis command on a new
+// connection to the address in ADDRFILE and print the reply as redis-cli
+// would, or "(connection closed)".
+func rcmdMain() {
+	addr, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	conn, err := net.DialTimeout("tcp", strings.TrimSpace(string(addr)), 5*time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var args [][]byte
+	for _, a := range os.Args[2:] {
+		args = append(args, []byte(a))
+	}
+	conn.Write(redis.AppendCommand(nil, args...))
+	var buf []byte
+	chunk := make([]byte, 4096)
+	for {
+		n, err := conn.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if m, _ := redis.Split(buf); m > 0 {
+			v, _ := redis.Parse(buf[:m])
+			fmt.Println(v.String())
+			return
+		}
+		if err != nil {
+			fmt.Println("(connection closed)")
+			return
+		}
+	}
+}
+
+// noprocsMain: noprocs DIR — fail if a process with DIR in its command
+// line is still running 3 s from now (a killed process takes a moment to go).
+func noprocsMain() {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		pid, cmdline := findProc(os.Args[1])
+		if pid == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "noprocs: process %s is still running: %s\n", pid, cmdline)
+			os.Exit(1)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// findProc returns a live process (not this one, not a zombie) whose
+// command line contains s.
+func findProc(s string) (pid string, cmdline []byte) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err != nil || n == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.Contains(cmdline, []byte(s)) {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] == "Z" {
+			continue
+		}
+		return e.Name(), bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})
+	}
+	return "", nil
 }
