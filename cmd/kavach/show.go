@@ -144,7 +144,11 @@ func (v *fixtureView) writeHeader(w io.Writer) {
 	if f := v.fx.Failure; f != nil {
 		fmt.Fprintf(w, "failure   step %d, oracle %s, signature %s\n", f.Step, f.Oracle, f.Signature)
 		if f.Evidence != "" {
-			fmt.Fprintf(w, "evidence  %s\n", printable([]byte(f.Evidence), 200))
+			first, rest, more := strings.Cut(f.Evidence, "\n")
+			fmt.Fprintf(w, "evidence  %s\n", printable([]byte(first), 200))
+			if more {
+				fmt.Fprintf(w, "          (+%d lines: kavach show %s --step %d)\n", strings.Count(rest, "\n")+1, v.fx.Path, f.Step)
+			}
 		}
 	} else {
 		fmt.Fprintf(w, "failure   none marked (kavach mark FIXTURE --step N --oracle ...)\n")
@@ -181,6 +185,13 @@ func (v *fixtureView) writeStep(w io.Writer, n int) {
 	fmt.Fprintf(w, "outcome   %s\n", v.outcome(s))
 	if f := v.fx.Failure; f != nil && f.Step == n {
 		fmt.Fprintf(w, "failure   oracle %s, signature %s\n", f.Oracle, f.Signature)
+		for i, line := range strings.Split(strings.TrimRight(f.Evidence, "\n"), "\n") {
+			label := "evidence"
+			if i > 0 {
+				label = ""
+			}
+			fmt.Fprintf(w, "%-8s  %s\n", label, printable([]byte(line), 0))
+		}
 	}
 	fmt.Fprintf(w, "request   %s\n", v.describe(s.Request, 4096))
 	fmt.Fprintf(w, "  bytes   %q\n", s.Request.Data)
