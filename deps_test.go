@@ -1,0 +1,55 @@
+package kavach_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportDirection holds the layout's one direction of imports
+// (root <- fixtures <- {record, replay, variants, invariants} <- cmd; an
+// integration imports only the root), so that a protocol never leaks into
+// the recorder or the fixture format.
+func TestImportDirection(t *testing.T) {
+	const mod = "github.com/kavach-dev/kavach"
+	allowed := map[string][]string{
+		"":                   {},
+		"fixtures":           {""},
+		"record":             {"", "fixtures"},
+		"replay":             {"", "fixtures"},
+		"variants":           {"", "fixtures"},
+		"invariants":         {"", "fixtures"},
+		"integrations/redis": {""},
+		"integrations/axum":  {""},
+	}
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}:{{join .Imports " "}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ":")
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
+		ok, ruled := allowed[rel]
+		if !ruled {
+			continue // cmd, internal, bench: may import anything
+		}
+		for _, imp := range strings.Fields(imports) {
+			if imp != mod && !strings.HasPrefix(imp, mod+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(strings.TrimPrefix(imp, mod), "/")
+			if !contains(ok, dep) {
+				t.Errorf("%s imports %s; the layout allows it only %q", pkg, imp, ok)
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
