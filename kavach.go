@@ -202,11 +202,21 @@ type Classifier interface {
 	Classify(request []byte, responses [][]byte) Outcome
 }
 
-// Normalizer rewrites a response into the form that replays compare, so
-// that fields the service does not promise (times, ids, ordering) do not
-// count as differences. It must be deterministic and idempotent.
+// Normalizer turns a response into the value that replays compare, so
+// that what the service does not promise (the order of a hash table's
+// entries, a process id) does not count as a difference. The value is a
+// tree of nil, bool, int64, float64, string, []any and map[string]any.
+// It must be deterministic: the same bytes give the same tree.
 type Normalizer interface {
-	Normalize(request, response []byte) []byte
+	Normalize(request, response []byte) any
+}
+
+// Settler is an optional Codec method: how long to let the service's
+// timer run before sending a request whose reply reads state that the
+// timer updates from the clock (Redis's LRU clock, for OBJECT IDLETIME).
+// Zero for most requests.
+type Settler interface {
+	Settle(request []byte) time.Duration
 }
 
 // Redactor replaces secrets in a request before it is written to a
@@ -222,6 +232,9 @@ type Redactor interface {
 type Launch struct {
 	Path string   `json:"path"`
 	Args []string `json:"args,omitempty"`
+	// Env is added to Kavach's own environment for the build (a replay
+	// adds libfaketime's variables here).
+	Env []string `json:"env,omitempty"`
 }
 
 // Launcher starts and stops builds of a service.
@@ -262,4 +275,15 @@ func (e *Exit) String() string {
 		return "killed by " + e.Signal
 	}
 	return fmt.Sprintf("exit status %d", e.Status)
+}
+
+// Reproduces reports whether an outcome is this failure again: its
+// signature (an oracle's text form, made specific) fires on the outcome.
+// An invariant failure is decided by the invariant checker, not here.
+func (f Failure) Reproduces(out Outcome) bool {
+	sig, err := ParseOracle(f.Signature)
+	if err != nil {
+		sig = f.Oracle
+	}
+	return sig.Fires(out)
 }

@@ -98,7 +98,7 @@ func (s Spawn) Start() (*Spawned, error) {
 	}
 	cmd := exec.Command(path, append(expand(s.Defaults), expand(s.Launch.Args)...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), s.Env...)
+	cmd.Env = append(append(os.Environ(), s.Env...), s.Launch.Env...)
 	// Its own process group, so Stop reaches everything it forks; and
 	// killed with Kavach, so even a kill -9 of Kavach leaves no build behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

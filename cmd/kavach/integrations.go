@@ -9,14 +9,31 @@ import (
 type integration struct {
 	codec    kavach.Codec
 	launcher kavach.Launcher
+	// unredact puts a secret back where recording redacted it; nil: none.
+	unredact func(request []byte, secret string) []byte
 }
 
 // integrations lists the protocols Kavach speaks, registered here
 // explicitly (never from init).
 func integrations() map[string]integration {
 	return map[string]integration{
-		redis.Protocol: {codec: redis.Codec{}, launcher: redis.Launcher{}},
+		redis.Protocol: {codec: redis.Codec{}, launcher: redis.Launcher{}, unredact: redis.Unredact},
 	}
+}
+
+// classifier and normalizer are the codec's, when it has them.
+func (in integration) classifier() kavach.Classifier {
+	if c, ok := in.codec.(kavach.Classifier); ok {
+		return c
+	}
+	return nil
+}
+
+func (in integration) normalizer() kavach.Normalizer {
+	if n, ok := in.codec.(kavach.Normalizer); ok {
+		return n
+	}
+	return nil
 }
 
 // codecFor returns the codec of a fixture's protocol, or nil when no

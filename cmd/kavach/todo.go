@@ -14,21 +14,6 @@ func notYet(what string) cli.ActionFunc {
 	}
 }
 
-func replayCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "replay",
-		Usage:     "replay a fixture against one build and print its trace (not built yet)",
-		ArgsUsage: "BUILD FIXTURE",
-		Description: withExample("Starts BUILD on a free loopback port under a faked clock, drives the fixture's\n"+
-			"requests through it as recorded and prints what each step gave. Not built yet: the replay\n"+
-			"engine comes with the replay issue; until then this exits 2.",
-			"kavach replay ./redis-server-old incident.kavach --json"),
-		Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the trace as JSON"}},
-		OnUsageError: onUsageError,
-		Action:       notYet("the replay engine comes with the replay issue"),
-	}
-}
-
 func variantsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "variants",

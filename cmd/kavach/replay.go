@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/replay"
+)
+
+func replayCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "replay",
+		Usage:     "replay a fixture against one build and say whether it reproduces the recording",
+		ArgsUsage: "BUILD FIXTURE",
+		Description: withExample("Starts BUILD (with the arguments the fixture was recorded with) on a free loopback\n"+
+			"port under a virtual clock, drives the fixture's requests through it as recorded, and\n"+
+			"prints per step whether the build gave the recorded output. The build is replayed\n"+
+			"--runs times (default 2): fields that differ between the runs are noise, listed and\n"+
+			"not counted. Exit 0 when every step reproduced the recording (the recorded failure\n"+
+			"counts when it recurs), 1 when a step differed, 2 when it could not replay.\n"+
+			"For a fixture whose secrets were redacted, set KAVACH_REDIS_SECRET to the password.",
+			"kavach replay ./redis-server-old incident.kavach --json"),
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the traces and the verdict per step as JSON"},
+			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
+			&cli.IntFlag{Name: "runs", Value: 2, Usage: "replay `N` times; fields that differ between runs are noise"},
+			&cli.BoolFlag{Name: "real-time", Usage: "do not fake the clock (gaps are compressed)"},
+		},
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			a, err := args(c, "BUILD", "FIXTURE")
+			if err != nil {
+				return err
+			}
+			fx, in, err := loadFixture(a[1])
+			if err != nil {
+				return err
+			}
+			if c.Int("runs") < 1 {
+				return usagef("", "--runs %d: need at least 1", c.Int("runs"))
+			}
+			opts := replayOptions(fx, in, c.Duration("step-timeout"))
+			opts.RealTime = c.Bool("real-time")
+			launch := buildLaunch(fx, a[0])
+			var traces []*replay.Trace
+			for i := 0; i < c.Int("runs"); i++ {
+				tr, err := replay.Run(c.Context, launch, fx.Events, opts)
+				if err != nil {
+					return err
+				}
+				traces = append(traces, tr)
+			}
+			recorded := replay.Recorded(fx.Events, in.codec, in.classifier(), in.normalizer())
+			// Noise: what differs between this build's own replays.
+			noise := replay.Noise{}
+			for _, tr := range traces[1:] {
+				for _, f := range replay.FindNoise(traceAsRecorded(traces[0]), 0, tr).List() {
+					if noise[f.Step] == nil {
+						noise[f.Step] = map[string]bool{}
+					}
+					noise[f.Step][f.Path] = true
+				}
+			}
+			v := replay.Verify(recorded, fx.Failure, traces[0], noise)
+			if c.Bool("json") {
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(map[string]any{"verification": v, "noise": noise.List(), "traces": traces}); err != nil {
+					return err
+				}
+			} else {
+				printReplay(c.App.Writer, fx, in, traces[0], v, noise)
+			}
+			if !v.Reproduced {
+				return &verdictError{code: exitRed}
+			}
+			return nil
+		},
+	}
+}
+
+// loadFixture loads a fixture and finds its integration.
+func loadFixture(path string) (*fixtures.Fixture, integration, error) {
+	fx, err := fixtures.Load(path)
+	if err != nil {
+		return nil, integration{}, err
+	}
+	if fx.Warning != nil {
+		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", fx.Warning)
+	}
+	in, ok := integrations()[fx.Header.Protocol]
+	if !ok {
+		return nil, in, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, fx.Header.Protocol, strings.Join(protocols(), ", "))
+	}
+	return fx, in, nil
+}
+
+// buildLaunch starts BUILD the way the fixture's old build was started.
+func buildLaunch(fx *fixtures.Fixture, build string) kavach.Launch {
+	l := kavach.Launch{Path: build}
+	if fx.Header.Launch != nil {
+		l.Args = fx.Header.Launch.Args
+	}
+	return l
+}
+
+func replayOptions(fx *fixtures.Fixture, in integration, timeout time.Duration) replay.Options {
+	opts := replay.Options{
+		Codec: in.codec, Classifier: in.classifier(), Normalizer: in.normalizer(), Launcher: in.launcher,
+		StepTimeout: timeout, Start: fx.Header.Start,
+	}
+	if secret := os.Getenv("KAVACH_REDIS_SECRET"); secret != "" && in.unredact != nil {
+		opts.Prepare = func(b []byte) []byte { return in.unredact(b, secret) }
+	}
+	return opts
+}
+
+// traceAsRecorded lets one trace stand where the recording would, to
+// find the fields that differ between two replays.
+func traceAsRecorded(tr *replay.Trace) []replay.StepResult { return tr.Steps }
+
+func printReplay(w io.Writer, fx *fixtures.Fixture, in integration, tr *replay.Trace, v replay.Verification, noise replay.Noise) {
+	dur := "?"
+	if fx.End != nil {
+		dur = fx.End.Duration.Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(w, "replay    %s\nfixture   %s (%d steps, recorded over %s)\nclock     %s\nwall      %s\n",
+		tr.Build.Path, fx.Path, len(v.Steps), dur, tr.Clock, tr.Wall.Round(time.Millisecond))
+	if tr.Stopped != "" {
+		fmt.Fprintf(w, "stopped   %s\n", tr.Stopped)
+	}
+	if nl := noise.List(); len(nl) > 0 {
+		var parts []string
+		for _, f := range nl {
+			parts = append(parts, fmt.Sprintf("step %d %s", f.Step, f.Path))
+		}
+		fmt.Fprintf(w, "noise     %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
+	steps := kavach.Steps(fx.Events, in.codec)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tSTATUS\tRECORDED\tREPLAYED\tREQUEST")
+	counts := map[string]int{}
+	for _, c := range v.Steps {
+		counts[c.Status]++
+		rec, got := c.Recorded.String(), c.Outcome.String()
+		if c.Status == replay.StatusNotRun {
+			got = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, c.Status, rec, got, in.codec.DescribeRequest(steps[c.Step-1].Request.Data, 48))
+		for _, d := range c.Diffs {
+			fmt.Fprintf(tw, "\t  %s: want %s, got %s\n", d.Path, cutString(d.Want, 80), cutString(d.Got, 80))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	var parts []string
+	for _, s := range []string{replay.StatusEqual, replay.StatusNoise, replay.StatusReproduced, replay.StatusDifferent, replay.StatusNotFailed, replay.StatusNotRun, replay.StatusAfterFailed} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	result := "reproduced"
+	if !v.Reproduced {
+		result = fmt.Sprintf("not reproduced, from step %d", v.FirstDifferent)
+	}
+	fmt.Fprintf(w, "result    %s (%s)\n", result, strings.Join(parts, ", "))
+}
+
+func cutString(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}

@@ -1,0 +1,192 @@
+package redis
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+)
+
+var (
+	_ kavach.Normalizer = Codec{}
+	_ kavach.Settler    = Codec{}
+)
+
+// Normalize turns a reply into the tree replays compare (docs/redis.md,
+// "What replays compare"):
+//
+//   - strings (simple, bulk, verbatim, big numbers, doubles as written)
+//     are strings; integers int64; booleans bool; nulls nil; errors a
+//     map {"error": text}; arrays, sets and pushes lists; maps with
+//     string keys maps, others lists of [key, value] pairs.
+//   - Attributes are dropped: they are metadata, not the answer.
+//   - Replies whose order comes from a hash table (sets, maps, and the
+//     replies of SMEMBERS, KEYS, HKEYS, HGETALL, SCAN, ...) are sorted:
+//     Redis seeds its hash function at random in every process.
+//   - Replies that differ between runs by design are replaced by a
+//     placeholder naming what was there: INFO, CLIENT LIST and INFO,
+//     MEMORY, DEBUG, SLOWLOG, LATENCY, LOLWUT; the members returned by
+//     RANDOMKEY, SRANDMEMBER, SPOP, HRANDFIELD and ZRANDMEMBER (their
+//     count is kept).
+//
+// Everything else is compared exactly.
+func (Codec) Normalize(request, response []byte) any {
+	v, err := Parse(response)
+	if err != nil {
+		return map[string]any{"unparsable": string(response)}
+	}
+	if v.Kind == KindError || v.Kind == KindBulkError {
+		return tree(v)
+	}
+	cmd, _ := ParseCommand(request)
+	sub := ""
+	if len(cmd.Args) > 1 {
+		sub = strings.ToUpper(string(cmd.Args[1]))
+	}
+	switch cmd.Name {
+	case "INFO", "LOLWUT", "SLOWLOG", "LATENCY", "MEMORY", "DEBUG":
+		return "<" + strings.ToLower(cmd.Name) + ">"
+	case "CLIENT":
+		if sub == "LIST" || sub == "INFO" {
+			return "<client " + strings.ToLower(sub) + ">"
+		}
+	case "RANDOMKEY", "SRANDMEMBER", "SPOP", "HRANDFIELD", "ZRANDMEMBER":
+		return random(tree(v))
+	case "SMEMBERS", "SINTER", "SUNION", "SDIFF", "KEYS", "HKEYS", "HVALS":
+		return sorted(tree(v))
+	case "HGETALL", "CONFIG":
+		if v.Kind == KindArray {
+			return sortedPairs(tree(v))
+		}
+	case "SCAN", "SSCAN", "HSCAN", "ZSCAN":
+		t := tree(v)
+		if l, ok := t.([]any); ok && len(l) == 2 {
+			if cmd.Name == "HSCAN" || cmd.Name == "ZSCAN" {
+				return []any{l[0], sortedPairs(l[1])}
+			}
+			return []any{l[0], sorted(l[1])}
+		}
+		return t
+	}
+	return tree(v)
+}
+
+// tree converts a parsed value into the comparison tree.
+func tree(v Value) any {
+	switch v.Kind {
+	case KindInt:
+		return v.Int
+	case KindBool:
+		return v.Bool
+	case KindNull:
+		return nil
+	case KindError, KindBulkError:
+		return map[string]any{"error": string(v.Str)}
+	case KindArray, KindPush:
+		if v.Null {
+			return nil
+		}
+		l := make([]any, len(v.Elems))
+		for i, e := range v.Elems {
+			l[i] = tree(e)
+		}
+		return l
+	case KindSet:
+		l := make([]any, len(v.Elems))
+		for i, e := range v.Elems {
+			l[i] = tree(e)
+		}
+		return sorted(l)
+	case KindMap:
+		m := map[string]any{}
+		var pairs []any
+		for i := 0; i+1 < len(v.Elems); i += 2 {
+			k, val := tree(v.Elems[i]), tree(v.Elems[i+1])
+			pairs = append(pairs, []any{k, val})
+			if ks, ok := k.(string); ok {
+				m[ks] = val
+			}
+		}
+		if len(m) == len(pairs) {
+			return m
+		}
+		return sortPairs(pairs)
+	}
+	if v.Null {
+		return nil
+	}
+	return string(v.Str)
+}
+
+// sorted sorts a list by each element's JSON form.
+func sorted(t any) any {
+	l, ok := t.([]any)
+	if !ok {
+		return t
+	}
+	l = append([]any(nil), l...)
+	sort.SliceStable(l, func(i, j int) bool { return key(l[i]) < key(l[j]) })
+	return l
+}
+
+// sortedPairs sorts a flat [k1, v1, k2, v2, ...] list by pair.
+func sortedPairs(t any) any {
+	l, ok := t.([]any)
+	if !ok || len(l)%2 != 0 {
+		return t
+	}
+	var pairs []any
+	for i := 0; i < len(l); i += 2 {
+		pairs = append(pairs, []any{l[i], l[i+1]})
+	}
+	pairs = sortPairs(pairs)
+	flat := make([]any, 0, len(l))
+	for _, p := range pairs {
+		flat = append(flat, p.([]any)...)
+	}
+	return flat
+}
+
+func sortPairs(pairs []any) []any {
+	sort.SliceStable(pairs, func(i, j int) bool { return key(pairs[i]) < key(pairs[j]) })
+	return pairs
+}
+
+func key(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// random keeps the shape of a random reply and hides its members.
+func random(t any) any {
+	switch x := t.(type) {
+	case nil:
+		return nil
+	case []any:
+		l := make([]any, len(x))
+		for i := range l {
+			l[i] = "<random>"
+		}
+		return l
+	case map[string]any:
+		return t // an error
+	}
+	return "<random>"
+}
+
+// Settle lets Redis's timer run once before commands that read the LRU
+// clock it refreshes (OBJECT IDLETIME, OBJECT FREQ, DEBUG OBJECT): after a
+// clock jump the cached clock lags by up to one tick of the default hz 10.
+func (Codec) Settle(request []byte) time.Duration {
+	c, err := ParseCommand(request)
+	if err != nil || len(c.Args) < 2 {
+		return 0
+	}
+	switch sub := strings.ToUpper(string(c.Args[1])); {
+	case c.Name == "OBJECT" && (sub == "IDLETIME" || sub == "FREQ"), c.Name == "DEBUG" && sub == "OBJECT":
+		return 110 * time.Millisecond
+	}
+	return 0
+}

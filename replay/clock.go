@@ -1,0 +1,104 @@
+package replay
+
+import (
+	"debug/buildinfo"
+	"debug/elf"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// LibFaketime is where Debian's libfaketime package puts the library.
+const LibFaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+// Clock is the virtual clock of one build process: a libfaketime
+// timestamp file that the build re-reads on every clock call
+// (FAKETIME_NO_CACHE=1). Set writes the file to a temporary name and
+// renames it into place, because a half-written file kills the build and
+// a missing one silently gives real time (DESIGN §6). The monotonic clock
+// is left real (FAKETIME_DONT_FAKE_MONOTONIC=1): faking it freezes event
+// loops. docs/replay.md has the measurements behind these choices.
+type Clock struct {
+	path string
+	now  time.Time // last time set
+}
+
+// NewClock makes a clock whose file lives in dir, set to start.
+func NewClock(dir string, start time.Time) (*Clock, error) {
+	c := &Clock{path: filepath.Join(dir, "kavach-faketime")}
+	if err := c.Set(start); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Env is the environment that makes a build read this clock.
+func (c *Clock) Env() []string {
+	return []string{
+		"LD_PRELOAD=" + LibFaketime,
+		"FAKETIME_TIMESTAMP_FILE=" + c.path,
+		"FAKETIME_NO_CACHE=1",
+		"FAKETIME_DONT_FAKE_MONOTONIC=1",
+		"TZ=UTC",
+	}
+}
+
+// Now is the time last set.
+func (c *Clock) Now() time.Time { return c.now }
+
+// Set freezes the build's clock at t (UTC, microseconds).
+func (c *Clock) Set(t time.Time) error {
+	t = t.UTC().Truncate(time.Microsecond)
+	if t.Equal(c.now) {
+		return nil
+	}
+	tmp := c.path + ".tmp"
+	line := t.Format("2006-01-02 15:04:05.000000") + "\n"
+	if err := os.WriteFile(tmp, []byte(line), 0o644); err != nil {
+		return fmt.Errorf("set virtual clock: %w", err)
+	}
+	if err := os.Rename(tmp, c.path); err != nil {
+		return fmt.Errorf("set virtual clock: %w", err)
+	}
+	c.now = t
+	return nil
+}
+
+// Fakeable says whether libfaketime can fake a build's clock, and if not,
+// why: it must be a dynamically linked ELF executable (LD_PRELOAD needs
+// the dynamic loader) that is not a Go program (Go reads the clock
+// through the vDSO, not libc). Scripts (#!) are assumed fakeable: what
+// they run inherits the environment.
+func Fakeable(path string) (bool, string) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return true, "" // not ELF (a script): its interpreter's children get LD_PRELOAD
+	}
+	defer f.Close()
+	dynamic := false
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			dynamic = true
+		}
+	}
+	if !dynamic {
+		return false, "a statically linked binary: LD_PRELOAD does not apply"
+	}
+	if _, err := buildinfo.ReadFile(path); err == nil {
+		return false, "a Go binary: it reads the clock without libc"
+	}
+	if _, err := os.Stat(LibFaketime); err != nil {
+		return false, "libfaketime is not installed (" + LibFaketime + "; apt-get install libfaketime)"
+	}
+	return true, ""
+}
+
+// cleanShm removes what libfaketime leaves in /dev/shm when a process
+// using it is killed; a later process with the same pid would fail to
+// start (DESIGN §6).
+func cleanShm(pid int) {
+	for _, name := range []string{fmt.Sprintf("faketime_shm_%d", pid), fmt.Sprintf("sem.faketime_sem_%d", pid)} {
+		os.Remove(filepath.Join("/dev/shm", name))
+	}
+}
