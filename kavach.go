@@ -211,12 +211,12 @@ type Normalizer interface {
 	Normalize(request, response []byte) any
 }
 
-// Settler is an optional Codec method: how long to let the service's
-// timer run before sending a request whose reply reads state that the
-// timer updates from the clock (Redis's LRU clock, for OBJECT IDLETIME).
-// Zero for most requests.
+// Settler is an optional Codec method for services that cache the clock
+// and refresh the cache from a timer (Redis's LRU clock): how long to let
+// that timer run after the virtual clock moved from one time to another,
+// before sending the next request. Zero when the cache cannot have changed.
 type Settler interface {
-	Settle(request []byte) time.Duration
+	Settle(from, to time.Time) time.Duration
 }
 
 // Redactor replaces secrets in a request before it is written to a

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,6 +74,15 @@ func (e *StartError) Error() string {
 // error no process is left behind and the directory is removed.
 func (s Spawn) Start() (*Spawned, error) {
 	path := s.Launch.Path
+	// The build runs in its fresh directory: resolve its path first.
+	if !strings.Contains(path, "/") {
+		if p, err := exec.LookPath(path); err == nil {
+			path = p
+		}
+	}
+	if p, err := filepath.Abs(path); err == nil {
+		path = p
+	}
 	if st, err := os.Stat(path); err != nil {
 		return nil, &StartError{Path: path, Reason: "cannot be started: " + errors.Unwrap(err).Error()}
 	} else if st.IsDir() || st.Mode()&0o111 == 0 {

@@ -110,7 +110,7 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 	proc, err := opts.Launcher.Start(launch)
 	if err != nil {
 		var se *kavach.StartError
-		if clock != nil && errors.As(err, &se) && strings.Contains(se.Reason, "never became ready") {
+		if clock != nil && errors.As(err, &se) && strings.Contains(se.Reason, "never became ready") && strings.Contains(se.Reason, "connect:") {
 			return nil, fmt.Errorf("%w\nthe build did not become ready under libfaketime: a build linked with the system's jemalloc deadlocks there (DESIGN §6); build it with MALLOC=libc", err)
 		}
 		return nil, err
@@ -184,6 +184,12 @@ func (r *runner) run(ctx context.Context, events []kavach.Event) {
 		case kavach.Open:
 			r.dial(ev.Conn)
 		case kavach.Request:
+			if e := r.proc.Exited(); e != nil {
+				// The build died with nothing waiting on it (or before we saw it).
+				r.crashed(r.dial(ev.Conn), "the build is gone")
+				r.stop = true
+				break
+			}
 			r.send(ev, stepOf[ev.Seq])
 		case kavach.Response:
 			if c := r.conns[ev.Conn]; c != nil {
@@ -314,18 +320,19 @@ func (r *runner) send(ev kavach.Event, i int) {
 	s.Virtual, s.Ran = virtual.UTC(), true
 	r.last[ev.Conn] = i
 	if r.clock != nil {
+		from := r.clock.Now()
 		if err := r.clock.Set(virtual); err != nil {
 			r.opts.Logger.Error("set clock", "err", err)
+		}
+		if st, ok := r.opts.Codec.(kavach.Settler); ok {
+			if d := st.Settle(from, r.clock.Now()); d > 0 {
+				time.Sleep(d)
+			}
 		}
 	}
 	data := ev.Data
 	if r.opts.Prepare != nil && ev.Flags&kavach.ParseError == 0 {
 		data = r.opts.Prepare(data)
-	}
-	if st, ok := r.opts.Codec.(kavach.Settler); ok && ev.Flags&kavach.ParseError == 0 {
-		if d := st.Settle(data); d > 0 {
-			time.Sleep(d)
-		}
 	}
 	replies := 1
 	if ev.Flags&kavach.ParseError == 0 {
@@ -423,13 +430,23 @@ func (r *runner) crashed(c *conn, why string) {
 			detail += "\n" + exit.LogTail
 		}
 	}
-	for _, w := range c.pending {
-		s := &r.tr.Steps[w.step]
-		if s.Outcome.Kind == "" {
-			s.Outcome = kavach.Outcome{Kind: kavach.Crash, Detail: detail}
+	conns := []*conn{c}
+	if exit != nil {
+		// The process is gone: every step waiting anywhere crashed.
+		conns = conns[:0]
+		for _, other := range r.conns {
+			conns = append(conns, other)
 		}
 	}
-	c.pending = nil
+	for _, c := range conns {
+		for _, w := range c.pending {
+			s := &r.tr.Steps[w.step]
+			if s.Outcome.Kind == "" {
+				s.Outcome = kavach.Outcome{Kind: kavach.Crash, Detail: detail}
+			}
+		}
+		c.pending = nil
+	}
 	if exit != nil {
 		r.tr.Exit = exit
 		r.tr.Stopped = "the build exited: " + exit.String()

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"time"
+
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/integrations/redis"
 )
 
 // integration is what Kavach knows about one protocol.
 type integration struct {
-	codec    kavach.Codec
-	launcher kavach.Launcher
+	codec kavach.Codec
+	// launcher starts builds, giving up on one not ready within the timeout.
+	launcher func(startTimeout time.Duration) kavach.Launcher
 	// unredact puts a secret back where recording redacted it; nil: none.
 	unredact func(request []byte, secret string) []byte
 }
@@ -17,7 +20,11 @@ type integration struct {
 // explicitly (never from init).
 func integrations() map[string]integration {
 	return map[string]integration{
-		redis.Protocol: {codec: redis.Codec{}, launcher: redis.Launcher{}, unredact: redis.Unredact},
+		redis.Protocol: {
+			codec:    redis.Codec{},
+			launcher: func(d time.Duration) kavach.Launcher { return redis.Launcher{StartTimeout: d} },
+			unredact: redis.Unredact,
+		},
 	}
 }
 

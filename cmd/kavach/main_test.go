@@ -18,6 +18,7 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/redisbuild"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -37,7 +38,18 @@ func TestMain(m *testing.M) {
 func kavachMain() { main() }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+	// Replays need Redis built from source (MALLOC=libc): the packaged
+	// server deadlocks under libfaketime. Cached after the first build.
+	pristine := redisbuild.MustBuild(t)
+	pingPatched := redisbuild.MustBuild(t, "../../internal/redisbuild/testdata/ping-patched.patch")
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("REDIS_BUILD", pristine)
+			env.Setenv("REDIS_PING_PATCHED", pingPatched)
+			return nil
+		},
+	})
 }
 
 // mkfixtureMain is a script command: mkfixture OUT [cut N | noend | protocol P].

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -34,6 +35,7 @@ func recordCommand() *cli.Command {
 			&cli.BoolFlag{Name: "keep-secrets", Usage: "do not redact passwords"},
 			&cli.StringFlag{Name: "ready-file", Usage: "write the listening address to `FILE` once ready"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every connection"},
+			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -54,7 +56,7 @@ func recordCommand() *cli.Command {
 				return usagef("run 'kavach record --help' for an example", "nothing to record: give --upstream ADDR or -- BUILD ARGS")
 			case c.NArg() > 0:
 				s.Launch = &kavach.Launch{Path: c.Args().First(), Args: c.Args().Tail()}
-				s.Launcher = in.launcher
+				s.Launcher = in.launcher(c.Duration("start-timeout"))
 			}
 			if cl, ok := in.codec.(kavach.Classifier); ok {
 				s.Proxy.Classifier = cl

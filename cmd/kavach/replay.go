@@ -34,6 +34,7 @@ func replayCommand() *cli.Command {
 			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
 			&cli.IntFlag{Name: "runs", Value: 2, Usage: "replay `N` times; fields that differ between runs are noise"},
 			&cli.BoolFlag{Name: "real-time", Usage: "do not fake the clock (gaps are compressed)"},
+			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -48,7 +49,7 @@ func replayCommand() *cli.Command {
 			if c.Int("runs") < 1 {
 				return usagef("", "--runs %d: need at least 1", c.Int("runs"))
 			}
-			opts := replayOptions(fx, in, c.Duration("step-timeout"))
+			opts := replayOptions(fx, in, c.Duration("step-timeout"), c.Duration("start-timeout"))
 			opts.RealTime = c.Bool("real-time")
 			launch := buildLaunch(fx, a[0])
 			var traces []*replay.Trace
@@ -113,9 +114,9 @@ func buildLaunch(fx *fixtures.Fixture, build string) kavach.Launch {
 	return l
 }
 
-func replayOptions(fx *fixtures.Fixture, in integration, timeout time.Duration) replay.Options {
+func replayOptions(fx *fixtures.Fixture, in integration, timeout, startTimeout time.Duration) replay.Options {
 	opts := replay.Options{
-		Codec: in.codec, Classifier: in.classifier(), Normalizer: in.normalizer(), Launcher: in.launcher,
+		Codec: in.codec, Classifier: in.classifier(), Normalizer: in.normalizer(), Launcher: in.launcher(startTimeout),
 		StepTimeout: timeout, Start: fx.Header.Start,
 	}
 	if secret := os.Getenv("KAVACH_REDIS_SECRET"); secret != "" && in.unredact != nil {

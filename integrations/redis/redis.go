@@ -243,6 +243,7 @@ type Launcher struct {
 var DefaultArgs = []string{
 	"--port", "{port}", "--bind", "127.0.0.1", "--dir", "{dir}",
 	"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", "",
+	"--hz", "100", // a timer tick every 10 ms: see Codec.Settle
 }
 
 // Start starts a build and waits until PING answers.
@@ -269,13 +270,15 @@ func (l Launcher) spawn(launch kavach.Launch) kavach.Spawn {
 	}
 }
 
-// ping is ready when PING gets +PONG, or -NOAUTH from a build with a password.
+// ping is ready when PING gets any answer but an error, or -NOAUTH from a
+// build with a password (-LOADING and the like mean not yet). What the
+// answer says is the replay's business: a build may answer PING wrongly.
 func ping(ctx context.Context, addr string) error {
 	v, err := call(ctx, addr, "PING")
 	if err != nil {
 		return err
 	}
-	if (v.Kind == KindSimple && string(v.Str) == "PONG") || (v.Kind == KindError && bytes.HasPrefix(v.Str, []byte("NOAUTH"))) {
+	if (v.Kind != KindError && v.Kind != KindBulkError) || bytes.HasPrefix(v.Str, []byte("NOAUTH")) {
 		return nil
 	}
 	return fmt.Errorf("PING answered %s", v)

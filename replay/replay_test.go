@@ -1,0 +1,375 @@
+package replay_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/replay"
+)
+
+var start = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+// step is one request of a synthetic recording: on conn, at offset, the
+// command args, and the reply the recording saw ("" for none).
+type step struct {
+	conn   uint64
+	at     time.Duration
+	args   []string
+	replay string
+	closed bool // the server closed the connection after the request
+}
+
+// events builds a recording: conns open at 0, each request followed by
+// its recorded reply.
+func events(steps ...step) []kavach.Event {
+	var evs []kavach.Event
+	open := map[uint64]bool{}
+	seq := uint64(0)
+	add := func(ev kavach.Event) {
+		seq++
+		ev.Seq = seq
+		evs = append(evs, ev)
+	}
+	for _, s := range steps {
+		if !open[s.conn] {
+			open[s.conn] = true
+			add(kavach.Event{Conn: s.conn, Dir: kavach.Open, Offset: s.at})
+		}
+		b := make([][]byte, len(s.args))
+		for i, a := range s.args {
+			b[i] = []byte(a)
+		}
+		add(kavach.Event{Conn: s.conn, Dir: kavach.Request, Offset: s.at, Data: redis.AppendCommand(nil, b...)})
+		if s.replay != "" {
+			add(kavach.Event{Conn: s.conn, Dir: kavach.Response, Offset: s.at + time.Millisecond, Data: []byte(s.replay)})
+		}
+		if s.closed {
+			add(kavach.Event{Conn: s.conn, Dir: kavach.Close, Offset: s.at + time.Millisecond, Data: []byte("server")})
+		}
+	}
+	return evs
+}
+
+func args(s string) []string { return strings.Fields(s) }
+
+// tracker is a launcher that remembers the pid of every build it starts,
+// so tests can check that none outlives a replay.
+type tracker struct {
+	kavach.Launcher
+	mu   sync.Mutex
+	pids []int
+}
+
+func (t *tracker) Start(l kavach.Launch) (kavach.Process, error) {
+	p, err := t.Launcher.Start(l)
+	if err == nil {
+		t.mu.Lock()
+		t.pids = append(t.pids, p.(*kavach.Spawned).Pid())
+		t.mu.Unlock()
+	}
+	return p, err
+}
+
+func (t *tracker) checkGone(tb testing.TB) {
+	tb.Helper()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, pid := range t.pids {
+		if alive(pid) {
+			tb.Errorf("build process %d outlived the replay", pid)
+		}
+		for _, f := range []string{"faketime_shm_" + strconv.Itoa(pid), "sem.faketime_sem_" + strconv.Itoa(pid)} {
+			if _, err := os.Stat(filepath.Join("/dev/shm", f)); err == nil {
+				tb.Errorf("libfaketime left /dev/shm/%s behind", f)
+			}
+		}
+	}
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+func options(l kavach.Launcher) replay.Options {
+	c := redis.Codec{}
+	return replay.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: l, Start: start, StepTimeout: 5 * time.Second}
+}
+
+// reply renders a step's first reply like redis-cli.
+func reply(tr *replay.Trace, n int) string {
+	s := tr.Steps[n-1]
+	if len(s.Responses) == 0 {
+		return "(none: " + s.Outcome.String() + ")"
+	}
+	return redis.Codec{}.DescribeResponse(s.Responses[0], 0)
+}
+
+func TestVirtualClock(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	unix := start.Unix()
+	timeReply := func(sec int64, usec string) string {
+		s := strconv.FormatInt(sec, 10)
+		return "*2\r\n$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n$" + strconv.Itoa(len(usec)) + "\r\n" + usec + "\r\n"
+	}
+	rec := events(
+		step{1, 0, args("SET k v EX 2"), "+OK\r\n", false},
+		step{1, 3 * time.Second, args("GET k"), "$-1\r\n", false},
+		step{1, 3 * time.Second, args("SET b hello EX 100"), "+OK\r\n", false}, // not an integer: small integers are shared objects with their own LRU
+		step{1, 4500 * time.Millisecond, args("TTL b"), ":99\r\n", false},
+		step{1, 4500 * time.Millisecond, args("TIME"), timeReply(unix+4, "500000"), false},
+		step{1, 63500 * time.Millisecond, args("OBJECT IDLETIME b"), ":60\r\n", false},
+		step{1, time.Hour, args("TTL b"), ":-2\r\n", false},
+		step{1, time.Hour, args("TIME"), timeReply(unix+3600, "0"), false},
+	)
+	tl := &tracker{Launcher: redis.Launcher{}}
+	tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, options(tl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.checkGone(t)
+	if tr.Clock != "virtual" {
+		t.Fatalf("clock = %q, want virtual", tr.Clock)
+	}
+	for n, want := range map[int]string{
+		2: "(nil)",
+		4: "(integer) 99",
+		5: `1) "` + strconv.FormatInt(unix+4, 10) + `" 2) "500000"`,
+		6: "(integer) 60",
+		7: "(integer) -2",
+		8: `1) "` + strconv.FormatInt(unix+3600, 10) + `" 2) "0"`,
+	} {
+		if got := reply(tr, n); got != want {
+			t.Errorf("step %d = %s, want %s", n, got, want)
+		}
+	}
+	// An hour of recording, replayed without sleeping through it.
+	if tr.Wall > 5*time.Minute {
+		t.Errorf("replay took %s: it slept through the recorded gaps", tr.Wall)
+	}
+	// The recording's own replies are reproduced (TIME's microseconds are not compared).
+	recorded := replay.Recorded(rec, redis.Codec{}, redis.Codec{}, redis.Codec{})
+	for n := 1; n <= 8; n++ {
+		if d := replay.Compare(recorded[n-1], tr.Steps[n-1]); len(d) > 0 {
+			t.Errorf("step %d differs from the recording: %v", n, d)
+		}
+	}
+
+	// A clock variant: a day later from step 4 on.
+	opts := options(tl)
+	opts.Shift = func(step int) time.Duration {
+		if step >= 4 {
+			return 24 * time.Hour
+		}
+		return 0
+	}
+	shifted, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reply(shifted, 4); got != "(integer) -2" {
+		t.Errorf("TTL a day later = %s, want -2 (expired)", got)
+	}
+	if got, want := reply(shifted, 5), `1) "`+strconv.FormatInt(unix+4+86400, 10)+`" 2) "500000"`; got != want {
+		t.Errorf("TIME a day later = %s, want %s", got, want)
+	}
+}
+
+func TestRealTimeWhenTheBuildCannotBeFaked(t *testing.T) {
+	// A static binary cannot be faked: replayed in real time, and the
+	// trace says so. Fakeable is what decides; check it on real files.
+	if ok, why := replay.Fakeable("/usr/local/go/bin/go"); ok || !strings.Contains(why, "Go binary") && !strings.Contains(why, "statically linked") {
+		t.Errorf("Fakeable(go) = %v, %q", ok, why)
+	}
+	build := redisbuild.MustBuild(t)
+	if ok, why := replay.Fakeable(build); !ok {
+		t.Errorf("Fakeable(redis built from source) = false: %s", why)
+	}
+	opts := options(redis.Launcher{})
+	opts.RealTime = true
+	tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, events(step{1, time.Hour, args("PING"), "+PONG\r\n", false}), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tr.Clock, "real: ") || reply(tr, 1) != "PONG" {
+		t.Errorf("clock %q, reply %s", tr.Clock, reply(tr, 1))
+	}
+}
+
+func TestFaults(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	debug := kavach.Launch{Path: build, Args: []string{"--enable-debug-command", "yes"}}
+
+	t.Run("crash mid-replay", func(t *testing.T) {
+		tl := &tracker{Launcher: redis.Launcher{}}
+		defer tl.checkGone(t)
+		tr, err := replay.Run(context.Background(), debug, events(
+			step{1, 0, args("SET k v"), "+OK\r\n", false},
+			step{1, time.Second, args("DEBUG SEGFAULT"), "", true},
+			step{2, 2 * time.Second, args("GET k"), "$1\r\nv\r\n", false},
+		), options(tl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := tr.Steps[1]
+		if s.Outcome.Kind != kavach.Crash || !strings.Contains(s.Outcome.Detail, "SIGSEGV") {
+			t.Errorf("DEBUG SEGFAULT outcome = %+v, want a crash with the signal", s.Outcome)
+		}
+		if tr.Exit == nil || tr.Exit.Signal != "SIGSEGV" || !strings.Contains(tr.Stopped, "the build exited") {
+			t.Errorf("exit %+v, stopped %q", tr.Exit, tr.Stopped)
+		}
+		if tr.Steps[2].Ran {
+			t.Error("a step after the build died was run")
+		}
+	})
+
+	t.Run("hang", func(t *testing.T) {
+		tl := &tracker{Launcher: redis.Launcher{}}
+		defer tl.checkGone(t)
+		opts := options(tl)
+		opts.StepTimeout = 300 * time.Millisecond
+		tr, err := replay.Run(context.Background(), debug, events(
+			step{1, 0, args("DEBUG SLEEP 30"), "+OK\r\n", false},
+			step{1, time.Second, args("PING"), "+PONG\r\n", false},
+		), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := tr.Steps[0].Outcome; o.Kind != kavach.Hang {
+			t.Errorf("DEBUG SLEEP outcome = %+v, want hang", o)
+		}
+		if !strings.Contains(tr.Stopped, "step 1 hung") || tr.Steps[1].Ran {
+			t.Errorf("stopped %q; step 2 ran: %v", tr.Stopped, tr.Steps[1].Ran)
+		}
+	})
+
+	t.Run("exits at start-up", func(t *testing.T) {
+		tl := &tracker{Launcher: redis.Launcher{}}
+		_, err := replay.Run(context.Background(), kavach.Launch{Path: build, Args: []string{"--no-such-option", "x"}},
+			events(step{1, 0, args("PING"), "+PONG\r\n", false}), options(tl))
+		var se *kavach.StartError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), "exited during start-up") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+
+	t.Run("never answers PING", func(t *testing.T) {
+		fake := filepath.Join(t.TempDir(), "redis-server")
+		os.WriteFile(fake, []byte("#!/bin/sh\necho listening soon\nexec sleep 60\n"), 0o755)
+		_, err := replay.Run(context.Background(), kavach.Launch{Path: fake},
+			events(step{1, 0, args("PING"), "+PONG\r\n", false}), options(redis.Launcher{StartTimeout: 500 * time.Millisecond}))
+		if err == nil || !strings.Contains(err.Error(), "never became ready within 500ms") || !strings.Contains(err.Error(), "libfaketime") {
+			t.Fatalf("err = %v, want never ready, with the libfaketime hint", err)
+		}
+	})
+
+	t.Run("interrupted", func(t *testing.T) {
+		tl := &tracker{Launcher: redis.Launcher{}}
+		defer tl.checkGone(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		tr, err := replay.Run(ctx, debug, events(step{1, 0, args("PING"), "+PONG\r\n", false}), options(tl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(tr.Stopped, "interrupted") {
+			t.Errorf("stopped = %q", tr.Stopped)
+		}
+	})
+}
+
+func TestPipelinedAndBlockingAcrossConnections(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	// conn 2 blocks on BLPOP; conn 1 pushes; the BLPOP reply was recorded
+	// after the LPUSH reply. Conn 1 also pipelines two requests.
+	var rec []kavach.Event
+	ev := func(conn uint64, dir kavach.Direction, at time.Duration, data string) {
+		rec = append(rec, kavach.Event{Seq: uint64(len(rec) + 1), Conn: conn, Dir: dir, Offset: at, Data: []byte(data)})
+	}
+	cmd := func(a ...string) string {
+		b := make([][]byte, len(a))
+		for i := range a {
+			b[i] = []byte(a[i])
+		}
+		return string(redis.AppendCommand(nil, b...))
+	}
+	ev(1, kavach.Open, 0, "")
+	ev(2, kavach.Open, 0, "")
+	ev(2, kavach.Request, time.Millisecond, cmd("BLPOP", "jobs", "0"))
+	ev(1, kavach.Request, time.Second, cmd("LPUSH", "jobs", "j1"))
+	ev(1, kavach.Request, time.Second, cmd("INCR", "n"))
+	ev(1, kavach.Response, time.Second, ":1\r\n")
+	ev(1, kavach.Response, time.Second, ":1\r\n")
+	ev(2, kavach.Response, time.Second, "*2\r\n$4\r\njobs\r\n$2\r\nj1\r\n")
+	tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, options(redis.Launcher{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := replay.Recorded(rec, redis.Codec{}, redis.Codec{}, redis.Codec{})
+	v := replay.Verify(recorded, nil, tr, replay.Noise{})
+	if !v.Reproduced {
+		t.Fatalf("not reproduced: %+v", v.Steps)
+	}
+	if got := reply(tr, 1); got != `1) "jobs" 2) "j1"` {
+		t.Errorf("BLPOP = %s", got)
+	}
+}
+
+func TestDeterministicTraces(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	rec := realisticSession(t, build)
+	if n := len(kavach.Steps(rec, redis.Codec{})); n < 200 {
+		t.Fatalf("session has %d steps, want a few hundred", n)
+	}
+	tl := &tracker{Launcher: redis.Launcher{}}
+	defer tl.checkGone(t)
+	var first *replay.Trace
+	for i := 0; i < 10; i++ {
+		tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, options(tl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Stopped != "" {
+			t.Fatalf("run %d stopped: %s", i, tr.Stopped)
+		}
+		if first == nil {
+			first = tr
+			continue
+		}
+		for j := range tr.Steps {
+			a, b := first.Steps[j], tr.Steps[j]
+			if !cmp.Equal(a.Output, b.Output) || a.Outcome != b.Outcome || !a.Virtual.Equal(b.Virtual) {
+				t.Fatalf("run %d differs from run 0 at step %d:\n%s", i, j+1, cmp.Diff(a.Output, b.Output))
+			}
+		}
+	}
+	// And the first replay gives what the recording shows, but for noise
+	// that the recording itself reveals (listed, never dropped).
+	recorded := replay.Recorded(rec, redis.Codec{}, redis.Codec{}, redis.Codec{})
+	// Only replies made of the time the service read can differ: stream
+	// ids (XADD *, XRANGE) and TIME, stamped a little after the proxy saw
+	// the request.
+	steps := kavach.Steps(rec, redis.Codec{})
+	for _, f := range replay.FindNoise(recorded, 0, first).List() {
+		c, _ := redis.ParseCommand(steps[f.Step-1].Request.Data)
+		if c.Name != "XADD" && c.Name != "XRANGE" && c.Name != "TIME" {
+			t.Errorf("step %d (%s) %s differs between the recording and its replay", f.Step, c, f.Path)
+		}
+	}
+}

@@ -1,0 +1,365 @@
+#!/usr/bin/env bash
+# redis-build.sh [PATCH...]
+#
+# Builds redis-server from the Debian source package `redis` of the system's
+# release (bookworm: 5:7.0.15-1~deb12u*), with the given patch files applied
+# in order (`patch -p1`, relative to the top of the source tree), and prints
+# the absolute path of the binary on stdout. Everything else goes to stderr.
+#
+# Meant for tests and demos with planted bugs (see internal/redisbuild). The
+# server is built with MALLOC=libc, so it also runs under libfaketime (the
+# packaged one, linked to the system jemalloc, deadlocks there).
+#
+# Cache (KAVACH_CACHE_DIR, default $HOME/.cache/kavach):
+#   apt/                  private apt state: sources, lists, cache. The system's
+#                         apt configuration is never changed.
+#   redis/src-VERSION/    the unpacked source, Debian patches applied.
+#   redis/current-version the source version in use (full, with epoch).
+#   redis/build-KEY/      one build: redis-server, build.log, manifest.
+#                         KEY = sha256 of the version, the build recipe and
+#                         the patch contents, in order.
+# A cache hit prints the path at once and needs no network. The first run
+# downloads the source (a few MB) and each new key takes about a minute to
+# build. KAVACH_REDIS_REFRESH=1 asks apt again for the newest source version.
+#
+# Safe to run concurrently: each key is built in a temporary directory under a
+# lock (flock) and moved into place in one rename.
+set -euo pipefail
+
+# stdout is only for the result: everything else, children included, goes to
+# stderr.
+exec 3>&1 1>&2
+
+prog=redis-build
+say() { printf '%s: %s\n' "$prog" "$*" >&2; }
+die() {
+	printf '%s: error: %s\n' "$prog" "$*" >&2
+	exit 1
+}
+# tail_log FILE: the last lines of a log, without the colour codes of
+# Redis's Makefile.
+tail_log() { tail -n "${2:-30}" "$1" | sed 's/\x1b\[[0-9;]*m//g' | sed 's/^/    /' >&2; }
+
+source_pkg=redis
+make_args=(MALLOC=libc BUILD_TLS=no USE_SYSTEMD=no)
+jobs=2
+# Part of every build key: change it when the way of building changes.
+recipe="kavach-redis-build/1 make -C src redis-server ${make_args[*]}"
+
+[ -n "${HOME:-}" ] || die "HOME is not set"
+cache=${KAVACH_CACHE_DIR:-$HOME/.cache/kavach}
+mkdir -p "$cache" || die "cannot create cache directory $cache"
+cache=$(cd "$cache" && pwd -P)
+aptdir=$cache/apt
+rdir=$cache/redis
+mkdir -p "$rdir" "$aptdir"
+
+# ---------------------------------------------------------------- patches ---
+
+patches=()
+for p in "$@"; do
+	[ -f "$p" ] || die "patch file not found: $p"
+	[ -r "$p" ] || die "patch file not readable: $p"
+	patches+=("$(cd "$(dirname "$p")" && pwd -P)/$(basename "$p")")
+done
+
+# ------------------------------------------------------------------ tools ---
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null; then
+		sudo "$@"
+	else
+		return 1
+	fi
+}
+
+# ensure_pkgs CMD=PACKAGE...: installs, with the system's apt, the package of
+# each command that is missing.
+ensure_pkgs() {
+	local need=() spec
+	for spec in "$@"; do
+		case ${spec%%=*} in
+		/*) [ -e "${spec%%=*}" ] || need+=("${spec#*=}") ;;
+		*) command -v "${spec%%=*}" >/dev/null || need+=("${spec#*=}") ;;
+		esac
+	done
+	[ ${#need[@]} -gt 0 ] || return 0
+	say "installing missing packages: ${need[*]}"
+	local install=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}")
+	if ! as_root "${install[@]}"; then
+		as_root apt-get update -q && as_root "${install[@]}" ||
+			die "could not install ${need[*]} (need root or sudo); install them and retry"
+	fi
+}
+
+# ---------------------------------------------------------------- sources ---
+
+# write_sources OUT: writes to OUT (a .sources file) a deb-src entry for each
+# entry of the system's apt configuration that serves this release (suites
+# CODENAME, CODENAME-updates, CODENAME-security), keeping its URIs,
+# components and keyring (Signed-By). Nothing is hard-coded: the mirror is
+# whatever the system uses.
+write_sources() {
+	local out=$1 codename sl sp f
+	codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+	[ -n "$codename" ] || codename=$(lsb_release -sc 2>/dev/null || true)
+	[ -n "$codename" ] || die "cannot tell the Debian release (no VERSION_CODENAME in /etc/os-release)"
+	eval "$(apt-config shell sl Dir::Etc::sourcelist/f sp Dir::Etc::sourceparts/d)"
+	local files=()
+	[ -f "$sl" ] && files+=("$sl")
+	for f in "$sp"*.list "$sp"*.sources; do
+		[ -f "$f" ] && files+=("$f")
+	done
+	[ ${#files[@]} -gt 0 ] || die "no apt sources found ($sl, $sp)"
+	say "deriving deb-src entries for $codename from: ${files[*]}"
+	: >"$out"
+	for f in "${files[@]}"; do
+		case $f in
+		*.sources) awk -v codename="$codename" -f <(deb822_awk) "$f" >>"$out" ;;
+		*) awk -v codename="$codename" -f <(oneline_awk) "$f" >>"$out" ;;
+		esac
+	done
+	grep -q '^Types:' "$out" ||
+		die "no apt source for $codename (suites $codename, $codename-updates, $codename-security) in: ${files[*]}"
+}
+
+# awk programs shared by both formats: keep only this release's suites.
+suite_awk='
+function wanted(s) { return s == codename || s == codename "-updates" || s == codename "-security" }
+'
+
+# deb822 (.sources): copies each enabled stanza of type deb or deb-src as one
+# of type deb-src, with its suites filtered; fields are copied verbatim, so an
+# inline Signed-By key block survives.
+deb822_awk() {
+	cat <<EOF
+$suite_awk
+function flush(   i, n, parts, keep, isdeb, t) {
+	if (nl == 0) return
+	n = split(field["types"], parts, /[ \t]+/)
+	isdeb = 0
+	for (i = 1; i <= n; i++) if (parts[i] == "deb" || parts[i] == "deb-src") isdeb = 1
+	keep = ""
+	n = split(field["suites"], parts, /[ \t]+/)
+	for (i = 1; i <= n; i++) if (wanted(parts[i])) keep = keep (keep == "" ? "" : " ") parts[i]
+	if (isdeb && keep != "" && tolower(field["enabled"]) != "no") {
+		print "Types: deb-src"
+		print "Suites: " keep
+		for (i = 1; i <= nl; i++) {
+			t = tolower(name[i])
+			if (t == "types" || t == "suites" || t == "enabled") continue
+			print text[i]
+		}
+		print ""
+	}
+	delete field; delete name; delete text; nl = 0
+}
+/^#/ { next }
+/^[ \t]*$/ { flush(); next }
+/^[ \t]/ { if (nl > 0) text[nl] = text[nl] "\n" \$0; next }
+{
+	k = \$0; sub(/:.*/, "", k)
+	v = \$0; sub(/^[^:]*:[ \t]*/, "", v); sub(/[ \t]+$/, "", v)
+	nl++; name[nl] = k; text[nl] = \$0
+	field[tolower(k)] = v
+}
+END { flush() }
+EOF
+}
+
+# One-line format (.list): "deb [opts] URI SUITE COMP..." becomes a deb822
+# stanza of type deb-src, keeping signed-by.
+oneline_awk() {
+	cat <<EOF
+$suite_awk
+{ sub(/#.*/, ""); sub(/[ \t]+$/, "") }
+\$1 == "deb" || \$1 == "deb-src" {
+	line = \$0; sub(/^[ \t]*deb(-src)?[ \t]+/, "", line)
+	opts = ""
+	if (line ~ /^\[/) { opts = line; sub(/\].*/, "", opts); sub(/^\[/, "", opts); sub(/^[^\]]*\][ \t]*/, "", line) }
+	n = split(line, w, /[ \t]+/)
+	if (n < 2 || !wanted(w[2]) || seen[w[1] " " w[2]]++) next
+	print "Types: deb-src"
+	print "URIs: " w[1]
+	print "Suites: " w[2]
+	comps = ""; for (i = 3; i <= n; i++) comps = comps (comps == "" ? "" : " ") w[i]
+	if (comps != "") print "Components: " comps
+	m = split(opts, o, /[ \t]+/)
+	for (i = 1; i <= m; i++) if (o[i] ~ /^signed-by=/) { sub(/^signed-by=/, "", o[i]); print "Signed-By: " o[i] }
+	print ""
+}
+EOF
+}
+
+# fetch_source: downloads the newest source of $source_pkg the release
+# serves, with a private apt state, unpacks it into src-VERSION and records
+# the version. Called under the source lock.
+fetch_source() {
+	ensure_pkgs dpkg-source=dpkg-dev
+	mkdir -p "$aptdir/sources.list.d" "$aptdir/lists/partial" "$aptdir/cache/archives/partial"
+	: >"$aptdir/status"
+	write_sources "$aptdir/sources.list.d/kavach-src.sources"
+	local sandbox=""
+	# The private state lives under $HOME, where apt's sandbox user (_apt)
+	# usually cannot go: apt would fall back to root anyway, with a warning.
+	[ "$(id -u)" -ne 0 ] || sandbox='APT::Sandbox::User "root";'
+	cat >"$aptdir/apt.conf" <<EOF
+// Private apt state for scripts/redis-build.sh: the system's apt
+// configuration, lists and caches are left alone.
+#clear APT::Update::Pre-Invoke;
+#clear APT::Update::Post-Invoke;
+#clear APT::Update::Post-Invoke-Success;
+Dir::Etc::SourceList "/dev/null";
+Dir::Etc::SourceParts "$aptdir/sources.list.d";
+Dir::Etc::Preferences "/dev/null";
+Dir::Etc::PreferencesParts "/dev/null";
+Dir::State::Lists "$aptdir/lists";
+Dir::State::status "$aptdir/status";
+Dir::Cache "$aptdir/cache";
+$sandbox
+EOF
+	local apt=(apt-get -q -c "$aptdir/apt.conf")
+	say "apt-get update (private state in $aptdir)"
+	"${apt[@]}" update >"$aptdir/update.log" 2>&1 || {
+		tail_log "$aptdir/update.log"
+		die "apt-get update failed (sources: $aptdir/sources.list.d/kavach-src.sources; log: $aptdir/update.log)"
+	}
+	local dl
+	dl=$(mktemp -d "$rdir/.tmp-src.XXXXXX")
+	tmps+=("$dl")
+	say "downloading the source package $source_pkg"
+	(cd "$dl" && "${apt[@]}" source --download-only "$source_pkg") >"$aptdir/source.log" 2>&1 || {
+		tail_log "$aptdir/source.log"
+		die "apt-get source $source_pkg failed (log: $aptdir/source.log)"
+	}
+	local dsc
+	dsc=$(ls "$dl"/*.dsc 2>/dev/null | head -n1)
+	[ -n "$dsc" ] || die "apt-get source $source_pkg downloaded no .dsc (log: $aptdir/source.log)"
+	version=$(sed -n 's/^Version:[ \t]*//p' "$dsc" | head -n1)
+	[ -n "$version" ] || die "no Version in $dsc"
+	local dir=$rdir/src-${version#*:}
+	if [ ! -d "$dir" ]; then
+		say "unpacking $source_pkg $version"
+		# apt has checked the files against the signed Release: no need for
+		# dpkg-source to check the .dsc signature again (apt-get source
+		# itself passes --no-check).
+		(cd "$dl" && dpkg-source --no-check -x "$dsc" "$dl/tree") >"$dl/unpack.log" 2>&1 || {
+			tail_log "$dl/unpack.log"
+			die "dpkg-source -x $dsc failed"
+		}
+		mv -T "$dl/tree" "$dir"
+	fi
+	printf '%s\n' "$version" >"$rdir/.current-version.tmp.$$"
+	mv -f "$rdir/.current-version.tmp.$$" "$rdir/current-version"
+}
+
+# ------------------------------------------------------------------- main ---
+
+# Leftovers of runs killed with SIGKILL (no build takes a day).
+find "$rdir" -maxdepth 1 -name '.tmp-*' -mmin +1440 -exec rm -rf {} + 2>/dev/null || true
+
+tmps=()
+cleanup() {
+	local d
+	for d in "${tmps[@]}"; do rm -rf "$d"; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# have_source: sets version if the recorded source version is unpacked.
+have_source() {
+	[ -f "$rdir/current-version" ] || return 1
+	version=$(head -n1 "$rdir/current-version")
+	[ -n "$version" ] && [ -d "$rdir/src-${version#*:}" ]
+}
+
+version=""
+if [ -n "${KAVACH_REDIS_REFRESH:-}" ] || ! have_source; then
+	exec 4>"$rdir/.lock-src"
+	flock -n 4 || {
+		say "waiting for another process fetching the source"
+		flock 4
+	}
+	if [ -n "${KAVACH_REDIS_REFRESH:-}" ] || ! have_source; then
+		fetch_source
+	fi
+	exec 4>&-
+fi
+src=$rdir/src-${version#*:}
+
+manifest=$(
+	printf '%s\nsource %s %s\n' "$recipe" "$source_pkg" "$version"
+	for p in ${patches[@]+"${patches[@]}"}; do
+		printf 'patch %s %s\n' "$(sha256sum <"$p" | cut -d' ' -f1)" "$p"
+	done
+)
+# The key covers the patch contents, not their names.
+key=$(printf '%s\n' "$manifest" | sed 's/^\(patch [0-9a-f]*\) .*/\1/' | sha256sum | cut -d' ' -f1)
+out=$rdir/build-$key
+bin=$out/redis-server
+
+if [ -x "$bin" ]; then
+	echo "$bin" >&3
+	exit 0
+fi
+
+exec 5>"$rdir/.lock-build-$key"
+flock -n 5 || {
+	say "waiting for another process building the same key ($key)"
+	flock 5
+}
+if [ -x "$bin" ]; then
+	echo "$bin" >&3
+	exit 0
+fi
+
+ensure_pkgs gcc=gcc make=make patch=patch /usr/include/stdio.h=libc6-dev
+work=$(mktemp -d "$rdir/.tmp-build.XXXXXX")
+tmps+=("$work")
+log=$work/build.log
+cp -a "$src" "$work/tree"
+applied=0
+for p in ${patches[@]+"${patches[@]}"}; do
+	say "applying $p"
+	echo "== patch -p1 < $p" >>"$log"
+	if ! (cd "$work/tree" && patch -p1 --forward --batch --no-backup-if-mismatch <"$p") >"$work/patch.log" 2>&1; then
+		tail_log "$work/patch.log"
+		after=""
+		[ "$applied" -eq 0 ] || after=", after the $applied patch(es) before it"
+		die "patch does not apply: $p (to the source of $source_pkg $version in $src$after)"
+	fi
+	cat "$work/patch.log" >>"$log"
+	applied=$((applied + 1))
+done
+
+say "building $source_pkg $version${patches[0]+ with ${#patches[@]} patch(es)} (about a minute; log: $log)"
+start=$SECONDS
+echo "== make -C src redis-server ${make_args[*]} -j$jobs" >>"$log"
+if ! make -C "$work/tree/src" redis-server "${make_args[@]}" -j"$jobs" >>"$log" 2>&1; then
+	failed=$rdir/failed-$key.log
+	cp "$log" "$failed"
+	# With -j2 the first error can scroll out of the tail: show it too.
+	if grep -q -E ': (fatal )?error:' "$log"; then
+		say "first errors:"
+		grep -E -m 10 ': (fatal )?error:' "$log" | sed 's/\x1b\[[0-9;]*m//g; s/^/    /' >&2
+	fi
+	say "last lines of the log:"
+	tail_log "$log" 30
+	die "build failed (full log: $failed)"
+fi
+[ -x "$work/tree/src/redis-server" ] || die "build produced no src/redis-server (log: $log)"
+
+mkdir "$work/out"
+mv "$work/tree/src/redis-server" "$work/out/redis-server"
+mv "$log" "$work/out/build.log"
+printf '%s\n' "$manifest" >"$work/out/manifest"
+rm -rf "$work/tree"
+# One rename makes the build visible; nobody else can be renaming onto this
+# key while we hold its lock.
+mv -T "$work/out" "$out"
+rm -f "$rdir/failed-$key.log"
+say "built in $((SECONDS - start))s: $bin"
+echo "$bin" >&3
