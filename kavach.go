@@ -268,6 +268,10 @@ type Exit struct {
 	Status  int    `json:"status"`           // exit status, -1 when killed by a signal
 	Signal  string `json:"signal,omitempty"` // the signal that ended it, if any
 	LogTail string `json:"log_tail,omitempty"`
+	// Notable are the lines of the build's output that say what went
+	// wrong (assertions, panics, crash reports), wherever they were in
+	// the last 64 KiB it wrote.
+	Notable []string `json:"notable,omitempty"`
 }
 
 func (e *Exit) String() string {
@@ -275,6 +279,19 @@ func (e *Exit) String() string {
 		return "killed by " + e.Signal
 	}
 	return fmt.Sprintf("exit status %d", e.Status)
+}
+
+// Evidence is the exit and what the build said about it, for a person:
+// its notable lines if it printed any, else the last lines it wrote.
+func (e *Exit) Evidence() string {
+	s := e.String()
+	switch {
+	case len(e.Notable) > 0:
+		s += "\n" + strings.Join(e.Notable, "\n")
+	case e.LogTail != "":
+		s += "\n" + e.LogTail
+	}
+	return s
 }
 
 // Reproduces reports whether an outcome is this failure again: its

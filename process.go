@@ -112,7 +112,7 @@ func (s Spawn) Start() (*Spawned, error) {
 	// Its own process group, so Stop reaches everything it forks; and
 	// killed with Kavach, so even a kill -9 of Kavach leaves no build behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &Spawned{cmd: cmd, addr: addr, dir: dir, log: newTailBuffer(8 << 10), stop: s.Shutdown, done: make(chan struct{})}
+	p := &Spawned{cmd: cmd, addr: addr, dir: dir, log: newTailBuffer(64 << 10), stop: s.Shutdown, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
@@ -147,7 +147,7 @@ func (s Spawn) Start() (*Spawned, error) {
 
 func (p *Spawned) wait() {
 	err := p.cmd.Wait()
-	e := &Exit{Status: p.cmd.ProcessState.ExitCode(), LogTail: p.log.String()}
+	e := &Exit{Status: p.cmd.ProcessState.ExitCode(), LogTail: p.log.String(), Notable: p.log.notable()}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		e.Signal = unix(ws.Signal())
 	}
@@ -259,8 +259,8 @@ func (t *tailBuffer) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// String returns the last lines kept, starting at a line boundary.
-func (t *tailBuffer) String() string {
+// lines returns the whole lines kept.
+func (t *tailBuffer) lines() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := string(t.buf)
@@ -269,9 +269,35 @@ func (t *tailBuffer) String() string {
 			s = s[i+1:]
 		}
 	}
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Split(strings.TrimRight(s, "\n"), "\n")
+}
+
+// String returns the last 20 lines kept.
+func (t *tailBuffer) String() string {
+	lines := t.lines()
 	if len(lines) > 20 {
 		lines = lines[len(lines)-20:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// notableWords mark the lines of a build's output that say what went wrong.
+var notableWords = []string{"assert", "is not true", "panic", "fatal", "crashed by signal", "segmentation fault", "error:"}
+
+// notable returns up to 8 lines that say what went wrong, in order.
+func (t *tailBuffer) notable() []string {
+	var out []string
+	for _, l := range t.lines() {
+		lower := strings.ToLower(l)
+		for _, w := range notableWords {
+			if strings.Contains(lower, w) {
+				out = append(out, strings.TrimSpace(l))
+				break
+			}
+		}
+		if len(out) == 8 {
+			break
+		}
+	}
+	return out
 }

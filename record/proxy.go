@@ -165,10 +165,7 @@ func (p *Proxy) BuildDied(exit *kavach.Exit) {
 		if f.Oracle.Kind == kavach.Crash {
 			// A connection saw the close first; add what the process left.
 			g := *f
-			g.Evidence += "; the build died: " + exit.String()
-			if exit.LogTail != "" {
-				g.Evidence += "\n" + exit.LogTail
-			}
+			g.Evidence += "; the build died: " + exit.Evidence()
 			p.setFailure(g)
 		}
 		return
@@ -179,16 +176,13 @@ func (p *Proxy) BuildDied(exit *kavach.Exit) {
 			step = q[0].step
 		}
 	}
-	evidence := "the build died while step was waiting for its reply: " + exit.String()
+	evidence := "the build died while the step was waiting for its reply: " + exit.Evidence()
 	if step == 0 {
 		step = p.steps
-		evidence = "the build died after the last step was answered: " + exit.String()
+		evidence = "the build died after the last step was answered: " + exit.Evidence()
 	}
 	if step == 0 {
 		return // died before any request: nothing to blame
-	}
-	if exit.LogTail != "" {
-		evidence += "\n" + exit.LogTail
 	}
 	p.setFailure(kavach.Failure{Step: step, Oracle: kavach.Oracle{Kind: kavach.Crash}, Signature: "crash", Evidence: evidence})
 }

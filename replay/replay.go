@@ -56,6 +56,8 @@ type Trace struct {
 	Stopped string        `json:"stopped,omitempty"`
 	Exit    *kavach.Exit  `json:"exit,omitempty"` // set when the build exited during the replay
 	Wall    time.Duration `json:"wall_ns"`
+	// Version is what the build reports of itself ("redis 7.0.15").
+	Version string `json:"version,omitempty"`
 }
 
 // StepResult is one step of a trace.
@@ -122,6 +124,7 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 		}
 	}()
 
+	tr.Version = opts.Launcher.Version(proc.Addr())
 	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, conns: map[uint64]*conn{}}
 	defer r.closeAll()
 	r.run(ctx, events)
@@ -425,10 +428,7 @@ func (r *runner) crashed(c *conn, why string) {
 	exit := r.exitSoon()
 	detail := why
 	if exit != nil {
-		detail = why + "; the build exited: " + exit.String()
-		if exit.LogTail != "" {
-			detail += "\n" + exit.LogTail
-		}
+		detail = why + "; the build exited: " + exit.Evidence()
 	}
 	conns := []*conn{c}
 	if exit != nil {

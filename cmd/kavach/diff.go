@@ -1,0 +1,242 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kavach-dev/kavach/grade"
+)
+
+func diffCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "diff",
+		Usage:     "grade a new build against an incident",
+		ArgsUsage: "OLD NEW FIXTURE",
+		Description: withExample("Replays the fixture on the old build (which must fail the recorded way) and on\n"+
+			"the new build, and prints one verdict on the first line: fixed, diverged@N,\n"+
+			"still_failing@N, invariant_violated(NAME)@N, variant_failed(K)@N or\n"+
+			"unverified(REASON); then the finding (step, request, expected and actual output), a\n"+
+			"hint, what was checked, and where the full report is. Both builds start with the\n"+
+			"arguments the fixture was recorded with.\n"+
+			"Exit status: 0 fixed, 1 red, 2 could not grade, 3 unverified.",
+			"kavach diff ./redis-old ./redis-new incident.kavach --out report.json"),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "invariants", Usage: "invariants `FILE` (not built yet)"},
+			&cli.IntFlag{Name: "variants", Value: 64, Usage: "generate at most `N` variants"},
+			&cli.IntFlag{Name: "min-variants", Value: 10, Usage: "call it fixed only with at least `M` reproducing variants"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the variant generator"},
+			&cli.IntFlag{Name: "j", Usage: "run `N` replays at once (default: the number of cores)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the full report as JSON on stdout"},
+			&cli.StringFlag{Name: "out", Usage: "write the full report to `REPORT` (default: a file in the temporary directory)"},
+			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
+			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` cannot be graded"},
+		},
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			a, err := args(c, "OLD", "NEW", "FIXTURE")
+			if err != nil {
+				return err
+			}
+			if c.String("invariants") != "" {
+				return usagef("", "--invariants: invariants are not built yet; run without it")
+			}
+			fx, in, err := loadFixture(a[2])
+			if err != nil {
+				return err
+			}
+			ropts := replayOptions(fx, in, c.Duration("step-timeout"), c.Duration("start-timeout"))
+			opts := grade.Options{
+				Codec: ropts.Codec, Classifier: ropts.Classifier, Normalizer: ropts.Normalizer, Launcher: ropts.Launcher,
+				StepTimeout: ropts.StepTimeout, Prepare: ropts.Prepare,
+				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
+			}
+			if isTerminal(c.App.ErrWriter) {
+				opts.Progress = func(done, total int) {
+					fmt.Fprintf(c.App.ErrWriter, "\rkavach: %d of %d replays done", done, total)
+					if done == total {
+						fmt.Fprint(c.App.ErrWriter, "\r\033[K")
+					}
+				}
+			}
+			rep, err := grade.Run(c.Context, fx, buildLaunch(fx, a[0]), buildLaunch(fx, a[1]), opts)
+			if err != nil {
+				return err
+			}
+			out := c.String("out")
+			if out == "" {
+				f, err := os.CreateTemp("", "kavach-report-*.json")
+				if err != nil {
+					return err
+				}
+				f.Close()
+				out = f.Name()
+			}
+			if err := writeReport(out, rep); err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				printDiff(c.App.Writer, rep, a, out)
+			}
+			return verdictExit(rep.Parts.Kind)
+		},
+	}
+}
+
+// verdictExit maps a verdict kind to the exit status of DESIGN §3.
+func verdictExit(kind string) error {
+	switch kind {
+	case grade.Fixed:
+		return nil
+	case grade.Unverified:
+		return &verdictError{code: exitUnverified}
+	}
+	return &verdictError{code: exitRed}
+}
+
+func writeReport(path string, rep *grade.Report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// printDiff prints what an agent needs, in a screenful at most: the
+// verdict alone on the first line, the headline finding, a hint, what was
+// checked, and where the report is.
+func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
+	fmt.Fprintln(w, rep.Verdict)
+	ev := rep.Evidence
+	fixture := a[2]
+	if len(rep.Findings) > 0 {
+		f := rep.Findings[0]
+		fmt.Fprintln(w)
+		switch f.Kind {
+		case grade.Diverged:
+			fmt.Fprintf(w, "step %d: %s\n", f.Step, f.Request)
+			printDiffs(w, f)
+			fmt.Fprintf(w, "hint: the new build answers step %d differently from the recording, before the failure (step %d).\n"+
+				"      A fix must leave earlier behaviour as it was. See the step: kavach show %s --step %d\n",
+				f.Step, ev.Failure.Step, fixture, f.Step)
+		case grade.StillFailing:
+			fmt.Fprintf(w, "step %d: %s\n", f.Step, f.Request)
+			fmt.Fprintf(w, "  recorded: %s\n  new:      %s\n", ev.Failure.Signature, f.Outcome)
+			if f.Detail != "" {
+				fmt.Fprintf(w, "  %s\n", indent(cutLines(f.Detail, 6), "  "))
+			}
+			fmt.Fprintf(w, "hint: the new build still fails at step %d the way the old one did (%s).\n"+
+				"      Reproduce it alone: kavach replay %s %s\n", f.Step, ev.Failure.Signature, a[1], fixture)
+		default:
+			fmt.Fprintf(w, "%s: %s\n", f.Kind, f.Detail)
+			printDiffs(w, f)
+		}
+		if n := len(rep.Findings) - 1; n > 0 {
+			fmt.Fprintf(w, "(+%d more findings in the report)\n", n)
+		}
+	} else if rep.Parts.Kind == grade.Unverified {
+		fmt.Fprintln(w)
+		if strings.HasPrefix(rep.Parts.Reason, "not-reproduced") {
+			fmt.Fprintf(w, "hint: the old build does not fail the way the recording did, so the fix cannot be judged.\n"+
+				"      Check that OLD is the build the fixture was recorded on: kavach replay %s %s\n", a[0], fixture)
+		} else {
+			fmt.Fprintf(w, "hint: the fixture's own replay passed every check, but too few variants reproduce the failure to\n"+
+				"      call it fixed (%s). Lower --min-variants to accept thinner evidence.\n", ev.Variants.Note)
+		}
+	}
+	fmt.Fprintln(w)
+	compared := 0
+	for _, s := range ev.New.Steps {
+		if s.Step < ev.Failure.Step && s.Ran {
+			compared++
+		}
+	}
+	noise := ""
+	if n := len(ev.Noise); n > 0 {
+		var parts []string
+		for i, f := range ev.Noise {
+			if i == 3 {
+				parts = append(parts, fmt.Sprintf("+%d more", n-3))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("step %d %s", f.Step, f.Path))
+		}
+		noise = fmt.Sprintf(", %d noise fields excluded (%s)", n, strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(w, "checked: %d of %d steps before the failure compared with the recording%s\n", compared, ev.Failure.Step-1, noise)
+	fmt.Fprintf(w, "         failure at step %d (%s): old build %s, new build %s\n", ev.Failure.Step, ev.Failure.Signature,
+		stepOutcome(ev.Old.Steps, ev.Failure.Step), stepOutcome(ev.New.Steps, ev.Failure.Step))
+	fmt.Fprintf(w, "         variants: %d generated, %d reproduce, %d pass (need %d)\n", ev.Variants.Generated, ev.Variants.Reproducing, ev.Variants.Passing, ev.Variants.Min)
+	fmt.Fprintf(w, "         invariants: %d\n", len(ev.Invariants))
+	fmt.Fprintf(w, "report: %s\n", reportPath)
+}
+
+func printDiffs(w io.Writer, f grade.Finding) {
+	if f.Expected != f.Outcome && (f.Expected.Kind != f.Outcome.Kind || f.Expected.Class != f.Outcome.Class) {
+		fmt.Fprintf(w, "  outcome: recorded %s, new build %s\n", f.Expected, f.Outcome)
+	}
+	for i, d := range f.Diffs {
+		if i == 5 {
+			fmt.Fprintf(w, "  (+%d more differences in the report)\n", len(f.Diffs)-5)
+			break
+		}
+		if d.Path == "outcome" {
+			continue
+		}
+		fmt.Fprintf(w, "  %s\n  - %s   (recorded)\n  + %s   (new build)\n", d.Path, cutString(d.Want, 120), cutString(d.Got, 120))
+	}
+}
+
+func stepOutcome(steps []grade.StepEvidence, n int) string {
+	for _, s := range steps {
+		if s.Step == n {
+			if !s.Ran {
+				return "not run"
+			}
+			return s.Outcome.String()
+		}
+	}
+	return "?"
+}
+
+func cutLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], fmt.Sprintf("(+%d lines in the report)", len(lines)-n))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func indent(s, prefix string) string {
+	return strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+// isTerminal reports whether w is a terminal that wants progress drawn:
+// never a pipe or file, and not with TERM=dumb.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

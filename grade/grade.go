@@ -1,0 +1,217 @@
+package grade
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/replay"
+)
+
+// Options configure a diff. The zero value of every optional field is
+// documented beside it.
+type Options struct {
+	Codec      kavach.Codec      // required
+	Classifier kavach.Classifier // required
+	Normalizer kavach.Normalizer // nil: compare raw bytes
+	Launcher   kavach.Launcher   // required
+	// StepTimeout bounds each reply; zero means 5 s.
+	StepTimeout time.Duration
+	// Prepare rewrites requests before sending (secrets). Nil: none.
+	Prepare func(request []byte) []byte
+	// Variants is how many variants to generate; MinVariants how many
+	// must reproduce the failure for a verdict of fixed. Seed seeds the
+	// generator.
+	Variants, MinVariants int
+	Seed                  uint64
+	// Jobs is how many replays run at once; zero means the number of cores.
+	Jobs int
+	// OldRuns is how many times the old build is replayed to find noise;
+	// zero means 2.
+	OldRuns int
+	// Progress, if set, is told each time a replay finishes.
+	Progress func(done, total int)
+	// InvariantsFile is recorded in the report's options.
+	InvariantsFile string
+}
+
+// Run grades the new build against the fixture (DESIGN §4) and returns
+// the report. An error means Kavach could not grade: a fixture with no
+// failure, a build that does not start.
+func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*Report, error) {
+	began := time.Now()
+	if opts.Codec == nil || opts.Classifier == nil || opts.Launcher == nil {
+		return nil, fmt.Errorf("grade: Codec, Classifier and Launcher are required")
+	}
+	if opts.StepTimeout == 0 {
+		opts.StepTimeout = 5 * time.Second
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.NumCPU()
+	}
+	if opts.OldRuns <= 0 {
+		opts.OldRuns = 2
+	}
+	f := fx.Failure
+	steps := kavach.Steps(fx.Events, opts.Codec)
+	if f == nil {
+		return nil, fmt.Errorf("fixture %s has no failure to grade against: mark it with 'kavach mark %s --step N --oracle crash|hang|error[:CLASS]'", fx.Path, fx.Path)
+	}
+	if f.Step < 1 || f.Step > len(steps) {
+		return nil, fmt.Errorf("fixture %s: its failure is at step %d, but it has steps 1 to %d", fx.Path, f.Step, len(steps))
+	}
+	ropts := replay.Options{
+		Codec: opts.Codec, Classifier: opts.Classifier, Normalizer: opts.Normalizer, Launcher: opts.Launcher,
+		StepTimeout: opts.StepTimeout, Start: fx.Header.Start, Prepare: opts.Prepare,
+	}
+
+	// The old build's replays and the new build's, at most Jobs at a time.
+	launches := make([]kavach.Launch, 0, opts.OldRuns+1)
+	for i := 0; i < opts.OldRuns; i++ {
+		launches = append(launches, old)
+	}
+	launches = append(launches, new)
+	traces, durations, err := runAll(ctx, launches, fx.Events, ropts, opts.Jobs, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	olds, nw := traces[:opts.OldRuns], traces[opts.OldRuns]
+
+	recorded := replay.Recorded(fx.Events, opts.Codec, opts.Classifier, opts.Normalizer)
+	noise := replay.FindNoise(recorded, f.Step, olds...)
+	ev := Evidence{
+		Failure: *f,
+		Noise:   noise.List(),
+		Old:     OldEvidence{Runs: opts.OldRuns, Clock: olds[0].Clock, Stopped: olds[0].Stopped},
+		New:     NewEvidence{Clock: nw.Clock, Stopped: nw.Stopped, Exit: nw.Exit},
+		Variants: VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{},
+			Note: "variant generation is not built yet: no variants were generated"},
+		Invariants: []InvariantEvidence{},
+	}
+	if ev.Noise == nil {
+		ev.Noise = []replay.NoiseField{}
+	}
+	for i, s := range steps {
+		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
+		if s.N <= f.Step {
+			o := olds[0].Steps[i]
+			ev.Old.Steps = append(ev.Old.Steps, StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: recorded[i].Outcome, Outcome: o.Outcome})
+		}
+		n := nw.Steps[i]
+		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: recorded[i].Outcome, Outcome: n.Outcome}
+		if s.N < f.Step && n.Ran {
+			se.Diffs = replay.Compare(recorded[i], n)
+		}
+		ev.New.Steps = append(ev.New.Steps, se)
+	}
+	parts, findings := Derive(ev)
+	if findings == nil {
+		findings = []Finding{}
+	}
+	sum, _ := fileSHA256(fx.Path)
+	rep := &Report{
+		SchemaVersion: SchemaVersion,
+		Verdict:       parts.String(),
+		Parts:         parts,
+		Findings:      findings,
+		Fixture:       Fixture{Path: fx.Path, SHA256: sum, Protocol: fx.Header.Protocol, Steps: len(steps), Failure: f},
+		Builds:        Builds{Old: identify(old, olds[0]), New: identify(new, nw)},
+		Evidence:      ev,
+		Seed:          opts.Seed,
+		Options: Settings{Variants: opts.Variants, MinVariants: opts.MinVariants, Jobs: opts.Jobs,
+			StepTimeoutMS: opts.StepTimeout.Milliseconds(), Invariants: opts.InvariantsFile},
+		KavachVersion: kavach.Version,
+	}
+	for _, d := range durations[:opts.OldRuns] {
+		rep.DurationsMS.Old += d.Milliseconds()
+	}
+	rep.DurationsMS.New = durations[opts.OldRuns].Milliseconds()
+	rep.DurationsMS.Total = time.Since(began).Milliseconds()
+	return rep, nil
+}
+
+// runAll replays events on each launch, jobs at a time, and returns the
+// traces in launch order. The first start-up error cancels the rest.
+func runAll(parent context.Context, launches []kavach.Launch, events []kavach.Event, opts replay.Options, jobs int, progress func(done, total int)) ([]*replay.Trace, []time.Duration, error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	traces := make([]*replay.Trace, len(launches))
+	durations := make([]time.Duration, len(launches))
+	errs := make([]error, len(launches))
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for i, l := range launches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+				return
+			}
+			start := time.Now()
+			traces[i], errs[i] = replay.Run(ctx, l, events, opts)
+			durations[i] = time.Since(start)
+			if errs[i] != nil {
+				cancel()
+			}
+			mu.Lock()
+			done++
+			if progress != nil {
+				progress(done, len(launches))
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil && err != context.Canceled {
+			return nil, nil, fmt.Errorf("%s build: %w", which(i, len(launches)), err)
+		}
+	}
+	if err := parent.Err(); err != nil {
+		return nil, nil, fmt.Errorf("interrupted: %w", context.Cause(parent))
+	}
+	for i, tr := range traces {
+		if tr == nil {
+			return nil, nil, fmt.Errorf("%s build: replay did not run: %v", which(i, len(launches)), errs[i])
+		}
+	}
+	return traces, durations, nil
+}
+
+func which(i, n int) string {
+	if i == n-1 {
+		return "new"
+	}
+	return "old"
+}
+
+func identify(l kavach.Launch, tr *replay.Trace) Build {
+	sum, _ := fileSHA256(tr.Build.Path)
+	return Build{Path: l.Path, Args: l.Args, SHA256: sum, Version: tr.Version}
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,288 @@
+// Package grade is `kavach diff`: it replays an incident on the old and the
+// new build, gathers the evidence of DESIGN §4, and derives one verdict from
+// that evidence alone (Derive), so that `kavach verdict` can recompute it
+// from a report.
+package grade
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/replay"
+)
+
+// SchemaVersion is the version of the report's JSON shape.
+const SchemaVersion = 1
+
+// Verdict kinds.
+const (
+	Fixed              = "fixed"
+	Diverged           = "diverged"
+	StillFailing       = "still_failing"
+	InvariantViolated  = "invariant_violated"
+	VariantFailed      = "variant_failed"
+	Unverified         = "unverified"
+	reasonNotReproduce = "not-reproduced"
+)
+
+// Report is what `kavach diff` writes: the verdict, every finding, and
+// the evidence both were derived from.
+type Report struct {
+	SchemaVersion int       `json:"schema_version"`
+	Verdict       string    `json:"verdict"` // exactly as printed: "diverged@3"
+	Parts         Parts     `json:"verdict_parts"`
+	Findings      []Finding `json:"findings"`
+	Fixture       Fixture   `json:"fixture"`
+	Builds        Builds    `json:"builds"`
+	Evidence      Evidence  `json:"evidence"`
+	Seed          uint64    `json:"seed"`
+	Options       Settings  `json:"options"`
+	KavachVersion string    `json:"kavach_version"`
+	DurationsMS   Durations `json:"durations_ms"`
+}
+
+// Parts are the verdict's parts.
+type Parts struct {
+	Kind      string `json:"kind"`
+	Step      int    `json:"step,omitempty"`
+	Variant   int    `json:"variant,omitempty"`
+	Invariant string `json:"invariant,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// String renders the verdict: "fixed", "diverged@3",
+// "invariant_violated(ttl-bound)@7", "variant_failed(4)@9",
+// "unverified(not-reproduced: ...)".
+func (p Parts) String() string {
+	switch p.Kind {
+	case Fixed:
+		return Fixed
+	case Unverified:
+		return fmt.Sprintf("unverified(%s)", p.Reason)
+	case InvariantViolated:
+		return fmt.Sprintf("%s(%s)@%d", p.Kind, p.Invariant, p.Step)
+	case VariantFailed:
+		return fmt.Sprintf("%s(%d)@%d", p.Kind, p.Variant, p.Step)
+	}
+	return fmt.Sprintf("%s@%d", p.Kind, p.Step)
+}
+
+// Finding is one thing wrong with the new build, with what an agent needs
+// to act on it.
+type Finding struct {
+	Parts
+	Request  string         `json:"request,omitempty"` // the step's request, rendered
+	Expected kavach.Outcome `json:"expected"`          // recorded (or old-build) outcome
+	Outcome  kavach.Outcome `json:"outcome"`           // the new build's
+	Diffs    []replay.Diff  `json:"diffs,omitempty"`
+	Detail   string         `json:"detail,omitempty"` // a variant's description, a crash's evidence
+}
+
+// Fixture identifies the fixture graded.
+type Fixture struct {
+	Path     string          `json:"path"`
+	SHA256   string          `json:"sha256"`
+	Protocol string          `json:"protocol"`
+	Steps    int             `json:"steps"`
+	Failure  *kavach.Failure `json:"failure"`
+}
+
+// Build identifies one build.
+type Build struct {
+	Path    string   `json:"path"`
+	Args    []string `json:"args,omitempty"`
+	SHA256  string   `json:"sha256"`
+	Version string   `json:"version,omitempty"`
+}
+
+// Builds are the two builds graded.
+type Builds struct {
+	Old Build `json:"old"`
+	New Build `json:"new"`
+}
+
+// Settings are the options the diff ran with.
+type Settings struct {
+	Variants      int    `json:"variants"`
+	MinVariants   int    `json:"min_variants"`
+	Jobs          int    `json:"jobs"`
+	StepTimeoutMS int64  `json:"step_timeout_ms"`
+	Invariants    string `json:"invariants,omitempty"`
+}
+
+// Durations of the diff's parts.
+type Durations struct {
+	Old      int64 `json:"old_replays"`
+	New      int64 `json:"new_replay"`
+	Variants int64 `json:"variants"`
+	Total    int64 `json:"total"`
+}
+
+// Evidence is everything the verdict is derived from.
+type Evidence struct {
+	Failure kavach.Failure `json:"failure"`
+	// Old is the old build's replays against the recording, up to the failure.
+	Old OldEvidence `json:"old"`
+	// Noise is what differed between the recording and the old build's
+	// replays: excluded from comparisons, listed here.
+	Noise []replay.NoiseField `json:"noise"`
+	// New is the new build's replay, step by step.
+	New        NewEvidence         `json:"new"`
+	Variants   VariantsEvidence    `json:"variants"`
+	Invariants []InvariantEvidence `json:"invariants"`
+}
+
+// OldEvidence is what the old build's replays showed.
+type OldEvidence struct {
+	Runs    int            `json:"runs"`
+	Clock   string         `json:"clock"`
+	Stopped string         `json:"stopped,omitempty"`
+	Steps   []StepEvidence `json:"steps"` // steps 1..F of the first run
+}
+
+// NewEvidence is what the new build's replay showed.
+type NewEvidence struct {
+	Clock   string         `json:"clock"`
+	Stopped string         `json:"stopped,omitempty"`
+	Exit    *kavach.Exit   `json:"exit,omitempty"`
+	Steps   []StepEvidence `json:"steps"`
+}
+
+// StepEvidence is one replayed step against the recording.
+type StepEvidence struct {
+	Step     int            `json:"step"`
+	Request  string         `json:"request"`
+	Ran      bool           `json:"ran"`
+	Recorded kavach.Outcome `json:"recorded"`
+	Outcome  kavach.Outcome `json:"outcome"`
+	// Diffs are every difference from the recording's output, noise
+	// fields included (Derive leaves those out).
+	Diffs []replay.Diff `json:"diffs,omitempty"`
+}
+
+// VariantsEvidence is the variants generated and what each did.
+type VariantsEvidence struct {
+	Generated   int               `json:"generated"`
+	Reproducing int               `json:"reproducing"`
+	Passing     int               `json:"passing"`
+	Min         int               `json:"min"`
+	Note        string            `json:"note,omitempty"`
+	List        []VariantEvidence `json:"list"`
+}
+
+// VariantEvidence is one variant and its outcomes.
+type VariantEvidence struct {
+	K           int            `json:"k"`
+	Description string         `json:"description"`
+	Regression  bool           `json:"regression,omitempty"`
+	Reproduces  bool           `json:"reproduces"` // fails on the old build with the recorded signature
+	OldOutcome  kavach.Outcome `json:"old_outcome"`
+	FailedStep  int            `json:"failed_step,omitempty"` // where the new build failed it, 0 if it passed
+	NewOutcome  kavach.Outcome `json:"new_outcome"`
+	Diffs       []replay.Diff  `json:"diffs,omitempty"`
+}
+
+// InvariantEvidence is one invariant's result on the new build's replay.
+type InvariantEvidence struct {
+	Name      string `json:"name"`
+	Held      bool   `json:"held"`
+	FirstStep int    `json:"first_violation,omitempty"`
+	Message   string `json:"message,omitempty"`
+}
+
+// Derive computes the findings and the headline verdict from evidence
+// alone (DESIGN §3): the old build must reproduce the failure, else
+// unverified(not-reproduced: ...); findings on the fixture's own replay,
+// the earliest by step (at one step: diverged, then still_failing, then
+// invariant_violated); else the failing variant with the lowest K; else
+// unverified when fewer than the minimum variants reproduce; else fixed.
+func Derive(ev Evidence) (Parts, []Finding) {
+	if reason := notReproduced(ev); reason != "" {
+		return Parts{Kind: Unverified, Reason: reasonNotReproduce + ": " + reason}, nil
+	}
+	noise := replay.Noise{}
+	for _, f := range ev.Noise {
+		if noise[f.Step] == nil {
+			noise[f.Step] = map[string]bool{}
+		}
+		noise[f.Step][f.Path] = true
+	}
+	F := ev.Failure.Step
+	var findings []Finding
+	for _, s := range ev.New.Steps {
+		if !s.Ran {
+			continue
+		}
+		if s.Step < F {
+			counted, _ := noise.Split(s.Diffs)
+			if len(counted) > 0 {
+				findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
+					Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted, Detail: s.Outcome.Detail})
+			}
+			continue
+		}
+		if ev.Failure.Reproduces(s.Outcome) || s.Step == F && (s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang) {
+			findings = append(findings, Finding{Parts: Parts{Kind: StillFailing, Step: s.Step}, Request: s.Request,
+				Expected: s.Recorded, Outcome: s.Outcome, Detail: s.Outcome.Detail})
+		}
+	}
+	for _, inv := range ev.Invariants {
+		if !inv.Held {
+			findings = append(findings, Finding{Parts: Parts{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message})
+		}
+	}
+	order := map[string]int{Diverged: 0, StillFailing: 1, InvariantViolated: 2}
+	sortFindings(findings, func(a, b Finding) bool {
+		if a.Step != b.Step {
+			return a.Step < b.Step
+		}
+		return order[a.Kind] < order[b.Kind]
+	})
+	var variantFindings []Finding
+	for _, v := range ev.Variants.List {
+		if v.Reproduces || v.Regression {
+			if v.FailedStep > 0 {
+				variantFindings = append(variantFindings, Finding{Parts: Parts{Kind: VariantFailed, Variant: v.K, Step: v.FailedStep},
+					Detail: v.Description, Expected: v.OldOutcome, Outcome: v.NewOutcome, Diffs: v.Diffs})
+			}
+		}
+	}
+	sortFindings(variantFindings, func(a, b Finding) bool { return a.Variant < b.Variant })
+	findings = append(findings, variantFindings...)
+	if len(findings) > 0 {
+		return findings[0].Parts, findings
+	}
+	if v := ev.Variants; v.Reproducing < v.Min {
+		return Parts{Kind: Unverified, Reason: fmt.Sprintf("variants: %d of %d reproduce, need %d", v.Reproducing, v.Generated, v.Min)}, findings
+	}
+	return Parts{Kind: Fixed}, findings
+}
+
+// notReproduced says why the old build's replay does not reproduce the
+// recording up to and including the failure, or "" if it does: every step
+// before the failure with the recorded outcome, the failing step failing
+// with the recorded signature.
+func notReproduced(ev Evidence) string {
+	F := ev.Failure.Step
+	for _, s := range ev.Old.Steps {
+		switch {
+		case s.Step > F:
+			return ""
+		case !s.Ran:
+			return fmt.Sprintf("the old build's replay stopped before step %d: %s", s.Step, ev.Old.Stopped)
+		case s.Step < F && (s.Outcome.Kind != s.Recorded.Kind || s.Outcome.Class != s.Recorded.Class):
+			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", s.Step, s.Outcome, s.Recorded)
+		case s.Step == F && !ev.Failure.Reproduces(s.Outcome):
+			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", F, s.Outcome, ev.Failure.Signature)
+		}
+	}
+	if len(ev.Old.Steps) < F {
+		return fmt.Sprintf("the old build's replay has %d steps, the failure is at step %d", len(ev.Old.Steps), F)
+	}
+	return ""
+}
+
+func sortFindings(f []Finding, less func(a, b Finding) bool) {
+	sort.SliceStable(f, func(i, j int) bool { return less(f[i], f[j]) })
+}
