@@ -31,4 +31,3 @@ func variantsCommand() *cli.Command {
 		Action:       notYet("the variant generator comes with the variants issue"),
 	}
 }
-
