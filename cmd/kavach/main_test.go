@@ -18,6 +18,7 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 )
 
@@ -40,14 +41,30 @@ func kavachMain() { main() }
 func TestScripts(t *testing.T) {
 	// Replays need Redis built from source (MALLOC=libc): the packaged
 	// server deadlocks under libfaketime. Cached after the first build.
-	pristine := redisbuild.MustBuild(t)
-	pingPatched := redisbuild.MustBuild(t, "../../internal/redisbuild/testdata/ping-patched.patch")
+	builds := map[string]string{
+		"REDIS_BUILD":        redisbuild.MustBuild(t),
+		"REDIS_PING_PATCHED": redisbuild.MustBuild(t, filepath.Join(incidents.Patches(), "ping-patched.patch")),
+		"REDIS_OLD":          redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOld)...),
+		"REDIS_NARROW":       redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeNarrow)...),
+		"REDIS_STRLEN":       redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenBroken)...),
+	}
+	// The GETRANGE incident, recorded once on the old build; each script
+	// gets a copy as getrange.kavach.
+	getrange := filepath.Join(t.TempDir(), "getrange.kavach")
+	if err := incidents.RecordGetrange(getrange, builds["REDIS_OLD"]); err != nil {
+		t.Fatal(err)
+	}
+	fixture, err := os.ReadFile(getrange)
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
-			env.Setenv("REDIS_BUILD", pristine)
-			env.Setenv("REDIS_PING_PATCHED", pingPatched)
-			return nil
+			for k, v := range builds {
+				env.Setenv(k, v)
+			}
+			return os.WriteFile(filepath.Join(env.WorkDir, "getrange.kavach"), fixture, 0o644)
 		},
 	})
 }

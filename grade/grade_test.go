@@ -1,0 +1,198 @@
+package grade_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/replay"
+)
+
+// The GETRANGE incident: the old build lost the clamp of a negative start
+// to 0, and an assertion kills it on GETRANGE greeting -100 -1.
+type builds struct {
+	old      string // the planted bug
+	pristine string // the correct fix
+	narrow   string // handles only the incident's exact input
+	strlen   string // fixes nothing, and breaks STRLEN, a step before the failure
+}
+
+func getBuilds(t *testing.T) builds {
+	return builds{
+		old:      redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOld)...),
+		pristine: redisbuild.MustBuild(t),
+		narrow:   redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeNarrow)...),
+		strlen:   redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenBroken)...),
+	}
+}
+
+// recordIncident records the GETRANGE incident on the old build.
+func recordIncident(t *testing.T, old string) *fixtures.Fixture {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "getrange.kavach")
+	if err := incidents.RecordGetrange(out, old); err != nil {
+		t.Fatal(err)
+	}
+	fx, err := fixtures.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fx.Failure == nil || fx.Failure.Step != 5 || fx.Failure.Signature != "crash" {
+		t.Fatalf("recorded failure %+v, want a crash at step 5", fx.Failure)
+	}
+	return fx
+}
+
+func diff(t *testing.T, fx *fixtures.Fixture, old, new string, minVariants int) *grade.Report {
+	t.Helper()
+	c := redis.Codec{}
+	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: minVariants, Variants: 64, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The verdict must follow from the report's evidence alone, after a
+	// round trip through JSON as `kavach verdict` reads it.
+	b, _ := json.Marshal(rep)
+	var back grade.Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if parts, _ := grade.Derive(back.Evidence); parts.String() != rep.Verdict {
+		t.Errorf("the report's evidence gives %s, its verdict says %s", parts, rep.Verdict)
+	}
+	return rep
+}
+
+func TestVerdicts(t *testing.T) {
+	b := getBuilds(t)
+	fx := recordIncident(t, b.old)
+
+	// Each row: a candidate new build, and the verdict it must get. The
+	// rows with a planted fault are the ones that must turn red.
+	for _, tc := range []struct {
+		name, why    string
+		old, new     string
+		minVariants  int
+		want         string
+		findingCheck func(t *testing.T, rep *grade.Report)
+	}{
+		{
+			name: "correct fix, variants required", why: "no variants are generated yet: the evidence is thin",
+			old: b.old, new: b.pristine, minVariants: 10,
+			want: "unverified(variants: 0 of 0 reproduce, need 10)",
+		},
+		{
+			name: "correct fix, no variants required", why: "every check on the fixture passes",
+			old: b.old, new: b.pristine, minVariants: 0, want: "fixed",
+		},
+		{
+			name: "old build unchanged", why: "planted fault: the failure is still there",
+			old: b.old, new: b.old, minVariants: 0, want: "still_failing@5",
+			findingCheck: func(t *testing.T, rep *grade.Report) {
+				f := rep.Findings[0]
+				if f.Request != `GETRANGE "greeting" "-100" "-1"` || !strings.Contains(f.Detail, "'start >= 0' is not true") {
+					t.Errorf("finding %+v lacks the request or the assertion", f)
+				}
+			},
+		},
+		{
+			name: "breaks a step before the failure", why: "planted fault: STRLEN is off by one",
+			old: b.old, new: b.strlen, minVariants: 0, want: "diverged@3",
+			findingCheck: func(t *testing.T, rep *grade.Report) {
+				f := rep.Findings[0]
+				if len(f.Diffs) != 1 || f.Diffs[0].Path != "reply[0]" || f.Diffs[0].Want != "12" || f.Diffs[0].Got != "11" {
+					t.Errorf("diffs = %+v, want reply[0]: 12 -> 11", f.Diffs)
+				}
+			},
+		},
+		{
+			name: "old build does not fail", why: "planted fault: OLD is not the build the incident was recorded on",
+			old: b.pristine, new: b.pristine, minVariants: 0,
+			want: "unverified(not-reproduced: step 5 gave ok on the old build, recorded crash)",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := diff(t, fx, tc.old, tc.new, tc.minVariants)
+			if rep.Verdict != tc.want {
+				t.Fatalf("%s (%s): verdict %s, want %s\nfindings: %+v", tc.name, tc.why, rep.Verdict, tc.want, rep.Findings)
+			}
+			if tc.findingCheck != nil {
+				tc.findingCheck(t, rep)
+			}
+			if rep.Fixture.Steps != 5 || len(rep.Fixture.SHA256) != 64 || rep.Builds.New.SHA256 == "" || !strings.HasPrefix(rep.Builds.Old.Version, "redis 7.0") {
+				t.Errorf("report identity: %+v %+v", rep.Fixture, rep.Builds)
+			}
+		})
+	}
+}
+
+func TestDeriveHeadlineOrder(t *testing.T) {
+	// The headline is the earliest finding by step; at one step diverged
+	// comes before still_failing before invariant_violated; a variant only
+	// when the fixture's own replay found nothing.
+	crash := kavach.Outcome{Kind: kavach.Crash}
+	ok := kavach.Outcome{Kind: kavach.OK}
+	base := func() grade.Evidence {
+		return grade.Evidence{
+			Failure: kavach.Failure{Step: 3, Oracle: kavach.Oracle{Kind: kavach.Crash}, Signature: "crash"},
+			Old: grade.OldEvidence{Steps: []grade.StepEvidence{
+				{Step: 1, Ran: true, Recorded: ok, Outcome: ok}, {Step: 2, Ran: true, Recorded: ok, Outcome: ok}, {Step: 3, Ran: true, Recorded: crash, Outcome: crash}}},
+			New: grade.NewEvidence{Steps: []grade.StepEvidence{
+				{Step: 1, Ran: true, Recorded: ok, Outcome: ok}, {Step: 2, Ran: true, Recorded: ok, Outcome: ok}, {Step: 3, Ran: true, Recorded: crash, Outcome: ok}}},
+			Variants: grade.VariantsEvidence{Min: 1, Generated: 2, Reproducing: 2,
+				List: []grade.VariantEvidence{{K: 1, Reproduces: true}, {K: 2, Reproduces: true}}},
+		}
+	}
+	for _, tc := range []struct {
+		why  string
+		edit func(*grade.Evidence)
+		want string
+	}{
+		{"all checks pass", func(*grade.Evidence) {}, "fixed"},
+		{"thin evidence", func(e *grade.Evidence) { e.Variants.Min = 3 }, "unverified(variants: 2 of 2 reproduce, need 3)"},
+		{"a variant fails", func(e *grade.Evidence) { e.Variants.List[1].FailedStep = 3 }, "variant_failed(2)@3"},
+		{"lowest K first", func(e *grade.Evidence) { e.Variants.List[1].FailedStep = 2; e.Variants.List[0].FailedStep = 3 }, "variant_failed(1)@3"},
+		{"the fixture's findings come before variants", func(e *grade.Evidence) {
+			e.Variants.List[0].FailedStep = 1
+			e.New.Steps[2].Outcome = crash
+		}, "still_failing@3"},
+		{"earliest step first", func(e *grade.Evidence) {
+			e.New.Steps[2].Outcome = crash
+			e.New.Steps[1].Diffs = []replay.Diff{{Step: 2, Path: "reply[0]", Want: "1", Got: "2"}}
+		}, "diverged@2"},
+		{"noise does not count", func(e *grade.Evidence) {
+			e.New.Steps[1].Diffs = []replay.Diff{{Step: 2, Path: "reply[0][1]", Want: "1", Got: "2"}}
+			e.Noise = []replay.NoiseField{{Step: 2, Path: "reply[0]"}}
+		}, "fixed"},
+		{"invariant after a divergence at the same step", func(e *grade.Evidence) {
+			e.Invariants = []grade.InvariantEvidence{{Name: "ttl", FirstStep: 2}}
+			e.New.Steps[1].Diffs = []replay.Diff{{Step: 2, Path: "reply[0]", Want: "1", Got: "2"}}
+		}, "diverged@2"},
+		{"invariant alone", func(e *grade.Evidence) {
+			e.Invariants = []grade.InvariantEvidence{{Name: "ttl", FirstStep: 2}}
+		}, "invariant_violated(ttl)@2"},
+		{"the failure moved later", func(e *grade.Evidence) {
+			e.New.Steps = append(e.New.Steps, grade.StepEvidence{Step: 4, Ran: true, Outcome: crash})
+		}, "still_failing@4"},
+		{"old build does not reproduce", func(e *grade.Evidence) { e.Old.Steps[2].Outcome = ok },
+			"unverified(not-reproduced: step 3 gave ok on the old build, recorded crash)"},
+		{"old build differs before the failure", func(e *grade.Evidence) {
+			e.Old.Steps[1].Outcome = kavach.Outcome{Kind: kavach.Error, Class: "ERR"}
+		}, "unverified(not-reproduced: step 2 gave error:ERR on the old build, recorded ok)"},
+	} {
+		ev := base()
+		tc.edit(&ev)
+		if got, _ := grade.Derive(ev); got.String() != tc.want {
+			t.Errorf("%s: Derive = %s, want %s", tc.why, got, tc.want)
+		}
+	}
+}
