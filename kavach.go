@@ -25,7 +25,7 @@ const (
 	Open     Direction = 1 // a client connection was accepted; Data is empty
 	Request  Direction = 2 // bytes sent by the client (one whole frame, or raw bytes marked ParseError)
 	Response Direction = 3 // bytes sent by the service (one whole frame, or raw bytes marked ParseError)
-	Close    Direction = 4 // the connection closed; Data names who closed it ("client", "server")
+	Close    Direction = 4 // the connection closed; Data names who closed it ("client", "server", or "proxy" when recording stopped)
 )
 
 func (d Direction) String() string {
@@ -303,4 +303,46 @@ func (f Failure) Reproduces(out Outcome) bool {
 		sig = f.Oracle
 	}
 	return sig.Fires(out)
+}
+
+// FieldType is what a request field holds, which decides how variants
+// mutate it.
+type FieldType string
+
+// The field types.
+const (
+	FieldNumber FieldType = "number" // an integer: boundaries, neighbours, signs, huge values
+	FieldString FieldType = "string" // empty, other values seen, long
+	FieldKey    FieldType = "key"    // a missing key, another recorded key
+	FieldToken  FieldType = "token"  // one of a fixed set of words: the others
+)
+
+// Field is one mutable part of a request.
+type Field struct {
+	Name  string    `json:"name,omitempty"` // what the protocol calls it ("start"); may be empty
+	Value string    `json:"value"`
+	Type  FieldType `json:"type"`
+	// Alternatives are, for a token, the other words accepted in its place.
+	Alternatives []string `json:"alternatives,omitempty"`
+}
+
+// Schema is what an integration learned about a service's requests from
+// a running build (Redis: COMMAND DOCS). Only the integration reads it.
+type Schema any
+
+// Variator is an optional Codec interface: requests as typed fields, so
+// that variants mutate structure rather than bytes. It must be pure.
+type Variator interface {
+	// Fields splits a request into its kind (requests of one kind can
+	// swap fields: "GETRANGE") and its fields, typed by schema when it is
+	// not nil, else by guessing. ok is false for a request it cannot split.
+	Fields(request []byte, schema Schema) (kind string, fields []Field, ok bool)
+	// Rebuild encodes a request of the given kind with these fields, in order.
+	Rebuild(kind string, fields []Field) []byte
+}
+
+// SchemaLearner is an optional Launcher interface: ask a running build
+// about the request kinds given (Redis: COMMAND DOCS).
+type SchemaLearner interface {
+	Learn(addr string, kinds []string) (Schema, error)
 }

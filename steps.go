@@ -5,8 +5,8 @@ package kavach
 // the oldest request on its connection still waiting for replies (a
 // request waits for codec.Replies of them); a push (codec.IsPush), or a
 // response with no request waiting, is attached to the latest step on its
-// connection. A Close event marks the steps still waiting on that
-// connection as Closed. A nil codec means one reply per request and no
+// connection. A Close event by the server marks the steps still waiting
+// on that connection as Closed. A nil codec means one reply per request and no
 // pushes.
 func Steps(events []Event, codec Codec) []Step {
 	type waiting struct{ step, left int }
@@ -42,8 +42,10 @@ func Steps(events []Event, codec Codec) []Step {
 			}
 			pending[ev.Conn] = q
 		case Close:
-			for _, w := range pending[ev.Conn] {
-				steps[w.step].Closed = true
+			if string(ev.Data) == "server" {
+				for _, w := range pending[ev.Conn] {
+					steps[w.step].Closed = true
+				}
 			}
 			delete(pending, ev.Conn)
 		}

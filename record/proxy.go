@@ -57,9 +57,7 @@ type Proxy struct {
 	mu       sync.Mutex // orders events, steps and the failure
 	conns    map[uint64]*proxyConn
 	nextConn uint64
-	steps    int                   // requests written so far
-	pending  map[uint64][]waitStep // per connection, requests waiting for replies
-	lastStep map[uint64]int        // per connection, its latest step
+	steps    int // requests written so far
 	failure  *kavach.Failure
 	err      error // first fixture write error
 	stats    Stats
@@ -106,7 +104,7 @@ func Start(opts Options, start time.Time) (*Proxy, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
 		opts: opts, ln: ln, start: start, log: log, ctx: ctx, cancel: cancel,
-		conns: map[uint64]*proxyConn{}, pending: map[uint64][]waitStep{}, lastStep: map[uint64]int{},
+		conns: map[uint64]*proxyConn{},
 	}
 	p.wg.Add(1)
 	go p.accept()
@@ -171,8 +169,8 @@ func (p *Proxy) BuildDied(exit *kavach.Exit) {
 		return
 	}
 	step := 0
-	for _, q := range p.pending {
-		if len(q) > 0 && (step == 0 || q[0].step < step) {
+	for _, c := range p.conns {
+		if q := c.pending; len(q) > 0 && (step == 0 || q[0].step < step) {
 			step = q[0].step
 		}
 	}
@@ -209,6 +207,7 @@ func (p *Proxy) accept() {
 type proxyConn struct {
 	id             uint64
 	client, server net.Conn
+	pending        []waitStep // requests waiting for replies; guarded by Proxy.mu
 }
 
 func (p *Proxy) serve(client net.Conn) {
@@ -247,6 +246,8 @@ func (p *Proxy) serve(client net.Conn) {
 		defer wg.Done()
 		closer <- whoClosed(p.copy(c, kavach.Response, client, server), "server", "client")
 	}()
+	// A copier that ended because the proxy closed the connection itself
+	// (Close, on Ctrl-C) reports "proxy".
 	who := <-closer
 	if who == "client" {
 		// Pass the half-close on: the service answers what it has, then closes.
@@ -263,24 +264,32 @@ func (p *Proxy) serve(client net.Conn) {
 	p.mu.Lock()
 	delete(p.conns, c.id)
 	p.event(kavach.Event{Conn: c.id, Dir: kavach.Close, Data: []byte(who)})
-	if who == "server" && p.failure == nil {
-		if q := p.pending[c.id]; len(q) > 0 {
-			p.setFailure(kavach.Failure{Step: q[0].step, Oracle: kavach.Oracle{Kind: kavach.Crash}, Signature: "crash",
-				Evidence: "the service closed the connection before answering"})
-		}
+	if who == "server" && p.failure == nil && len(c.pending) > 0 {
+		p.setFailure(kavach.Failure{Step: c.pending[0].step, Oracle: kavach.Oracle{Kind: kavach.Crash}, Signature: "crash",
+			Evidence: "the service closed the connection before answering"})
 	}
-	delete(p.pending, c.id)
-	delete(p.lastStep, c.id)
 	p.mu.Unlock()
 	p.log.Debug("close", "conn", c.id, "by", who)
 }
 
-func whoClosed(srcEnded bool, src, dst string) string {
-	if srcEnded {
+func whoClosed(end copyEnd, src, dst string) string {
+	switch end {
+	case proxyClosed:
+		return "proxy"
+	case srcEnded:
 		return src
 	}
 	return dst
 }
+
+// copyEnd is why a copier ended.
+type copyEnd int
+
+const (
+	srcEnded    copyEnd = iota // its source ended (EOF, reset)
+	dstFailed                  // its destination could not be written
+	proxyClosed                // the proxy closed the connection itself
+)
 
 func closeWrite(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
@@ -289,118 +298,154 @@ func closeWrite(c net.Conn) {
 }
 
 // copy forwards src to dst until src ends or a write fails, and records
-// the bytes as whole messages of direction dir: each message is written
-// to the fixture before its bytes are forwarded, so a reply can never
-// precede its request in the fixture. Bytes the codec cannot frame are
-// forwarded unchanged and recorded raw, marked ParseError, and so is the
-// rest of that direction. It reports whether it ended because src did
-// (rather than because dst could not be written).
-func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.Reader) (srcEnded bool) {
+// the bytes as whole messages of direction dir: the messages of each read
+// are written to the fixture before its bytes are forwarded, so a reply
+// can never precede its request in the fixture. Bytes the codec cannot
+// frame are forwarded unchanged and recorded raw, marked ParseError, and
+// so is the rest of that direction. It reports why it ended.
+func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.Reader) copyEnd {
 	split := p.opts.Codec.SplitRequest
 	if dir == kavach.Response {
 		split = p.opts.Codec.SplitResponse
 	}
 	buf := make([]byte, 64<<10)
-	var pending []byte // bytes read but not yet a whole message
-	raw := false
+	var (
+		pending []byte // bytes read but not yet a whole message
+		batch   []message
+		raw     bool
+	)
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
+			batch = batch[:0]
 			if raw {
-				p.record(c.id, dir, kavach.ParseError, chunk)
+				batch = append(batch, message{flags: kavach.ParseError, data: chunk})
 			} else {
 				pending = append(pending, chunk...)
-				pending, raw = p.frames(c.id, dir, split, pending)
+				pending, raw, batch = p.frames(c.id, dir, split, pending, batch)
 			}
+			p.record(c, dir, batch)
 			if _, err := dst.Write(chunk); err != nil {
-				return false
+				if errors.Is(err, net.ErrClosed) && p.ctx.Err() != nil {
+					return proxyClosed
+				}
+				return dstFailed
 			}
 		}
 		if rerr != nil {
 			if len(pending) > 0 {
 				// The stream ended inside a message: keep what there was.
-				p.record(c.id, dir, kavach.ParseError, pending)
+				p.record(c, dir, []message{{flags: kavach.ParseError, data: pending}})
 			}
-			return true
+			if errors.Is(rerr, net.ErrClosed) && p.ctx.Err() != nil {
+				return proxyClosed
+			}
+			return srcEnded
 		}
 	}
 }
 
-// frames records every whole message at the front of data and returns
-// the bytes left over, and whether the direction has gone raw.
-func (p *Proxy) frames(conn uint64, dir kavach.Direction, split func([]byte) (int, error), data []byte) ([]byte, bool) {
+// message is one framed message of a read, with what can be worked out
+// about it before taking the proxy's lock.
+type message struct {
+	flags   kavach.EventFlags
+	data    []byte
+	replies int    // for a request: how many replies it expects
+	push    bool   // for a response: unsolicited
+	note    string // for a request: what was redacted
+}
+
+// frames appends every whole message at the front of data to batch, and
+// returns the bytes left over and whether the direction has gone raw.
+func (p *Proxy) frames(conn uint64, dir kavach.Direction, split func([]byte) (int, error), data []byte, batch []message) ([]byte, bool, []message) {
 	for len(data) > 0 {
 		n, err := split(data)
 		if err != nil {
 			p.log.Warn("unparsable bytes, recorded raw", "conn", conn, "dir", dir, "err", err)
-			p.record(conn, dir, kavach.ParseError, data)
-			return nil, true
+			return nil, true, append(batch, message{flags: kavach.ParseError, data: data})
 		}
 		if n == 0 {
 			if len(data) > p.opts.MaxFrame {
 				p.log.Warn("message larger than the limit, recorded raw", "conn", conn, "dir", dir, "bytes", len(data))
-				p.record(conn, dir, kavach.ParseError, data)
-				return nil, true
+				return nil, true, append(batch, message{flags: kavach.ParseError, data: data})
 			}
 			break
 		}
-		p.record(conn, dir, 0, data[:n])
+		m := message{data: data[:n]}
+		if dir == kavach.Request {
+			m.replies = p.opts.Codec.Replies(m.data)
+			if p.opts.Redactor != nil {
+				if out, note := p.opts.Redactor.Redact(m.data); note != "" {
+					m.data, m.flags, m.note = out, kavach.Redacted, note
+				}
+			}
+		} else {
+			m.push = p.opts.Codec.IsPush(m.data)
+		}
+		batch = append(batch, m)
 		data = data[n:]
 	}
 	if len(data) == 0 {
-		return data[:0], false
+		return data[:0], false, batch
 	}
-	return data, false
+	return data, false, batch
 }
 
-// record writes one message and keeps the step bookkeeping.
-func (p *Proxy) record(conn uint64, dir kavach.Direction, flags kavach.EventFlags, data []byte) {
-	ev := kavach.Event{Conn: conn, Dir: dir, Flags: flags, Data: data}
-	var note string
-	if dir == kavach.Request && flags == 0 && p.opts.Redactor != nil {
-		if out, n := p.opts.Redactor.Redact(data); n != "" {
-			ev.Data, ev.Flags, note = out, kavach.Redacted, n
-		}
+// record writes the messages of one read under one lock, and keeps the
+// step bookkeeping.
+func (p *Proxy) record(c *proxyConn, dir kavach.Direction, batch []message) {
+	if len(batch) == 0 {
+		return
+	}
+	evs := make([]kavach.Event, len(batch))
+	for i, m := range batch {
+		evs[i] = kavach.Event{Conn: c.id, Dir: dir, Flags: m.flags, Data: m.data}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	seq := p.event(ev)
-	if note != "" && seq != 0 {
-		p.write(fixtures.Record{Kind: fixtures.KindRedaction, Redaction: &fixtures.Redaction{Seq: seq, Note: note}})
+	now := time.Since(p.start)
+	for i := range evs {
+		evs[i].Offset = now
 	}
-	switch {
-	case flags&kavach.ParseError != 0:
-		p.stats.Unparsed++
+	first, err := p.opts.Fixture.Events(evs)
+	if err != nil && p.err == nil {
+		p.err = err
+		p.log.Error("write fixture", "err", err)
 	}
-	codec := p.opts.Codec
-	switch dir {
-	case kavach.Request:
-		p.stats.Requests++
-		p.steps++
-		p.lastStep[conn] = p.steps
-		n := 1
-		if flags&kavach.ParseError == 0 {
-			n = codec.Replies(data)
+	for i, m := range batch {
+		if m.flags&kavach.ParseError != 0 {
+			p.stats.Unparsed++
+			m.replies = 1
 		}
-		if n > 0 {
-			p.pending[conn] = append(p.pending[conn], waitStep{step: p.steps, left: n, request: append([]byte(nil), data...)})
+		if m.note != "" && err == nil {
+			p.write(fixtures.Record{Kind: fixtures.KindRedaction, Redaction: &fixtures.Redaction{Seq: first + uint64(i), Note: m.note}})
 		}
-	case kavach.Response:
+		if dir == kavach.Request {
+			p.stats.Requests++
+			p.steps++
+			if m.replies > 0 {
+				w := waitStep{step: p.steps, left: m.replies}
+				if p.opts.FailOn != nil {
+					w.request = append([]byte(nil), m.data...)
+				}
+				c.pending = append(c.pending, w)
+			}
+			continue
+		}
 		p.stats.Responses++
-		q := p.pending[conn]
-		if len(q) == 0 || (flags&kavach.ParseError == 0 && codec.IsPush(data)) {
-			return
+		if len(c.pending) == 0 || m.push && m.flags&kavach.ParseError == 0 {
+			continue
 		}
-		w := &q[0]
-		if p.failure == nil && p.opts.FailOn != nil && flags&kavach.ParseError == 0 {
-			out := p.opts.Classifier.Classify(w.request, [][]byte{data})
+		w := &c.pending[0]
+		if p.failure == nil && p.opts.FailOn != nil && m.flags&kavach.ParseError == 0 {
+			out := p.opts.Classifier.Classify(w.request, [][]byte{m.data})
 			if p.opts.FailOn.Fires(out) {
 				p.setFailure(kavach.Failure{Step: w.step, Oracle: *p.opts.FailOn, Signature: "error:" + out.Class, Evidence: out.Detail})
 			}
 		}
 		if w.left--; w.left == 0 {
-			p.pending[conn] = q[1:]
+			c.pending = c.pending[1:]
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -465,5 +466,53 @@ func TestSecretsRedacted(t *testing.T) {
 	// go-redis authenticates with HELLO ... AUTH where the server has HELLO.
 	if n := fmt.Sprint(notes); n != "[HELLO AUTH password CONFIG SET requirepass]" && n != "[AUTH password CONFIG SET requirepass]" {
 		t.Errorf("redactions = %q", notes)
+	}
+}
+
+func TestStoppingMidTrafficIsNoCrash(t *testing.T) {
+	// Ctrl-C while requests are in flight: the proxy cuts the connections
+	// itself, which is no failure of the service.
+	srv := startRedis(t)
+	rec := startRecording(t, srv.Addr(), nil)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := goredis.NewClient(&goredis.Options{Addr: rec.addr(), Protocol: 2, PoolSize: 1, MaxRetries: -1})
+			defer c.Close()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				pipe := c.Pipeline()
+				for j := 0; j < 16; j++ {
+					pipe.Incr(context.Background(), "n")
+				}
+				pipe.Exec(context.Background())
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	fx := rec.finish()
+	close(stop)
+	wg.Wait()
+	if fx.Failure != nil {
+		t.Fatalf("stopping the recording recorded a failure: %+v", fx.Failure)
+	}
+	var proxyCloses int
+	for _, ev := range fx.Events {
+		if ev.Dir == kavach.Close && string(ev.Data) == "server" {
+			t.Errorf("conn %d recorded as closed by the server", ev.Conn)
+		}
+		if ev.Dir == kavach.Close && string(ev.Data) == "proxy" {
+			proxyCloses++
+		}
+	}
+	if proxyCloses == 0 {
+		t.Error("no connection recorded as closed by the proxy")
 	}
 }

@@ -27,7 +27,9 @@ var (
 //     Redis seeds its hash function at random in every process.
 //   - Replies that differ between runs by design are replaced by a
 //     placeholder naming what was there: INFO, CLIENT LIST and INFO,
-//     MEMORY, DEBUG, SLOWLOG, LATENCY, LOLWUT; the members returned by
+//     MEMORY, DEBUG, SLOWLOG, LATENCY, LOLWUT; client ids (CLIENT ID, the
+//     id in HELLO's reply: they count the server's connections, readiness
+//     probes included); the members returned by
 //     RANDOMKEY, SRANDMEMBER, SPOP, HRANDFIELD and ZRANDMEMBER (their
 //     count is kept); the microseconds of TIME.
 //
@@ -49,8 +51,28 @@ func (Codec) Normalize(request, response []byte) any {
 	case "INFO", "LOLWUT", "SLOWLOG", "LATENCY", "MEMORY", "DEBUG":
 		return "<" + strings.ToLower(cmd.Name) + ">"
 	case "CLIENT":
-		if sub == "LIST" || sub == "INFO" {
+		switch sub {
+		case "LIST", "INFO":
 			return "<client " + strings.ToLower(sub) + ">"
+		case "ID":
+			return "<client id>"
+		}
+	case "HELLO":
+		// The connection's id counts every connection the server saw,
+		// readiness probes included.
+		switch t := tree(v).(type) {
+		case map[string]any:
+			if _, ok := t["id"]; ok {
+				t["id"] = "<client id>"
+			}
+			return t
+		case []any:
+			for i := 0; i+1 < len(t); i += 2 {
+				if t[i] == "id" {
+					t[i+1] = "<client id>"
+				}
+			}
+			return t
 		}
 	case "TIME":
 		// Seconds follow the virtual clock exactly; microseconds depend on

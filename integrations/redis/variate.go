@@ -1,0 +1,181 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+)
+
+var (
+	_ kavach.Variator      = Codec{}
+	_ kavach.SchemaLearner = Launcher{}
+)
+
+// Schema is what COMMAND DOCS says about each command's arguments, by
+// upper-case command name.
+type Schema map[string][]ArgSpec
+
+// ArgSpec is one documented argument: its name and type ("key",
+// "string", "integer", "double", "pattern", "unix-time", "pure-token",
+// "oneof", "block"), whether it may be left out or repeated, and the
+// tokens it (or its alternatives) accept.
+type ArgSpec struct {
+	Name     string
+	Type     string
+	Token    string
+	Optional bool
+	Multiple bool
+	// Tokens are the words accepted at this position: the token of a
+	// pure-token, the tokens of a oneof's alternatives.
+	Tokens []string
+}
+
+// Learn asks the build at addr, with COMMAND DOCS, about the arguments of
+// the given commands. Builds without COMMAND DOCS (Redis before 7) give an
+// empty schema, and Fields falls back to guessing.
+func (Launcher) Learn(addr string, kinds []string) (kavach.Schema, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := call(ctx, addr, append([]string{"COMMAND", "DOCS"}, kinds...)...)
+	if err != nil {
+		return nil, fmt.Errorf("learn commands: %w", err)
+	}
+	s := Schema{}
+	if v.Kind == KindError {
+		return s, nil
+	}
+	for name, doc := range pairs(v) {
+		for key, val := range pairs(doc) {
+			if key == "arguments" {
+				s[strings.ToUpper(name)] = argSpecs(val)
+			}
+		}
+	}
+	return s, nil
+}
+
+// pairs reads a RESP2 flat key/value array or a RESP3 map.
+func pairs(v Value) map[string]Value {
+	out := map[string]Value{}
+	for i := 0; i+1 < len(v.Elems); i += 2 {
+		out[string(v.Elems[i].Str)] = v.Elems[i+1]
+	}
+	return out
+}
+
+func argSpecs(v Value) []ArgSpec {
+	var specs []ArgSpec
+	for _, a := range v.Elems {
+		p := pairs(a)
+		spec := ArgSpec{Name: string(p["name"].Str), Type: string(p["type"].Str), Token: string(p["token"].Str)}
+		for _, f := range p["flags"].Elems {
+			switch string(f.Str) {
+			case "optional":
+				spec.Optional = true
+			case "multiple", "multiple_token":
+				spec.Multiple = true
+			}
+		}
+		if spec.Token != "" {
+			spec.Tokens = append(spec.Tokens, spec.Token)
+		}
+		if spec.Type == "oneof" {
+			for _, alt := range argSpecs(p["arguments"]) {
+				spec.Tokens = append(spec.Tokens, alt.Tokens...)
+			}
+		}
+		specs = append(specs, spec)
+	}
+	return specs
+}
+
+// Fields splits a command into its name (the kind, upper case) and its
+// arguments. With a schema, arguments take the documented types
+// positionally, as long as no optional or repeated argument comes before
+// them; an argument equal to a documented token is a token with the
+// other tokens of its place as alternatives. The rest is guessed: a
+// number if it parses as an integer, else a string.
+func (Codec) Fields(request []byte, schema kavach.Schema) (string, []kavach.Field, bool) {
+	c, err := ParseCommand(request)
+	if err != nil || c.Name == "" {
+		return "", nil, false
+	}
+	var specs []ArgSpec
+	if s, ok := schema.(Schema); ok {
+		specs = s[c.Name]
+	}
+	fields := make([]kavach.Field, 0, len(c.Args)-1)
+	positional := true
+	for i, a := range c.Args[1:] {
+		f := kavach.Field{Value: string(a), Type: guess(a)}
+		if positional && i < len(specs) {
+			sp := specs[i]
+			if sp.Optional || sp.Multiple || sp.Type == "oneof" || sp.Type == "block" || sp.Type == "pure-token" {
+				positional = false
+			} else {
+				f.Name = sp.Name
+				switch sp.Type {
+				case "key":
+					f.Type = kavach.FieldKey
+				case "integer", "unix-time":
+					f.Type = kavach.FieldNumber
+				case "string", "pattern", "double":
+					f.Type = kavach.FieldString
+					if sp.Type == "double" && guess(a) == kavach.FieldNumber {
+						f.Type = kavach.FieldNumber
+					}
+				}
+			}
+		}
+		for _, sp := range specs {
+			if alts := tokenAlternatives(sp, string(a)); alts != nil {
+				f.Type, f.Name, f.Alternatives = kavach.FieldToken, sp.Name, alts
+				break
+			}
+		}
+		fields = append(fields, f)
+	}
+	return c.Name, fields, true
+}
+
+// tokenAlternatives returns the other tokens of a place that accepts
+// word, or nil if it does not.
+func tokenAlternatives(sp ArgSpec, word string) []string {
+	found := false
+	var alts []string
+	for _, t := range sp.Tokens {
+		if strings.EqualFold(t, word) {
+			found = true
+		} else {
+			alts = append(alts, t)
+		}
+	}
+	if !found {
+		return nil
+	}
+	if alts == nil {
+		alts = []string{}
+	}
+	return alts
+}
+
+func guess(a []byte) kavach.FieldType {
+	if _, err := strconv.ParseInt(string(a), 10, 64); err == nil {
+		return kavach.FieldNumber
+	}
+	return kavach.FieldString
+}
+
+// Rebuild encodes a command named kind with the fields as its arguments.
+func (Codec) Rebuild(kind string, fields []kavach.Field) []byte {
+	args := make([][]byte, 0, len(fields)+1)
+	args = append(args, []byte(kind))
+	for _, f := range fields {
+		args = append(args, []byte(f.Value))
+	}
+	return AppendCommand(nil, args...)
+}
