@@ -1,0 +1,428 @@
+// Package variants makes mutated copies of an incident: the failing
+// request with a field changed or removed, the failing request moved
+// earlier, an earlier request dropped or delivered twice, the clock
+// shifted; and regression variants, which mutate the earlier requests the
+// old build handled. Generate is a pure function of (events, failure,
+// schema, budget, seed): no I/O, no clock, no global random source; one
+// seed gives one set of variants.
+package variants
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+)
+
+// Variant is one mutated copy of the incident.
+type Variant struct {
+	K           int    `json:"k"` // from 1
+	Description string `json:"description"`
+	// Regression variants mutate an input the old build handled and stop
+	// before the failing step: the old build must not fail on them, and
+	// the new build must give the old build's outputs.
+	Regression bool           `json:"regression,omitempty"`
+	Events     []kavach.Event `json:"-"`
+	// Origin maps each step of the variant (index) to the fixture's step
+	// it came from, for noise; 0 for none.
+	Origin []int `json:"-"`
+	// From this step of the variant on, the clock is shifted by Shift.
+	ShiftFrom int           `json:"shift_from,omitempty"`
+	Shift     time.Duration `json:"shift_ns,omitempty"`
+}
+
+// ShiftAt is the clock shift of a step of the variant.
+func (v Variant) ShiftAt(step int) time.Duration {
+	if v.ShiftFrom > 0 && step >= v.ShiftFrom {
+		return v.Shift
+	}
+	return 0
+}
+
+// Options configure Generate.
+type Options struct {
+	Codec    kavach.Codec    // frames steps; required
+	Variator kavach.Variator // splits requests into fields; required
+	Schema   kavach.Schema   // field types learned from the old build; nil: guessed
+	// Budget is the most variants made; the rest of what could be made is
+	// sampled by Seed. Zero means 64.
+	Budget int
+	Seed   uint64
+}
+
+// MissingKey is a key no recording writes, for "a key that does not exist".
+const MissingKey = "kavach:missing-key"
+
+// clockShifts are the clock variants: the clock jumps by each, right
+// before the failing step.
+var clockShifts = []time.Duration{time.Second, -time.Second, time.Minute, -time.Minute, time.Hour, -time.Hour, 24 * time.Hour, -24 * time.Hour}
+
+// Generate makes up to opts.Budget variants of the incident whose failure
+// is at step failing. Variants of the incident itself come first (at most
+// three quarters of the budget when regression variants could fill the
+// rest); then regression variants. Duplicates are removed. Within each
+// group, when there are more than fit, a sample drawn with Seed is kept,
+// in the order they were made.
+func Generate(events []kavach.Event, failing int, opts Options) []Variant {
+	if opts.Budget <= 0 {
+		opts.Budget = 64
+	}
+	g := newGen(events, failing, opts)
+	incident, regression := g.incident(), g.regression()
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x6b61766163680000))
+	nInc := min(len(incident), opts.Budget)
+	if len(regression) > 0 && nInc > opts.Budget*3/4 {
+		nInc = max(opts.Budget*3/4, opts.Budget-len(regression))
+	}
+	out := append(sample(incident, nInc, rng), sample(regression, opts.Budget-nInc, rng)...)
+	for i := range out {
+		out[i].K = i + 1
+	}
+	return out
+}
+
+// sample keeps n of vs, chosen with rng, in their original order.
+func sample(vs []Variant, n int, rng *rand.Rand) []Variant {
+	if n >= len(vs) {
+		return vs
+	}
+	if n <= 0 {
+		return nil
+	}
+	idx := rng.Perm(len(vs))[:n]
+	slices.Sort(idx)
+	out := make([]Variant, n)
+	for i, j := range idx {
+		out[i] = vs[j]
+	}
+	return out
+}
+
+// gen holds what generation needs about the incident.
+type gen struct {
+	opts    Options
+	events  []kavach.Event
+	steps   []kavach.Step
+	F       int
+	seen    map[[32]byte]bool
+	strings []string      // string values seen in the fixture
+	keys    []string      // keys seen in the fixture
+	span    map[int][]int // step -> indexes of its request and response events
+}
+
+func newGen(events []kavach.Event, failing int, opts Options) *gen {
+	g := &gen{opts: opts, events: events, steps: kavach.Steps(events, opts.Codec), F: failing,
+		seen: map[[32]byte]bool{}, span: map[int][]int{}}
+	bySeq := map[uint64]int{}
+	for i, ev := range events {
+		bySeq[ev.Seq] = i
+	}
+	for _, s := range g.steps {
+		g.span[s.N] = append(g.span[s.N], bySeq[s.Request.Seq])
+		for _, r := range s.Responses {
+			g.span[s.N] = append(g.span[s.N], bySeq[r.Seq])
+		}
+		_, fields, ok := opts.Variator.Fields(s.Request.Data, opts.Schema)
+		if !ok {
+			continue
+		}
+		for _, f := range fields {
+			switch f.Type {
+			case kavach.FieldKey:
+				g.keys = appendNew(g.keys, f.Value)
+			case kavach.FieldString:
+				g.strings = appendNew(g.strings, f.Value)
+			}
+		}
+	}
+	g.seen[hash(events, 0, 0)] = true // the incident itself is no variant
+	return g
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) || len(list) >= 16 {
+		return list
+	}
+	return append(list, s)
+}
+
+// add keeps a variant unless an identical one was made.
+func (g *gen) add(out []Variant, v Variant) []Variant {
+	h := hash(v.Events, v.ShiftFrom, v.Shift)
+	if g.seen[h] {
+		return out
+	}
+	g.seen[h] = true
+	return append(out, v)
+}
+
+func hash(events []kavach.Event, from int, shift time.Duration) [32]byte {
+	h := sha256.New()
+	var b [8]byte
+	for _, ev := range events {
+		binary.LittleEndian.PutUint64(b[:], ev.Conn)
+		h.Write(b[:])
+		h.Write([]byte{byte(ev.Dir)})
+		binary.LittleEndian.PutUint64(b[:], uint64(len(ev.Data)))
+		h.Write(b[:])
+		h.Write(ev.Data)
+	}
+	binary.LittleEndian.PutUint64(b[:], uint64(from))
+	h.Write(b[:])
+	binary.LittleEndian.PutUint64(b[:], uint64(shift))
+	h.Write(b[:])
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// incident makes the variants of the incident itself.
+func (g *gen) incident() []Variant {
+	var out []Variant
+	for _, m := range g.fieldMutations(g.F, true) {
+		out = g.add(out, g.withRequest(g.F, m.request, fmt.Sprintf("step %d: %s", g.F, m.what), false))
+	}
+	for j := 1; j < g.F; j++ {
+		out = g.add(out, g.moved(j))
+	}
+	for j := 1; j < g.F; j++ {
+		out = g.add(out, g.dropped(j))
+		out = g.add(out, g.twice(j))
+	}
+	if g.F > 1 {
+		for _, d := range clockShifts {
+			v := g.variant(g.events, fmt.Sprintf("the clock jumps %s right before step %d", signed(d), g.F), false)
+			v.ShiftFrom, v.Shift = g.F, d
+			out = g.add(out, v)
+		}
+	}
+	return out
+}
+
+// regression makes the regression variants: each earlier step's fields
+// mutated, the recording cut before the failing step.
+func (g *gen) regression() []Variant {
+	var out []Variant
+	cut := g.span[g.F][0] // the failing request's index
+	for j := 1; j < g.F; j++ {
+		for _, m := range g.fieldMutations(j, false) {
+			v := g.withRequest(j, m.request, fmt.Sprintf("regression: step %d: %s", j, m.what), true)
+			v.Events = v.Events[:cut]
+			v.Origin = v.Origin[:min(len(v.Origin), g.F-1)]
+			out = g.add(out, v)
+		}
+	}
+	return out
+}
+
+// mutation is a request with one change, and what the change was.
+type mutation struct {
+	request []byte
+	what    string
+}
+
+// fieldMutations changes each field of step n's request in turn (DESIGN
+// §4): numbers to boundaries, neighbours, signs and huge values; strings
+// to empty, other values seen, a long value; keys to a missing key and
+// other recorded keys; tokens to the other tokens; any field removed; and,
+// when all is true, fields swapped with requests of the same kind.
+func (g *gen) fieldMutations(n int, all bool) []mutation {
+	req := g.steps[n-1].Request
+	if req.Flags&kavach.ParseError != 0 {
+		return nil
+	}
+	kind, fields, ok := g.opts.Variator.Fields(req.Data, g.opts.Schema)
+	if !ok {
+		return nil
+	}
+	var out []mutation
+	set := func(i int, value, from string) {
+		if value == fields[i].Value {
+			return
+		}
+		f := slices.Clone(fields)
+		f[i].Value = value
+		what := fmt.Sprintf("%s %s → %s", argName(i, fields[i]), quote(fields[i].Value), quote(value))
+		if from != "" {
+			what += ", " + from
+		}
+		out = append(out, mutation{g.opts.Variator.Rebuild(kind, f), what})
+	}
+	for i, f := range fields {
+		switch f.Type {
+		case kavach.FieldNumber:
+			for _, v := range numbers(f.Value) {
+				set(i, v, "")
+			}
+		case kavach.FieldString:
+			set(i, "", "")
+			for _, s := range g.strings {
+				set(i, s, "a value seen in the recording")
+			}
+			set(i, strings.Repeat("x", 4096), "")
+		case kavach.FieldKey:
+			set(i, MissingKey, "a key that does not exist")
+			for _, k := range g.keys {
+				set(i, k, "another recorded key")
+			}
+		case kavach.FieldToken:
+			for _, t := range f.Alternatives {
+				set(i, t, "")
+			}
+		}
+	}
+	for i := range fields {
+		f := slices.Delete(slices.Clone(fields), i, i+1)
+		out = append(out, mutation{g.opts.Variator.Rebuild(kind, f), fmt.Sprintf("%s %s removed", argName(i, fields[i]), quote(fields[i].Value))})
+	}
+	if all {
+		for _, s := range g.steps {
+			if s.N == n {
+				continue
+			}
+			k2, f2, ok := g.opts.Variator.Fields(s.Request.Data, g.opts.Schema)
+			if !ok || k2 != kind || len(f2) != len(fields) {
+				continue
+			}
+			for i := range fields {
+				set(i, f2[i].Value, fmt.Sprintf("taken from step %d", s.N))
+			}
+		}
+	}
+	return out
+}
+
+func argName(i int, f kavach.Field) string {
+	if f.Name != "" {
+		return fmt.Sprintf("argument %d (%s)", i+1, f.Name)
+	}
+	return fmt.Sprintf("argument %d", i+1)
+}
+
+func quote(s string) string {
+	if len(s) > 24 {
+		return strconv.Quote(s[:12]) + fmt.Sprintf("…(%d bytes)", len(s))
+	}
+	return strconv.Quote(s)
+}
+
+// numbers are the mutations of an integer: boundaries, neighbours, signs,
+// doubling and halving, and values past 32 and 64 bits.
+func numbers(v string) []string {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return []string{"0", "-1", "1"}
+	}
+	out := []string{"0", "1", "-1"}
+	for _, x := range []int64{n + 1, n - 1, -n, n * 2, n / 2} {
+		out = append(out, strconv.FormatInt(x, 10))
+	}
+	return append(out, "2147483648", "-2147483649", "9223372036854775807", "-9223372036854775808", "99999999999999999999")
+}
+
+func signed(d time.Duration) string {
+	if d < 0 {
+		return "-" + human(-d)
+	}
+	return "+" + human(d)
+}
+
+func human(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
+
+// variant wraps events as a variant: every step's origin is found by its
+// request's sequence number (0 for a new event), then the events are
+// numbered afresh from 1.
+func (g *gen) variant(events []kavach.Event, what string, regression bool) Variant {
+	orig := map[uint64]int{}
+	for _, s := range g.steps {
+		orig[s.Request.Seq] = s.N
+	}
+	var origin []int
+	events = slices.Clone(events)
+	for i, ev := range events {
+		if ev.Dir == kavach.Request {
+			origin = append(origin, orig[ev.Seq])
+		}
+		events[i].Seq = uint64(i + 1)
+	}
+	return Variant{Description: what, Regression: regression, Events: events, Origin: origin}
+}
+
+// withRequest is the incident with step n's request replaced. A changed
+// request is a new input: its origin is kept for noise, since its replies
+// are compared old build against new build only.
+func (g *gen) withRequest(n int, request []byte, what string, regression bool) Variant {
+	events := slices.Clone(g.events)
+	i := g.span[n][0]
+	events[i].Data = request
+	events[i].Flags &^= kavach.Redacted
+	return g.variant(events, what, regression)
+}
+
+// moved is the incident with the failing request (and its replies) moved
+// right before step j, at step j's time.
+func (g *gen) moved(j int) Variant {
+	block := g.span[g.F]
+	at := g.span[j][0]
+	var moved, rest []kavach.Event
+	for i, ev := range g.events {
+		if slices.Contains(block, i) {
+			ev.Offset = g.events[at].Offset
+			moved = append(moved, ev)
+		} else {
+			rest = append(rest, ev)
+		}
+	}
+	// Insert before step j's request, which keeps its index in rest
+	// (everything moved came after it).
+	events := slices.Concat(rest[:at], moved, rest[at:])
+	return g.variant(events, fmt.Sprintf("step %d (%s) moved before step %d", g.F, g.describe(g.F), j), false)
+}
+
+// dropped is the incident without step j's request and replies.
+func (g *gen) dropped(j int) Variant {
+	var events []kavach.Event
+	for i, ev := range g.events {
+		if !slices.Contains(g.span[j], i) {
+			events = append(events, ev)
+		}
+	}
+	return g.variant(events, fmt.Sprintf("step %d (%s) dropped", j, g.describe(j)), false)
+}
+
+// twice is the incident with step j's request and replies delivered twice.
+func (g *gen) twice(j int) Variant {
+	var events []kavach.Event
+	last := slices.Max(g.span[j])
+	for i, ev := range g.events {
+		events = append(events, ev)
+		if i == last {
+			for _, k := range g.span[j] {
+				dup := g.events[k]
+				dup.Seq = 0 // a new event: no origin of its own
+				events = append(events, dup)
+			}
+		}
+	}
+	return g.variant(events, fmt.Sprintf("step %d (%s) delivered twice", j, g.describe(j)), false)
+}
+
+func (g *gen) describe(n int) string {
+	return g.opts.Codec.DescribeRequest(g.steps[n-1].Request.Data, 48)
+}

@@ -1,0 +1,191 @@
+package variants_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/variants"
+)
+
+// incident is the GETRANGE incident as recorded: four steps that work,
+// then GETRANGE greeting -100 -1, which crashed the old build.
+func incident() []kavach.Event {
+	var evs []kavach.Event
+	add := func(dir kavach.Direction, at time.Duration, data string) {
+		evs = append(evs, kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: dir, Offset: at, Data: []byte(data)})
+	}
+	cmd := func(args ...string) string {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		return string(redis.AppendCommand(nil, b...))
+	}
+	add(kavach.Open, 0, "")
+	add(kavach.Request, 1*time.Millisecond, cmd("SET", "greeting", "hello world"))
+	add(kavach.Response, 2*time.Millisecond, "+OK\r\n")
+	add(kavach.Request, 3*time.Millisecond, cmd("APPEND", "greeting", "!"))
+	add(kavach.Response, 4*time.Millisecond, ":12\r\n")
+	add(kavach.Request, 5*time.Millisecond, cmd("STRLEN", "greeting"))
+	add(kavach.Response, 6*time.Millisecond, ":12\r\n")
+	add(kavach.Request, 7*time.Millisecond, cmd("GETRANGE", "greeting", "0", "4"))
+	add(kavach.Response, 8*time.Millisecond, "$5\r\nhello\r\n")
+	add(kavach.Request, 9*time.Millisecond, cmd("GETRANGE", "greeting", "-100", "-1"))
+	add(kavach.Close, 10*time.Millisecond, "server")
+	return evs
+}
+
+// schema is what COMMAND DOCS says of the commands in the incident.
+var schema = redis.Schema{
+	"GETRANGE": {{Name: "key", Type: "key"}, {Name: "start", Type: "integer"}, {Name: "end", Type: "integer"}},
+	"SET":      {{Name: "key", Type: "key"}, {Name: "value", Type: "string"}},
+	"APPEND":   {{Name: "key", Type: "key"}, {Name: "value", Type: "string"}},
+	"STRLEN":   {{Name: "key", Type: "key"}},
+}
+
+func opts(budget int, seed uint64) variants.Options {
+	return variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: schema, Budget: budget, Seed: seed}
+}
+
+func descriptions(vs []variants.Variant) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, fmt.Sprintf("%d %s", v.K, v.Description))
+	}
+	return out
+}
+
+func TestTypeAwareMutationsOfTheFailingInput(t *testing.T) {
+	vs := variants.Generate(incident(), 5, opts(1000, 1))
+	d := strings.Join(descriptions(vs), "\n")
+	for _, want := range []string{
+		`step 5: argument 2 (start) "-100" → "-101"`,
+		`step 5: argument 2 (start) "-100" → "-99"`,
+		`step 5: argument 2 (start) "-100" → "100"`,
+		`step 5: argument 2 (start) "-100" → "-9223372036854775808"`,
+		`step 5: argument 3 (end) "-1" → "0"`,
+		`step 5: argument 1 (key) "greeting" → "kavach:missing-key", a key that does not exist`,
+		`step 5: argument 3 (end) "-1" → "4", taken from step 4`,
+		`step 5: argument 3 (end) "-1" removed`,
+		`step 5 (GETRANGE "greeting" "-100" "-1") moved before step 2`,
+		`step 1 (SET "greeting" "hello world") dropped`,
+		`step 2 (APPEND "greeting" "!") delivered twice`,
+		`the clock jumps +1d right before step 5`,
+		`the clock jumps -1h right before step 5`,
+		`regression: step 4: argument 2 (start) "0" → "1"`,
+		`regression: step 2: argument 2 (value) "!" → ""` + "\n",
+	} {
+		if !strings.Contains(d, want) {
+			t.Errorf("no variant %q among:\n%s", want, d)
+		}
+	}
+	// A number is never mutated as a string, nor a key as a number.
+	if strings.Contains(d, `(start) "-100" → "hello world"`) || strings.Contains(d, `(key) "greeting" → "0"`) {
+		t.Errorf("mutations ignore the field types:\n%s", d)
+	}
+}
+
+func TestVariantEventsAreTheMutation(t *testing.T) {
+	vs := variants.Generate(incident(), 5, opts(1000, 1))
+	byDesc := map[string]variants.Variant{}
+	for _, v := range vs {
+		byDesc[v.Description] = v
+	}
+	steps := func(v variants.Variant) []string {
+		var out []string
+		for _, s := range kavach.Steps(v.Events, redis.Codec{}) {
+			out = append(out, redis.Codec{}.DescribeRequest(s.Request.Data, 0))
+		}
+		return out
+	}
+	for desc, want := range map[string][]string{
+		`step 5: argument 2 (start) "-100" → "-101"`: {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`, `GETRANGE "greeting" "-101" "-1"`},
+		`step 5 (GETRANGE "greeting" "-100" "-1") moved before step 2`: {`SET "greeting" "hello world"`, `GETRANGE "greeting" "-100" "-1"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`},
+		`step 3 (STRLEN "greeting") dropped`: {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `GETRANGE "greeting" "0" "4"`, `GETRANGE "greeting" "-100" "-1"`},
+		`step 2 (APPEND "greeting" "!") delivered twice`: {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`, `GETRANGE "greeting" "-100" "-1"`},
+		`regression: step 4: argument 2 (start) "0" → "1"`: {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "1" "4"`},
+	} {
+		v, ok := byDesc[desc]
+		if !ok {
+			t.Errorf("no variant %q", desc)
+			continue
+		}
+		if diff := cmp.Diff(want, steps(v)); diff != "" {
+			t.Errorf("%s: steps (-want +got):\n%s", desc, diff)
+		}
+		for i, ev := range v.Events {
+			if ev.Seq != uint64(i+1) {
+				t.Errorf("%s: event %d numbered %d", desc, i, ev.Seq)
+			}
+		}
+	}
+	if v := byDesc[`step 2 (APPEND "greeting" "!") delivered twice`]; fmt.Sprint(v.Origin) != "[1 2 0 3 4 5]" {
+		t.Errorf("origin of the duplicated step = %v, want [1 2 0 3 4 5]", v.Origin)
+	}
+	if v := byDesc[`the clock jumps +1h right before step 5`]; v.ShiftAt(4) != 0 || v.ShiftAt(5) != time.Hour {
+		t.Errorf("clock variant shifts %v at step 4, %v at step 5", v.ShiftAt(4), v.ShiftAt(5))
+	}
+}
+
+func TestOneSeedOneSet(t *testing.T) {
+	a := descriptions(variants.Generate(incident(), 5, opts(20, 7)))
+	b := descriptions(variants.Generate(incident(), 5, opts(20, 7)))
+	c := descriptions(variants.Generate(incident(), 5, opts(20, 8)))
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("the same seed gave different variants:\n%s", diff)
+	}
+	if cmp.Equal(a, c) {
+		t.Error("seeds 7 and 8 gave the same sample: the seed is ignored")
+	}
+	if len(a) != 20 {
+		t.Errorf("%d variants, want the budget of 20", len(a))
+	}
+	var reg int
+	for _, v := range variants.Generate(incident(), 5, opts(20, 7)) {
+		if v.Regression {
+			reg++
+		}
+	}
+	if reg != 5 {
+		t.Errorf("%d regression variants in a budget of 20, want a quarter (5)", reg)
+	}
+}
+
+func TestNoDuplicates(t *testing.T) {
+	vs := variants.Generate(incident(), 5, opts(1000, 1))
+	seen := map[string]int{}
+	for _, v := range vs {
+		var b strings.Builder
+		for _, ev := range v.Events {
+			fmt.Fprintf(&b, "%d|%d|%q\n", ev.Conn, ev.Dir, ev.Data)
+		}
+		fmt.Fprint(&b, v.ShiftFrom, v.Shift)
+		if k, ok := seen[b.String()]; ok {
+			t.Errorf("variants %d and %d are the same (%q, %q)", k, v.K, vs[k-1].Description, v.Description)
+		}
+		seen[b.String()] = v.K
+	}
+	if len(vs) < 60 {
+		t.Errorf("only %d variants of a five-step incident", len(vs))
+	}
+}
+
+func TestTooNarrowToVary(t *testing.T) {
+	// One request with one string argument: little to vary, no earlier
+	// step to move, drop or repeat, and no clock to shift before it.
+	evs := []kavach.Event{
+		{Seq: 1, Conn: 1, Dir: kavach.Open},
+		{Seq: 2, Conn: 1, Dir: kavach.Request, Data: redis.AppendCommand(nil, []byte("ECHO"), []byte("boom"))},
+		{Seq: 3, Conn: 1, Dir: kavach.Close, Data: []byte("server")},
+	}
+	vs := variants.Generate(evs, 1, opts(64, 1))
+	if len(vs) > 5 {
+		t.Errorf("%d variants of a one-step incident: %v", len(vs), descriptions(vs))
+	}
+}
