@@ -37,8 +37,11 @@ type Options struct {
 	// OldRuns is how many times the old build is replayed to find noise;
 	// zero means 2.
 	OldRuns int
-	// Progress, if set, is told each time a replay finishes.
+	// Progress, if set, is told each time a replay (or a variant) finishes.
 	Progress func(done, total int)
+	// FailFast stops running variants on the new build after the first
+	// one it fails.
+	FailFast bool
 	// InvariantsFile is recorded in the report's options.
 	InvariantsFile string
 }
@@ -88,12 +91,11 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	recorded := replay.Recorded(fx.Events, opts.Codec, opts.Classifier, opts.Normalizer)
 	noise := replay.FindNoise(recorded, f.Step, olds...)
 	ev := Evidence{
-		Failure: *f,
-		Noise:   noise.List(),
-		Old:     OldEvidence{Runs: opts.OldRuns, Clock: olds[0].Clock, Stopped: olds[0].Stopped},
-		New:     NewEvidence{Clock: nw.Clock, Stopped: nw.Stopped, Exit: nw.Exit},
-		Variants: VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{},
-			Note: "variant generation is not built yet: no variants were generated"},
+		Failure:    *f,
+		Noise:      noise.List(),
+		Old:        OldEvidence{Runs: opts.OldRuns, Clock: olds[0].Clock, Stopped: olds[0].Stopped},
+		New:        NewEvidence{Clock: nw.Clock, Stopped: nw.Stopped, Exit: nw.Exit},
+		Variants:   VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}},
 		Invariants: []InvariantEvidence{},
 	}
 	if ev.Noise == nil {
@@ -111,6 +113,20 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			se.Diffs = replay.Compare(recorded[i], n)
 		}
 		ev.New.Steps = append(ev.New.Steps, se)
+	}
+	var variantsTook time.Duration
+	switch {
+	case notReproduced(ev) != "":
+		ev.Variants.Note = "no variants: the old build does not reproduce the incident"
+	case opts.Variants <= 0:
+		ev.Variants.Note = "no variants asked for (--variants 0)"
+	default:
+		vstart := time.Now()
+		ev.Variants = runVariants(ctx, fx, old, new, ropts, noise, opts)
+		variantsTook = time.Since(vstart)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))
+		}
 	}
 	parts, findings := Derive(ev)
 	if findings == nil {
@@ -134,6 +150,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		rep.DurationsMS.Old += d.Milliseconds()
 	}
 	rep.DurationsMS.New = durations[opts.OldRuns].Milliseconds()
+	rep.DurationsMS.Variants = variantsTook.Milliseconds()
 	rep.DurationsMS.Total = time.Since(began).Milliseconds()
 	return rep, nil
 }

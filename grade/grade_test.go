@@ -3,7 +3,9 @@ package grade_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +25,7 @@ type builds struct {
 	pristine string // the correct fix
 	narrow   string // handles only the incident's exact input
 	strlen   string // fixes nothing, and breaks STRLEN, a step before the failure
+	offByOne string // fixes the incident, breaks GETRANGE with a positive start
 }
 
 func getBuilds(t *testing.T) builds {
@@ -31,6 +34,7 @@ func getBuilds(t *testing.T) builds {
 		pristine: redisbuild.MustBuild(t),
 		narrow:   redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeNarrow)...),
 		strlen:   redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenBroken)...),
+		offByOne: redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOffByOne)...),
 	}
 }
 
@@ -79,25 +83,46 @@ func TestVerdicts(t *testing.T) {
 	// Each row: a candidate new build, and the verdict it must get. The
 	// rows with a planted fault are the ones that must turn red.
 	for _, tc := range []struct {
-		name, why    string
-		old, new     string
-		minVariants  int
-		want         string
-		findingCheck func(t *testing.T, rep *grade.Report)
+		name, why   string
+		old, new    string
+		minVariants int
+		want        string // the verdict, or its prefix when it ends in "("
+		check       func(t *testing.T, rep *grade.Report)
 	}{
 		{
-			name: "correct fix, variants required", why: "no variants are generated yet: the evidence is thin",
-			old: b.old, new: b.pristine, minVariants: 10,
-			want: "unverified(variants: 0 of 0 reproduce, need 10)",
+			name: "correct fix", why: "every check passes, and enough variants reproduce the failure",
+			old: b.old, new: b.pristine, minVariants: 10, want: "fixed",
+			check: func(t *testing.T, rep *grade.Report) {
+				v := rep.Evidence.Variants
+				if v.Reproducing < 10 || v.Passing < v.Reproducing || v.Handled == 0 {
+					t.Errorf("variants: %d generated, %d reproduce, %d regression (%d handled), %d pass", v.Generated, v.Reproducing, v.Regression, v.Handled, v.Passing)
+				}
+			},
 		},
 		{
-			name: "correct fix, no variants required", why: "every check on the fixture passes",
-			old: b.old, new: b.pristine, minVariants: 0, want: "fixed",
+			name: "narrow fix", why: "planted fault: it handles the recorded input only, not its neighbours",
+			old: b.old, new: b.narrow, minVariants: 10, want: "variant_failed(",
+			check: func(t *testing.T, rep *grade.Report) {
+				f := rep.Findings[0]
+				if f.Outcome.Kind != kavach.Crash || strings.HasPrefix(f.Detail, "regression") || !strings.Contains(f.Detail, "step") {
+					t.Errorf("headline finding %+v: want a crash on a variant of the incident", f)
+				}
+			},
+		},
+		{
+			name: "fix that breaks a handled input", why: "planted fault: a positive GETRANGE start is off by one",
+			old: b.old, new: b.offByOne, minVariants: 10, want: "variant_failed(",
+			check: func(t *testing.T, rep *grade.Report) {
+				f := rep.Findings[0]
+				if !strings.HasPrefix(f.Detail, "regression: step 4") || len(f.Diffs) == 0 {
+					t.Errorf("headline finding %+v: want a regression variant of step 4 with a diff", f)
+				}
+			},
 		},
 		{
 			name: "old build unchanged", why: "planted fault: the failure is still there",
 			old: b.old, new: b.old, minVariants: 0, want: "still_failing@5",
-			findingCheck: func(t *testing.T, rep *grade.Report) {
+			check: func(t *testing.T, rep *grade.Report) {
 				f := rep.Findings[0]
 				if f.Request != `GETRANGE "greeting" "-100" "-1"` || !strings.Contains(f.Detail, "'start >= 0' is not true") {
 					t.Errorf("finding %+v lacks the request or the assertion", f)
@@ -107,7 +132,7 @@ func TestVerdicts(t *testing.T) {
 		{
 			name: "breaks a step before the failure", why: "planted fault: STRLEN is off by one",
 			old: b.old, new: b.strlen, minVariants: 0, want: "diverged@3",
-			findingCheck: func(t *testing.T, rep *grade.Report) {
+			check: func(t *testing.T, rep *grade.Report) {
 				f := rep.Findings[0]
 				if len(f.Diffs) != 1 || f.Diffs[0].Path != "reply[0]" || f.Diffs[0].Want != "12" || f.Diffs[0].Got != "11" {
 					t.Errorf("diffs = %+v, want reply[0]: 12 -> 11", f.Diffs)
@@ -122,16 +147,60 @@ func TestVerdicts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := diff(t, fx, tc.old, tc.new, tc.minVariants)
-			if rep.Verdict != tc.want {
+			if rep.Verdict != tc.want && !(strings.HasSuffix(tc.want, "(") && strings.HasPrefix(rep.Verdict, tc.want)) {
 				t.Fatalf("%s (%s): verdict %s, want %s\nfindings: %+v", tc.name, tc.why, rep.Verdict, tc.want, rep.Findings)
 			}
-			if tc.findingCheck != nil {
-				tc.findingCheck(t, rep)
+			if tc.check != nil {
+				tc.check(t, rep)
 			}
 			if rep.Fixture.Steps != 5 || len(rep.Fixture.SHA256) != 64 || rep.Builds.New.SHA256 == "" || !strings.HasPrefix(rep.Builds.Old.Version, "redis 7.0") {
 				t.Errorf("report identity: %+v %+v", rep.Fixture, rep.Builds)
 			}
 		})
+	}
+}
+
+func TestTooNarrowToVary(t *testing.T) {
+	// ECHO boom crashes the old build: one step, one argument. The correct
+	// fix passes, but few variants can reproduce: unverified, not fixed.
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.EchoOld)...)
+	out := filepath.Join(t.TempDir(), "echo.kavach")
+	if err := incidents.Record(out, old, incidents.Echo); err != nil {
+		t.Fatal(err)
+	}
+	fx, err := fixtures.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := diff(t, fx, old, redisbuild.MustBuild(t), 10)
+	v := rep.Evidence.Variants
+	if want := fmt.Sprintf("unverified(variants: %d of %d reproduce, need 10)", v.Reproducing, v.Generated); rep.Verdict != want || v.Reproducing >= 10 {
+		t.Fatalf("verdict %s, want %s with fewer than 10 reproducing", rep.Verdict, want)
+	}
+}
+
+func TestOneSeedOneSetOfVariants(t *testing.T) {
+	b := getBuilds(t)
+	fx := recordIncident(t, b.old)
+	list := func(seed uint64) []string {
+		c := redis.Codec{}
+		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
+			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: 10, Variants: 16, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, v := range rep.Evidence.Variants.List {
+			out = append(out, fmt.Sprintf("%d %s kept=%v", v.K, v.Description, v.Kept))
+		}
+		return out
+	}
+	a, again, other := list(3), list(3), list(4)
+	if !slices.Equal(a, again) {
+		t.Errorf("seed 3 twice gave different variants:\n%v\n%v", a, again)
+	}
+	if slices.Equal(a, other) {
+		t.Error("seeds 3 and 4 gave the same variants")
 	}
 }
 
@@ -149,7 +218,7 @@ func TestDeriveHeadlineOrder(t *testing.T) {
 			New: grade.NewEvidence{Steps: []grade.StepEvidence{
 				{Step: 1, Ran: true, Recorded: ok, Outcome: ok}, {Step: 2, Ran: true, Recorded: ok, Outcome: ok}, {Step: 3, Ran: true, Recorded: crash, Outcome: ok}}},
 			Variants: grade.VariantsEvidence{Min: 1, Generated: 2, Reproducing: 2,
-				List: []grade.VariantEvidence{{K: 1, Reproduces: true}, {K: 2, Reproduces: true}}},
+				List: []grade.VariantEvidence{{K: 1, Kept: true}, {K: 2, Kept: true}}},
 		}
 	}
 	for _, tc := range []struct {

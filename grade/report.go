@@ -163,9 +163,11 @@ type StepEvidence struct {
 
 // VariantsEvidence is the variants generated and what each did.
 type VariantsEvidence struct {
-	Generated   int               `json:"generated"`
-	Reproducing int               `json:"reproducing"`
-	Passing     int               `json:"passing"`
+	Generated   int               `json:"generated"`   // variants of the incident
+	Reproducing int               `json:"reproducing"` // of those, failing on the old build with the recorded signature
+	Regression  int               `json:"regression"`  // regression variants
+	Handled     int               `json:"handled"`     // of those, handled by the old build without failing
+	Passing     int               `json:"passing"`     // kept variants of either kind that the new build passes
 	Min         int               `json:"min"`
 	Note        string            `json:"note,omitempty"`
 	List        []VariantEvidence `json:"list"`
@@ -173,14 +175,19 @@ type VariantsEvidence struct {
 
 // VariantEvidence is one variant and its outcomes.
 type VariantEvidence struct {
-	K           int            `json:"k"`
-	Description string         `json:"description"`
-	Regression  bool           `json:"regression,omitempty"`
-	Reproduces  bool           `json:"reproduces"` // fails on the old build with the recorded signature
-	OldOutcome  kavach.Outcome `json:"old_outcome"`
-	FailedStep  int            `json:"failed_step,omitempty"` // where the new build failed it, 0 if it passed
-	NewOutcome  kavach.Outcome `json:"new_outcome"`
-	Diffs       []replay.Diff  `json:"diffs,omitempty"`
+	K           int    `json:"k"`
+	Description string `json:"description"`
+	Regression  bool   `json:"regression,omitempty"`
+	// Kept: a variant of the incident that fails on the old build with the
+	// recorded signature (at OldStep), or a regression variant the old
+	// build handled without failing. Only kept variants count.
+	Kept       bool           `json:"kept"`
+	OldStep    int            `json:"old_step,omitempty"`
+	OldOutcome kavach.Outcome `json:"old_outcome"`
+	FailedStep int            `json:"failed_step,omitempty"` // where the new build failed it, 0 if it passed
+	Skipped    bool           `json:"skipped,omitempty"`     // not run on the new build: --fail-fast
+	NewOutcome kavach.Outcome `json:"new_outcome"`
+	Diffs      []replay.Diff  `json:"diffs,omitempty"`
 }
 
 // InvariantEvidence is one invariant's result on the new build's replay.
@@ -241,11 +248,9 @@ func Derive(ev Evidence) (Parts, []Finding) {
 	})
 	var variantFindings []Finding
 	for _, v := range ev.Variants.List {
-		if v.Reproduces || v.Regression {
-			if v.FailedStep > 0 {
-				variantFindings = append(variantFindings, Finding{Parts: Parts{Kind: VariantFailed, Variant: v.K, Step: v.FailedStep},
-					Detail: v.Description, Expected: v.OldOutcome, Outcome: v.NewOutcome, Diffs: v.Diffs})
-			}
+		if v.Kept && v.FailedStep > 0 {
+			variantFindings = append(variantFindings, Finding{Parts: Parts{Kind: VariantFailed, Variant: v.K, Step: v.FailedStep},
+				Detail: v.Description, Expected: v.OldOutcome, Outcome: v.NewOutcome, Diffs: v.Diffs})
 		}
 	}
 	sortFindings(variantFindings, func(a, b Finding) bool { return a.Variant < b.Variant })

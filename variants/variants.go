@@ -35,6 +35,8 @@ type Variant struct {
 	// From this step of the variant on, the clock is shifted by Shift.
 	ShiftFrom int           `json:"shift_from,omitempty"`
 	Shift     time.Duration `json:"shift_ns,omitempty"`
+
+	group string // what it mutates (a field of a step, moves, drops, ...), for sampling
 }
 
 // ShiftAt is the clock shift of a step of the variant.
@@ -66,9 +68,11 @@ var clockShifts = []time.Duration{time.Second, -time.Second, time.Minute, -time.
 // Generate makes up to opts.Budget variants of the incident whose failure
 // is at step failing. Variants of the incident itself come first (at most
 // three quarters of the budget when regression variants could fill the
-// rest); then regression variants. Duplicates are removed. Within each
-// group, when there are more than fit, a sample drawn with Seed is kept,
-// in the order they were made.
+// rest); then regression variants. Duplicates are removed. When more were
+// made than fit, each kind of mutation (a field of a step, moves, drops,
+// repeats, clock jumps) gets its first mutation before any gets a second,
+// and so on, the last round sampled with Seed; the kept ones stay in the
+// order they were made.
 func Generate(events []kavach.Event, failing int, opts Options) []Variant {
 	if opts.Budget <= 0 {
 		opts.Budget = 64
@@ -87,7 +91,9 @@ func Generate(events []kavach.Event, failing int, opts Options) []Variant {
 	return out
 }
 
-// sample keeps n of vs, chosen with rng, in their original order.
+// sample keeps n of vs in their original order: round by round, the
+// first variant of every group, then the second, ...; the round that does
+// not fit whole is sampled with rng.
 func sample(vs []Variant, n int, rng *rand.Rand) []Variant {
 	if n >= len(vs) {
 		return vs
@@ -95,11 +101,34 @@ func sample(vs []Variant, n int, rng *rand.Rand) []Variant {
 	if n <= 0 {
 		return nil
 	}
-	idx := rng.Perm(len(vs))[:n]
-	slices.Sort(idx)
-	out := make([]Variant, n)
-	for i, j := range idx {
-		out[i] = vs[j]
+	rank := make([]int, len(vs))
+	seen := map[string]int{}
+	for i, v := range vs {
+		rank[i] = seen[v.group]
+		seen[v.group]++
+	}
+	keep := make([]bool, len(vs))
+	for r, left := 0, n; left > 0; r++ {
+		var round []int
+		for i := range vs {
+			if rank[i] == r {
+				round = append(round, i)
+			}
+		}
+		if len(round) > left {
+			rng.Shuffle(len(round), func(a, b int) { round[a], round[b] = round[b], round[a] })
+			round = round[:left]
+		}
+		for _, i := range round {
+			keep[i] = true
+		}
+		left -= len(round)
+	}
+	out := make([]Variant, 0, n)
+	for i, v := range vs {
+		if keep[i] {
+			out = append(out, v)
+		}
 	}
 	return out
 }
@@ -186,19 +215,25 @@ func hash(events []kavach.Event, from int, shift time.Duration) [32]byte {
 func (g *gen) incident() []Variant {
 	var out []Variant
 	for _, m := range g.fieldMutations(g.F, true) {
-		out = g.add(out, g.withRequest(g.F, m.request, fmt.Sprintf("step %d: %s", g.F, m.what), false))
+		v := g.withRequest(g.F, m.request, fmt.Sprintf("step %d: %s", g.F, m.what), false)
+		v.group = m.group
+		out = g.add(out, v)
 	}
 	for j := 1; j < g.F; j++ {
-		out = g.add(out, g.moved(j))
+		v := g.moved(j)
+		v.group = "moved"
+		out = g.add(out, v)
 	}
 	for j := 1; j < g.F; j++ {
-		out = g.add(out, g.dropped(j))
-		out = g.add(out, g.twice(j))
+		d, t := g.dropped(j), g.twice(j)
+		d.group, t.group = "dropped", "twice"
+		out = g.add(out, d)
+		out = g.add(out, t)
 	}
 	if g.F > 1 {
 		for _, d := range clockShifts {
 			v := g.variant(g.events, fmt.Sprintf("the clock jumps %s right before step %d", signed(d), g.F), false)
-			v.ShiftFrom, v.Shift = g.F, d
+			v.ShiftFrom, v.Shift, v.group = g.F, d, "clock"
 			out = g.add(out, v)
 		}
 	}
@@ -213,6 +248,7 @@ func (g *gen) regression() []Variant {
 	for j := 1; j < g.F; j++ {
 		for _, m := range g.fieldMutations(j, false) {
 			v := g.withRequest(j, m.request, fmt.Sprintf("regression: step %d: %s", j, m.what), true)
+			v.group = fmt.Sprintf("step %d %s", j, m.group)
 			v.Events = v.Events[:cut]
 			v.Origin = v.Origin[:min(len(v.Origin), g.F-1)]
 			out = g.add(out, v)
@@ -221,10 +257,12 @@ func (g *gen) regression() []Variant {
 	return out
 }
 
-// mutation is a request with one change, and what the change was.
+// mutation is a request with one change, what the change was, and which
+// part of the request it changed.
 type mutation struct {
 	request []byte
 	what    string
+	group   string
 }
 
 // fieldMutations changes each field of step n's request in turn (DESIGN
@@ -252,7 +290,11 @@ func (g *gen) fieldMutations(n int, all bool) []mutation {
 		if from != "" {
 			what += ", " + from
 		}
-		out = append(out, mutation{g.opts.Variator.Rebuild(kind, f), what})
+		group := fmt.Sprintf("field %d", i)
+		if from != "" && strings.HasPrefix(from, "taken from") {
+			group = "swap"
+		}
+		out = append(out, mutation{g.opts.Variator.Rebuild(kind, f), what, group})
 	}
 	for i, f := range fields {
 		switch f.Type {
@@ -279,7 +321,7 @@ func (g *gen) fieldMutations(n int, all bool) []mutation {
 	}
 	for i := range fields {
 		f := slices.Delete(slices.Clone(fields), i, i+1)
-		out = append(out, mutation{g.opts.Variator.Rebuild(kind, f), fmt.Sprintf("%s %s removed", argName(i, fields[i]), quote(fields[i].Value))})
+		out = append(out, mutation{g.opts.Variator.Rebuild(kind, f), fmt.Sprintf("%s %s removed", argName(i, fields[i]), quote(fields[i].Value)), "removed"})
 	}
 	if all {
 		for _, s := range g.steps {

@@ -105,11 +105,11 @@ func TestVariantEventsAreTheMutation(t *testing.T) {
 		return out
 	}
 	for desc, want := range map[string][]string{
-		`step 5: argument 2 (start) "-100" → "-101"`: {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`, `GETRANGE "greeting" "-101" "-1"`},
+		`step 5: argument 2 (start) "-100" → "-101"`:                   {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`, `GETRANGE "greeting" "-101" "-1"`},
 		`step 5 (GETRANGE "greeting" "-100" "-1") moved before step 2`: {`SET "greeting" "hello world"`, `GETRANGE "greeting" "-100" "-1"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`},
-		`step 3 (STRLEN "greeting") dropped`: {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `GETRANGE "greeting" "0" "4"`, `GETRANGE "greeting" "-100" "-1"`},
-		`step 2 (APPEND "greeting" "!") delivered twice`: {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`, `GETRANGE "greeting" "-100" "-1"`},
-		`regression: step 4: argument 2 (start) "0" → "1"`: {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "1" "4"`},
+		`step 3 (STRLEN "greeting") dropped`:                           {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `GETRANGE "greeting" "0" "4"`, `GETRANGE "greeting" "-100" "-1"`},
+		`step 2 (APPEND "greeting" "!") delivered twice`:               {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`, `GETRANGE "greeting" "-100" "-1"`},
+		`regression: step 4: argument 2 (start) "0" → "1"`:             {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "1" "4"`},
 	} {
 		v, ok := byDesc[desc]
 		if !ok {

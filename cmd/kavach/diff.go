@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/grade"
 )
 
@@ -37,6 +38,7 @@ func diffCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "write the full report to `REPORT` (default: a file in the temporary directory)"},
 			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` cannot be graded"},
+			&cli.BoolFlag{Name: "fail-fast", Usage: "stop running variants on the new build after the first it fails"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -56,10 +58,11 @@ func diffCommand() *cli.Command {
 				Codec: ropts.Codec, Classifier: ropts.Classifier, Normalizer: ropts.Normalizer, Launcher: ropts.Launcher,
 				StepTimeout: ropts.StepTimeout, Prepare: ropts.Prepare,
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
+				FailFast: c.Bool("fail-fast"),
 			}
 			if isTerminal(c.App.ErrWriter) {
 				opts.Progress = func(done, total int) {
-					fmt.Fprintf(c.App.ErrWriter, "\rkavach: %d of %d replays done", done, total)
+					fmt.Fprintf(c.App.ErrWriter, "\rkavach: %d of %d done", done, total)
 					if done == total {
 						fmt.Fprint(c.App.ErrWriter, "\r\033[K")
 					}
@@ -146,6 +149,20 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 			}
 			fmt.Fprintf(w, "hint: the new build still fails at step %d the way the old one did (%s).\n"+
 				"      Reproduce it alone: kavach replay %s %s\n", f.Step, ev.Failure.Signature, a[1], fixture)
+		case grade.VariantFailed:
+			fmt.Fprintf(w, "variant %d: %s\n", f.Variant, f.Detail)
+			fmt.Fprintf(w, "  old build: %s\n  new build: %s at step %d\n", f.Expected, f.Outcome, f.Step)
+			if d := f.Outcome.Detail; d != "" && (f.Outcome.Kind == kavach.Crash || f.Outcome.Kind == kavach.Hang) {
+				fmt.Fprintf(w, "  %s\n", indent(cutLines(d, 4), "  "))
+			}
+			printDiffs(w, f)
+			if strings.HasPrefix(f.Detail, "regression:") {
+				fmt.Fprintf(w, "hint: the new build changed how it answers an input the old build handled (a mutation of an\n"+
+					"      earlier step): a fix must keep that behaviour. All variants: kavach variants %s\n", fixture)
+			} else {
+				fmt.Fprintf(w, "hint: the new build passes the recorded incident but fails this variant of it, which still breaks\n"+
+					"      the old build the same way: fix the cause, not the one input. All variants: kavach variants %s\n", fixture)
+			}
 		default:
 			fmt.Fprintf(w, "%s: %s\n", f.Kind, f.Detail)
 			printDiffs(w, f)
@@ -159,8 +176,9 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 			fmt.Fprintf(w, "hint: the old build does not fail the way the recording did, so the fix cannot be judged.\n"+
 				"      Check that OLD is the build the fixture was recorded on: kavach replay %s %s\n", a[0], fixture)
 		} else {
-			fmt.Fprintf(w, "hint: the fixture's own replay passed every check, but too few variants reproduce the failure to\n"+
-				"      call it fixed (%s). Lower --min-variants to accept thinner evidence.\n", ev.Variants.Note)
+			fmt.Fprintf(w, "hint: every check passed, but only %d variants of the incident fail the old build the recorded way\n"+
+				"      (%d needed): the evidence is too thin to call it fixed. Record a richer incident, raise --variants,\n"+
+				"      or lower --min-variants to accept thinner evidence.\n", ev.Variants.Reproducing, ev.Variants.Min)
 		}
 	}
 	fmt.Fprintln(w)
@@ -185,13 +203,20 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	fmt.Fprintf(w, "checked: %d of %d steps before the failure compared with the recording%s\n", compared, ev.Failure.Step-1, noise)
 	fmt.Fprintf(w, "         failure at step %d (%s): old build %s, new build %s\n", ev.Failure.Step, ev.Failure.Signature,
 		stepOutcome(ev.Old.Steps, ev.Failure.Step), stepOutcome(ev.New.Steps, ev.Failure.Step))
-	fmt.Fprintf(w, "         variants: %d generated, %d reproduce, %d pass (need %d)\n", ev.Variants.Generated, ev.Variants.Reproducing, ev.Variants.Passing, ev.Variants.Min)
+	fmt.Fprintf(w, "         variants: %d generated, %d reproduce the failure (need %d); %d regression variants, %d handled by the old build; %d pass on the new build\n",
+		ev.Variants.Generated, ev.Variants.Reproducing, ev.Variants.Min, ev.Variants.Regression, ev.Variants.Handled, ev.Variants.Passing)
 	fmt.Fprintf(w, "         invariants: %d\n", len(ev.Invariants))
 	fmt.Fprintf(w, "report: %s\n", reportPath)
 }
 
+// printDiffs shows a finding's differences: against the recording, or,
+// for a variant, against the old build's replay of it.
 func printDiffs(w io.Writer, f grade.Finding) {
-	if f.Expected != f.Outcome && (f.Expected.Kind != f.Outcome.Kind || f.Expected.Class != f.Outcome.Class) {
+	want := "recorded"
+	if f.Kind == grade.VariantFailed {
+		want = "old build"
+	}
+	if f.Kind != grade.VariantFailed && (f.Expected.Kind != f.Outcome.Kind || f.Expected.Class != f.Outcome.Class) {
 		fmt.Fprintf(w, "  outcome: recorded %s, new build %s\n", f.Expected, f.Outcome)
 	}
 	for i, d := range f.Diffs {
@@ -202,7 +227,7 @@ func printDiffs(w io.Writer, f grade.Finding) {
 		if d.Path == "outcome" {
 			continue
 		}
-		fmt.Fprintf(w, "  %s\n  - %s   (recorded)\n  + %s   (new build)\n", d.Path, cutString(d.Want, 120), cutString(d.Got, 120))
+		fmt.Fprintf(w, "  %s\n  - %s   (%s)\n  + %s   (new build)\n", d.Path, cutString(d.Want, 120), want, cutString(d.Got, 120))
 	}
 }
 

@@ -47,6 +47,7 @@ func TestScripts(t *testing.T) {
 		"REDIS_OLD":          redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOld)...),
 		"REDIS_NARROW":       redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeNarrow)...),
 		"REDIS_STRLEN":       redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenBroken)...),
+		"REDIS_OFFBYONE":     redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOffByOne)...),
 	}
 	// The GETRANGE incident, recorded once on the old build; each script
 	// gets a copy as getrange.kavach.

@@ -47,6 +47,9 @@ func (Codec) SplitResponse(data []byte) (int, error) {
 // (UNSUBSCRIBE with no channels gets one reply per subscribed channel;
 // the replies past the first are attached to it as pushes.)
 func (Codec) Replies(request []byte) int {
+	if name, ok := peekName(request); ok && !nameIn(name, "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE") {
+		return 1 // the common case, decided without parsing the arguments
+	}
 	c, err := ParseCommand(request)
 	if err != nil {
 		return 1
@@ -138,6 +141,9 @@ const Redacted = "<redacted>"
 // rules (>pass, <pass, #hash, !hash), and re-encodes the command as an
 // array of bulk strings. The note names what was replaced.
 func (Codec) Redact(request []byte) ([]byte, string) {
+	if name, ok := peekName(request); ok && !nameIn(name, "AUTH", "HELLO", "MIGRATE", "CONFIG", "ACL") {
+		return request, "" // no secret in this command: decided without parsing it
+	}
 	c, err := ParseCommand(request)
 	if err != nil || len(c.Args) < 2 {
 		return request, ""
@@ -345,4 +351,44 @@ func readReply(r *bufio.Reader) (Value, error) {
 			return Value{}, err
 		}
 	}
+}
+
+// peekName returns the command name of a request in array form (the
+// first bulk string) without parsing the rest or allocating; ok is false
+// for anything else (inline commands, odd frames), which callers then
+// parse in full.
+func peekName(frame []byte) (name []byte, ok bool) {
+	if len(frame) < 4 || frame[0] != '*' {
+		return nil, false
+	}
+	i := bytes.IndexByte(frame, '\n')
+	if i < 0 || i+1 >= len(frame) || frame[i+1] != '$' {
+		return nil, false
+	}
+	rest := frame[i+2:]
+	j := bytes.IndexByte(rest, '\r')
+	if j <= 0 || j+1 >= len(rest) || rest[j+1] != '\n' {
+		return nil, false
+	}
+	n := 0
+	for _, c := range rest[:j] {
+		if c < '0' || c > '9' || n > 1<<20 {
+			return nil, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	start := j + 2
+	if start+n > len(rest) {
+		return nil, false
+	}
+	return rest[start : start+n], true
+}
+
+func nameIn(name []byte, names ...string) bool {
+	for _, n := range names {
+		if bytes.EqualFold(name, []byte(n)) {
+			return true
+		}
+	}
+	return false
 }

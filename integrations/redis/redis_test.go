@@ -186,3 +186,43 @@ func TestLauncherNeverReady(t *testing.T) {
 		t.Errorf("took %s to give up", time.Since(start))
 	}
 }
+
+func TestPeekName(t *testing.T) {
+	for _, tt := range []struct {
+		frame string
+		name  string
+		ok    bool
+	}{
+		{"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", "GET", true},
+		{"*1\r\n$9\r\nsubscribe\r\n", "subscribe", true},
+		{"PING\r\n", "", false},
+		{"*1\r\n$99\r\nGET\r\n", "", false},
+		{"*1\r\n$-1\r\n", "", false},
+		{"*1\r\n:1\r\n", "", false},
+	} {
+		name, ok := peekName([]byte(tt.frame))
+		if string(name) != tt.name || ok != tt.ok {
+			t.Errorf("peekName(%q) = %q, %v; want %q, %v", tt.frame, name, ok, tt.name, tt.ok)
+		}
+	}
+}
+
+// FuzzPeekName: peekName never panics, and when it names a command it
+// names the one ParseCommand finds.
+func FuzzPeekName(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		name, ok := peekName(data)
+		if !ok {
+			return
+		}
+		n, err := Split(data)
+		if err != nil || n != len(data) {
+			return
+		}
+		c, err := ParseCommand(data)
+		if err == nil && !strings.EqualFold(c.Name, string(name)) {
+			t.Fatalf("peekName(%q) = %q, ParseCommand says %q", data, name, c.Name)
+		}
+	})
+}

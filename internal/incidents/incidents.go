@@ -30,7 +30,27 @@ var (
 	GetrangeOld    = []string{"getrange-crash.patch"}                     // the planted bug
 	GetrangeNarrow = []string{"getrange-crash.patch", "fix-narrow.patch"} // handles only the incident's exact input
 	StrlenBroken   = []string{"strlen-off-by-one.patch"}                  // fixes GETRANGE, breaks STRLEN
+	// GetrangeOffByOne restores the clamp but shifts every positive start
+	// by one: the incident passes, a mutated earlier GETRANGE does not.
+	GetrangeOffByOne = []string{"getrange-crash.patch", "fix-breaks-positive-start.patch"}
+	// EchoOld crashes on ECHO boom: an incident of one step with one
+	// argument, too narrow to vary.
+	EchoOld = []string{"echo-boom-crash.patch"}
 )
+
+// Getrange is the GETRANGE incident's client session: SET, APPEND,
+// STRLEN, a GETRANGE that works, and GETRANGE greeting -100 -1, which
+// kills the old build (step 5, a crash).
+var Getrange = [][]string{
+	{"SET", "greeting", "hello world"},
+	{"APPEND", "greeting", "!"},
+	{"STRLEN", "greeting"},
+	{"GETRANGE", "greeting", "0", "4"},
+	{"GETRANGE", "greeting", "-100", "-1"},
+}
+
+// Echo is the ECHO incident's session: one command that kills the old build.
+var Echo = [][]string{{"ECHO", "boom"}}
 
 // PatchPaths turns patch names into paths.
 func PatchPaths(names []string) []string {
@@ -41,11 +61,13 @@ func PatchPaths(names []string) []string {
 	return out
 }
 
-// RecordGetrange records the GETRANGE incident into out with the old
-// build started by the recording session: SET, APPEND, STRLEN, a GETRANGE
-// that works, and GETRANGE greeting -100 -1, which kills the old build
-// (step 5, a crash).
-func RecordGetrange(out, old string) error {
+// RecordGetrange records the GETRANGE incident into out on the old build.
+func RecordGetrange(out, old string) error { return Record(out, old, Getrange) }
+
+// Record records a session into out, with the old build started by the
+// recording session itself: each command sent on one connection, its reply
+// awaited; the last command must kill the old build.
+func Record(out, old string, session [][]string) error {
 	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old}, Launcher: redis.Launcher{},
 		Proxy: record.Options{Codec: redis.Codec{}}}
 	addr := make(chan string, 1)
@@ -78,14 +100,13 @@ func RecordGetrange(out, old string) error {
 		}
 		return line, err
 	}
-	send("SET", "greeting", "hello world")
-	send("APPEND", "greeting", "!")
-	send("STRLEN", "greeting")
-	send("GETRANGE", "greeting", "0", "4")
-	reply, err := send("GETRANGE", "greeting", "-100", "-1")
+	for _, c := range session[:len(session)-1] {
+		send(c...)
+	}
+	reply, err := send(session[len(session)-1]...)
 	conn.Close()
 	if err == nil {
-		return fmt.Errorf("the old build %s answered the incident's GETRANGE (%q): the planted bug is not there", old, reply)
+		return fmt.Errorf("the old build %s answered the incident's last command (%q): the planted bug is not there", old, reply)
 	}
 	select {
 	case err := <-done:
