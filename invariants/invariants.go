@@ -1,0 +1,386 @@
+// Package invariants checks declared invariants, CEL expressions over the
+// steps of a replay, compiled once at load. docs/invariants.md is the
+// language: the file format, every variable and function, and examples.
+package invariants
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+)
+
+// CostLimit bounds one evaluation of one expression (CEL's cost units:
+// about one per operation), so that an invariant cannot hang a diff.
+const CostLimit = 1_000_000
+
+// Step is what an invariant sees of one step of a replay.
+type Step struct {
+	N       int
+	Time    time.Time      // the step's virtual time
+	Request map[string]any // the integration's view: command and args, or method, path, ...
+	Writes  []string       // keys (or paths) the request writes
+	// Sets is the value the request stored under Writes[0], if it stores one.
+	Sets    *string
+	Replies []any  // normalized replies
+	Outcome string // "ok", "error:ERR", "crash", "hang"
+	Ran     bool
+}
+
+// Invariant is one declared invariant.
+type Invariant struct {
+	Name        string
+	Description string
+	When        string // CEL, bool; empty: every step
+	Check       string // CEL, bool
+	File        string
+	Line        int // of its name
+
+	when, check cel.Program
+}
+
+// Set is a compiled invariants file. Its Check is safe for concurrent use.
+type Set struct {
+	File       string
+	Invariants []*Invariant
+
+	mu  sync.Mutex // guards cur, read by the helper functions during Check
+	cur *state
+}
+
+// state is the trace being checked, for the helper functions.
+type state struct {
+	steps []Step
+	at    int // index of the step being checked
+}
+
+// CompileError is an invariant that does not compile, with its position.
+type CompileError struct {
+	File         string
+	Line, Column int
+	Msg          string
+}
+
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+}
+
+// Load reads and compiles an invariants file.
+func Load(path string) (*Set, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read invariants: %w", err)
+	}
+	return Parse(path, string(b))
+}
+
+// Parse reads and compiles invariants from src; file names them in errors.
+//
+// The format: invariants separated by blank lines; each a few "key:
+// value" lines with keys name (required, letters, digits, - and _),
+// description, when and check (required). A value may continue on the
+// following lines that are indented. Lines starting with # are comments.
+func Parse(file, src string) (*Set, error) {
+	s := &Set{File: file}
+	env, err := s.env()
+	if err != nil {
+		return nil, err
+	}
+	type field struct {
+		value      string
+		line, col  int
+		continuing bool
+	}
+	var (
+		cur     map[string]*field
+		curLine int
+		last    string
+		names   = map[string]int{}
+	)
+	flush := func() error {
+		if cur == nil {
+			return nil
+		}
+		defer func() { cur = nil }()
+		name := cur["name"]
+		if name == nil {
+			return &CompileError{file, curLine, 1, "an invariant without a name: add \"name: NAME\""}
+		}
+		n := strings.TrimSpace(name.value)
+		if !validName(n) {
+			return &CompileError{file, name.line, name.col + 1, fmt.Sprintf("invariant name %q: use letters, digits, - and _", n)}
+		}
+		if prev, ok := names[n]; ok {
+			return &CompileError{file, name.line, name.col + 1, fmt.Sprintf("invariant %q is declared twice (first at line %d)", n, prev)}
+		}
+		names[n] = name.line
+		check := cur["check"]
+		if check == nil {
+			return &CompileError{file, name.line, 1, fmt.Sprintf("invariant %q has no check: add \"check: EXPR\"", n)}
+		}
+		inv := &Invariant{Name: n, File: file, Line: name.line, Check: check.value}
+		if d := cur["description"]; d != nil {
+			inv.Description = strings.TrimSpace(d.value)
+		}
+		var err error
+		if inv.check, err = compile(env, file, check.value, check.line, check.col); err != nil {
+			return err
+		}
+		if w := cur["when"]; w != nil {
+			inv.When = w.value
+			if inv.when, err = compile(env, file, w.value, w.line, w.col); err != nil {
+				return err
+			}
+		}
+		s.Invariants = append(s.Invariants, inv)
+		return nil
+	}
+	sc := bufio.NewScanner(strings.NewReader(src))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for ln := 1; sc.Scan(); ln++ {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "#"):
+			continue
+		case trimmed == "":
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			continue
+		case line[0] == ' ' || line[0] == '\t':
+			if cur == nil || last == "" {
+				return nil, &CompileError{file, ln, 1, "an indented line continues nothing: start an invariant with \"name: NAME\""}
+			}
+			cur[last].value += "\n" + line
+			continue
+		}
+		key, value, ok := strings.Cut(line, ":")
+		key = strings.TrimSpace(key)
+		if !ok || (key != "name" && key != "description" && key != "when" && key != "check") {
+			return nil, &CompileError{file, ln, 1, fmt.Sprintf("want \"name:\", \"description:\", \"when:\" or \"check:\", got %.40q", line)}
+		}
+		if cur == nil {
+			cur, curLine = map[string]*field{}, ln
+		}
+		if cur[key] != nil {
+			return nil, &CompileError{file, ln, 1, fmt.Sprintf("%s given twice in one invariant (first at line %d): separate invariants with a blank line", key, cur[key].line)}
+		}
+		// col: the 0-based column where the value starts.
+		col := strings.Index(line, ":") + 1 + (len(value) - len(strings.TrimLeft(value, " \t")))
+		cur[key] = &field{value: strings.TrimLeft(value, " \t"), line: ln, col: col}
+		last = key
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	if len(s.Invariants) == 0 {
+		return nil, &CompileError{file, 1, 1, "no invariants: the file declares none"}
+	}
+	return s, nil
+}
+
+func validName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for _, r := range n {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// compile compiles one expression that starts at line, 0-based column col
+// of file, and must give a bool; errors carry 1-based positions in the file.
+func compile(env *cel.Env, file, expr string, line, col int) (cel.Program, error) {
+	ast, iss := env.Compile(expr)
+	if iss != nil && iss.Err() != nil {
+		e := iss.Errors()[0]
+		l, c := e.Location.Line(), e.Location.Column()+1
+		if l <= 1 {
+			c += col
+		}
+		return nil, &CompileError{file, line + l - 1, c, e.Message}
+	}
+	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
+		return nil, &CompileError{file, line, col + 1, fmt.Sprintf("the expression gives %s, want bool", ast.OutputType())}
+	}
+	prg, err := env.Program(ast, cel.CostLimit(CostLimit), cel.EvalOptions(cel.OptTrackCost), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, &CompileError{file, line, col + 1, err.Error()}
+	}
+	return prg, nil
+}
+
+// env declares the variables and functions of docs/invariants.md.
+func (s *Set) env() (*cel.Env, error) {
+	stepType := cel.MapType(cel.StringType, cel.DynType)
+	return cel.NewEnv(
+		cel.Variable("step", cel.IntType),
+		cel.Variable("time", cel.TimestampType),
+		cel.Variable("req", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("reply", cel.DynType),
+		cel.Variable("replies", cel.ListType(cel.DynType)),
+		cel.Variable("outcome", cel.StringType),
+		cel.Variable("steps", cel.ListType(stepType)),
+		cel.Function("lastWrite",
+			cel.Overload("lastWrite_string", []*cel.Type{cel.StringType}, stepType,
+				cel.UnaryBinding(func(key ref.Val) ref.Val { return s.lastWrite(key, false) }))),
+		cel.Function("lastSet",
+			cel.Overload("lastSet_string", []*cel.Type{cel.StringType}, cel.DynType,
+				cel.UnaryBinding(func(key ref.Val) ref.Val { return s.lastWrite(key, true) }))),
+	)
+}
+
+// lastWrite is the latest step before the current one that wrote key, as
+// a step map ({"found": false} when none); with value, the value that
+// step stored, or null when it stored none.
+func (s *Set) lastWrite(key ref.Val, value bool) ref.Val {
+	k, ok := key.Value().(string)
+	st := s.cur
+	if !ok || st == nil {
+		return types.NewErr("lastWrite: want a string key")
+	}
+	for i := st.at - 1; i >= 0; i-- {
+		p := st.steps[i]
+		if !p.Ran {
+			continue
+		}
+		for _, w := range p.Writes {
+			if w != k {
+				continue
+			}
+			if !value {
+				return types.DefaultTypeAdapter.NativeToValue(stepMap(p))
+			}
+			if p.Sets == nil || len(p.Writes) != 1 {
+				return types.NullValue
+			}
+			return types.String(*p.Sets)
+		}
+	}
+	if value {
+		return types.NullValue
+	}
+	return types.DefaultTypeAdapter.NativeToValue(map[string]any{"found": false})
+}
+
+func stepMap(p Step) map[string]any {
+	m := map[string]any{"found": true, "step": int64(p.N), "time": p.Time, "req": p.Request, "outcome": p.Outcome, "reply": nil, "replies": p.Replies}
+	if len(p.Replies) > 0 {
+		m["reply"] = p.Replies[0]
+	}
+	return m
+}
+
+// Result is one invariant's result on a trace.
+type Result struct {
+	Name       string `json:"name"`
+	Held       bool   `json:"held"`
+	FirstStep  int    `json:"first_violation,omitempty"`
+	Message    string `json:"message,omitempty"`
+	Violations []int  `json:"violations,omitempty"` // every step where it did not hold
+}
+
+// Check evaluates every invariant on every step that ran. An expression
+// that errors, exceeds its cost or gives something other than true does
+// not hold there; the message says why.
+func (s *Set) Check(steps []Step) []Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &state{steps: steps}
+	s.cur = st
+	defer func() { s.cur = nil }()
+	results := make([]Result, len(s.Invariants))
+	for i, inv := range s.Invariants {
+		results[i] = Result{Name: inv.Name, Held: true}
+	}
+	var history []any
+	for i, p := range steps {
+		if !p.Ran {
+			continue
+		}
+		st.at = i
+		vars := map[string]any{
+			"step": int64(p.N), "time": p.Time, "req": p.Request, "reply": nil, "replies": p.Replies,
+			"outcome": p.Outcome, "steps": history,
+		}
+		if len(p.Replies) > 0 {
+			vars["reply"] = p.Replies[0]
+		}
+		if p.Replies == nil {
+			vars["replies"] = []any{}
+		}
+		if history == nil {
+			vars["steps"] = []any{}
+		}
+		for j, inv := range s.Invariants {
+			if inv.when != nil {
+				ok, _ := eval(inv.when, vars)
+				if !ok {
+					continue
+				}
+			}
+			ok, why := eval(inv.check, vars)
+			if ok {
+				continue
+			}
+			r := &results[j]
+			r.Violations = append(r.Violations, p.N)
+			if r.Held {
+				r.Held, r.FirstStep = false, p.N
+				r.Message = fmt.Sprintf("%s: %s", inv.Name, why)
+				if inv.Description != "" {
+					r.Message = fmt.Sprintf("%s (%s): %s", inv.Name, inv.Description, why)
+				}
+			}
+		}
+		history = append(history, stepMap(p))
+	}
+	return results
+}
+
+// eval runs a program and says whether it gave true, and if not, why.
+func eval(prg cel.Program, vars map[string]any) (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	out, _, err := prg.ContextEval(ctx, vars)
+	if err != nil {
+		return false, "evaluation failed: " + err.Error()
+	}
+	if b, ok := out.Value().(bool); ok {
+		if b {
+			return true, ""
+		}
+		return false, "the check is false"
+	}
+	return false, fmt.Sprintf("the check gave %v, not a bool", out.Value())
+}
+
+// Names lists the invariants' names.
+func (s *Set) Names() []string {
+	var out []string
+	for _, inv := range s.Invariants {
+		out = append(out, inv.Name)
+	}
+	return out
+}
+
+// Has reports whether the set declares an invariant of that name.
+func (s *Set) Has(name string) bool {
+	for _, inv := range s.Invariants {
+		if inv.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,125 @@
+package invariants
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+func str(s string) *string { return &s }
+
+// strlenSteps: SET then STRLEN, twice; the second STRLEN answers wrong.
+func strlenSteps() []Step {
+	return []Step{
+		{N: 1, Ran: true, Time: t0, Request: map[string]any{"command": "SET", "args": []any{"k", "hello"}}, Writes: []string{"k"}, Sets: str("hello"), Replies: []any{"OK"}, Outcome: "ok"},
+		{N: 2, Ran: true, Time: t0.Add(time.Second), Request: map[string]any{"command": "STRLEN", "args": []any{"k"}}, Replies: []any{int64(5)}, Outcome: "ok"},
+		{N: 3, Ran: true, Time: t0.Add(2 * time.Second), Request: map[string]any{"command": "SET", "args": []any{"k", "hello world!"}}, Writes: []string{"k"}, Sets: str("hello world!"), Replies: []any{"OK"}, Outcome: "ok"},
+		{N: 4, Ran: true, Time: t0.Add(3 * time.Second), Request: map[string]any{"command": "STRLEN", "args": []any{"k"}}, Replies: []any{int64(11)}, Outcome: "ok"},
+		{N: 5, Ran: true, Time: t0.Add(4 * time.Second), Request: map[string]any{"command": "STRLEN", "args": []any{"nokey"}}, Replies: []any{int64(0)}, Outcome: "ok"},
+	}
+}
+
+const strlenInv = `# STRLEN answers the length of the value last set.
+name: strlen-matches
+description: STRLEN is the length of the value last SET
+when: req.command == "STRLEN"
+check: lastSet(req.args[0]) == null
+         ? reply == 0
+         : reply == size(lastSet(req.args[0]))
+`
+
+func TestCheckFindsTheWrongAnswer(t *testing.T) {
+	s, err := Parse("strlen.inv", strlenInv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Check(strlenSteps())
+	if len(r) != 1 || r[0].Held || r[0].FirstStep != 4 || len(r[0].Violations) != 1 {
+		t.Fatalf("results = %+v, want strlen-matches violated at step 4 only", r)
+	}
+	if !strings.Contains(r[0].Message, "STRLEN is the length of the value last SET") {
+		t.Errorf("message %q lacks the description", r[0].Message)
+	}
+	// Fixed: the answer is right, the invariant holds.
+	steps := strlenSteps()
+	steps[3].Replies = []any{int64(12)}
+	if r := s.Check(steps); !r[0].Held {
+		t.Errorf("held = false on right answers: %+v", r)
+	}
+}
+
+func TestHistoryAndTime(t *testing.T) {
+	s, err := Parse("t.inv", `name: writes-before-reads
+check: req.command != "STRLEN" || steps.exists(p, p.req.command == "SET")
+
+name: quick
+when: req.command == "STRLEN" && lastWrite(req.args[0]).found
+check: time - lastWrite(req.args[0]).time < duration("1s")
+
+name: steps-counted
+check: size(steps) == step - 1
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Check(strlenSteps())
+	if !r[0].Held || !r[2].Held {
+		t.Errorf("results %+v", r)
+	}
+	// Each STRLEN comes a full second after its SET: not quicker than 1s.
+	// The STRLEN of a key never written is not checked (when).
+	if r[1].Held || r[1].FirstStep != 2 || len(r[1].Violations) != 2 || r[1].Violations[1] != 4 {
+		t.Errorf("quick = %+v, want violated at steps 2 and 4", r[1])
+	}
+}
+
+func TestCompileErrorsNamePositions(t *testing.T) {
+	for _, tc := range []struct {
+		src       string
+		line, col int
+		msg       string
+	}{
+		{"name: a\ncheck: req.command ==\n", 2, 22, "Syntax error"},
+		{"name: a\ncheck: true\n\nname: b\nwhen: nosuchvar > 1\ncheck: true\n", 5, 7, "undeclared reference to 'nosuchvar'"},
+		{"name: a\ncheck: step + 1\n", 2, 8, "want bool"},
+		{"name: a\n", 1, 1, "has no check"},
+		{"check: true\n", 1, 1, "without a name"},
+		{"name: a b\ncheck: true\n", 1, 7, "use letters"},
+		{"name: a\ncheck: true\n\nname: a\ncheck: true\n", 4, 7, "declared twice"},
+		{"nme: a\n", 1, 1, "want \"name:\""},
+		{"", 1, 1, "no invariants"},
+		{"name: a\ncheck: true &&\n  (step >\n", 3, 10, "Syntax error"},
+	} {
+		_, err := Parse("x.inv", tc.src)
+		var ce *CompileError
+		if !errors.As(err, &ce) {
+			t.Errorf("%q: err = %v, want a CompileError", tc.src, err)
+			continue
+		}
+		if ce.File != "x.inv" || ce.Line != tc.line || ce.Column != tc.col || !strings.Contains(ce.Msg, tc.msg) {
+			t.Errorf("%q: %v, want x.inv:%d:%d: ...%s...", tc.src, ce, tc.line, tc.col, tc.msg)
+		}
+	}
+}
+
+func TestCostLimitStopsRunaways(t *testing.T) {
+	// An expression that would take forever (a comprehension over a huge
+	// list made in the expression) fails its step instead of hanging.
+	s, err := Parse("slow.inv", `name: slow
+check: [1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, [1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, [1,2,3,4,5,6,7,8,9,10].all(f, [1,2,3,4,5,6,7,8,9,10].all(g, a+b+c+d+e+f+g > 0)))))))
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r := s.Check(strlenSteps()[:1])
+	if r[0].Held || !strings.Contains(r[0].Message, "cost") {
+		t.Errorf("result %+v, want a failure for exceeding the cost limit", r[0])
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Errorf("took %s", time.Since(start))
+	}
+}
