@@ -346,3 +346,11 @@ type Variator interface {
 type SchemaLearner interface {
 	Learn(addr string, kinds []string) (Schema, error)
 }
+
+// Inspector is an optional Codec interface for invariants: a request as a
+// value an invariant reads, the keys (or paths) it writes, and the value
+// it stores when it stores one under a single key.
+type Inspector interface {
+	Inspect(request []byte) map[string]any
+	Writes(request []byte) (keys []string, value *string)
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/invariants"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -42,6 +43,9 @@ type Options struct {
 	// FailFast stops running variants on the new build after the first
 	// one it fails.
 	FailFast bool
+	// Invariants are checked on every step of the new build's replays and
+	// of the old build's (for an invariant failure oracle). Nil: none.
+	Invariants *invariants.Set
 	// InvariantsFile is recorded in the report's options.
 	InvariantsFile string
 }
@@ -71,6 +75,9 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if f.Step < 1 || f.Step > len(steps) {
 		return nil, fmt.Errorf("fixture %s: its failure is at step %d, but it has steps 1 to %d", fx.Path, f.Step, len(steps))
 	}
+	if name := f.Oracle.Invariant; name != "" && (opts.Invariants == nil || !opts.Invariants.Has(name)) {
+		return nil, fmt.Errorf("fixture %s: its failure is invariant %q, which no invariants file given declares: pass --invariants FILE", fx.Path, name)
+	}
 	ropts := replay.Options{
 		Codec: opts.Codec, Classifier: opts.Classifier, Normalizer: opts.Normalizer, Launcher: opts.Launcher,
 		StepTimeout: opts.StepTimeout, Start: fx.Header.Start, Prepare: opts.Prepare,
@@ -90,6 +97,8 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 
 	recorded := replay.Recorded(fx.Events, opts.Codec, opts.Classifier, opts.Normalizer)
 	noise := replay.FindNoise(recorded, f.Step, olds...)
+	oldInv := checkInvariants(opts.Invariants, opts.Codec, olds[0])
+	newInv := checkInvariants(opts.Invariants, opts.Codec, nw)
 	ev := Evidence{
 		Failure:    *f,
 		Noise:      noise.List(),
@@ -98,6 +107,9 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		Variants:   VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}},
 		Invariants: []InvariantEvidence{},
 	}
+	for _, r := range newInv.results {
+		ev.Invariants = append(ev.Invariants, InvariantEvidence{Name: r.Name, Held: r.Held, FirstStep: r.FirstStep, Message: r.Message})
+	}
 	if ev.Noise == nil {
 		ev.Noise = []replay.NoiseField{}
 	}
@@ -105,10 +117,11 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
 		if s.N <= f.Step {
 			o := olds[0].Steps[i]
-			ev.Old.Steps = append(ev.Old.Steps, StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: recorded[i].Outcome, Outcome: o.Outcome})
+			ev.Old.Steps = append(ev.Old.Steps, StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: recorded[i].Outcome, Outcome: o.Outcome,
+				Violated: oldInv.violated[s.N]})
 		}
 		n := nw.Steps[i]
-		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: recorded[i].Outcome, Outcome: n.Outcome}
+		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: recorded[i].Outcome, Outcome: n.Outcome, Violated: newInv.violated[s.N]}
 		if s.N < f.Step && n.Ran {
 			se.Diffs = replay.Compare(recorded[i], n)
 		}

@@ -6,6 +6,7 @@ package grade
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/kavach-dev/kavach"
@@ -159,6 +160,8 @@ type StepEvidence struct {
 	// Diffs are every difference from the recording's output, noise
 	// fields included (Derive leaves those out).
 	Diffs []replay.Diff `json:"diffs,omitempty"`
+	// Violated are the invariants that did not hold at this step.
+	Violated []string `json:"violated,omitempty"`
 }
 
 // VariantsEvidence is the variants generated and what each did.
@@ -229,7 +232,7 @@ func Derive(ev Evidence) (Parts, []Finding) {
 			}
 			continue
 		}
-		if ev.Failure.Reproduces(s.Outcome) || s.Step == F && (s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang) {
+		if recurs(ev.Failure, s.Outcome, s.Violated) || s.Step == F && (s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang) {
 			findings = append(findings, Finding{Parts: Parts{Kind: StillFailing, Step: s.Step}, Request: s.Request,
 				Expected: s.Recorded, Outcome: s.Outcome, Detail: s.Outcome.Detail})
 		}
@@ -264,6 +267,15 @@ func Derive(ev Evidence) (Parts, []Finding) {
 	return Parts{Kind: Fixed}, findings
 }
 
+// recurs reports whether the recorded failure happened again at a step:
+// its invariant violated there, or its signature firing on the outcome.
+func recurs(f kavach.Failure, out kavach.Outcome, violated []string) bool {
+	if f.Oracle.Invariant != "" {
+		return slices.Contains(violated, f.Oracle.Invariant)
+	}
+	return f.Reproduces(out)
+}
+
 // notReproduced says why the old build's replay does not reproduce the
 // recording up to and including the failure, or "" if it does: every step
 // before the failure with the recorded outcome, the failing step failing
@@ -278,8 +290,12 @@ func notReproduced(ev Evidence) string {
 			return fmt.Sprintf("the old build's replay stopped before step %d: %s", s.Step, ev.Old.Stopped)
 		case s.Step < F && (s.Outcome.Kind != s.Recorded.Kind || s.Outcome.Class != s.Recorded.Class):
 			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", s.Step, s.Outcome, s.Recorded)
-		case s.Step == F && !ev.Failure.Reproduces(s.Outcome):
-			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", F, s.Outcome, ev.Failure.Signature)
+		case s.Step == F && !recurs(ev.Failure, s.Outcome, s.Violated):
+			got := s.Outcome.String()
+			if ev.Failure.Oracle.Invariant != "" {
+				got = "no violation of " + ev.Failure.Oracle.Invariant
+			}
+			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", F, got, ev.Failure.Signature)
 		}
 	}
 	if len(ev.Old.Steps) < F {

@@ -76,7 +76,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 					results[i] = VariantEvidence{K: vs[i].K, Description: vs[i].Description, Regression: vs[i].Regression, Skipped: true}
 					continue
 				}
-				results[i] = runVariant(ctx, vs[i], *fx.Failure, old, new, ropts, noise)
+				results[i] = runVariant(ctx, vs[i], *fx.Failure, old, new, ropts, noise, opts)
 				if results[i].Kept && results[i].FailedStep > 0 {
 					failed.Store(true)
 				}
@@ -112,7 +112,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 
 // runVariant replays one variant on the old build and, if it is kept, on
 // the new one, and says where the new build failed it.
-func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, noise replay.Noise) VariantEvidence {
+func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, opts Options) VariantEvidence {
 	r := VariantEvidence{K: v.K, Description: v.Description, Regression: v.Regression}
 	ropts.Shift = v.ShiftAt
 	ot, err := replay.Run(ctx, old, v.Events, ropts)
@@ -120,14 +120,16 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r.OldOutcome = kavach.Outcome{Kind: kavach.Crash, Detail: "the old build did not start: " + err.Error()}
 		return r
 	}
-	failedAt := func(s replay.StepResult) bool {
-		return f.Reproduces(s.Outcome) || s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang
+	oldInv := checkInvariants(opts.Invariants, opts.Codec, ot)
+	// failedAt: the step failed: the recorded failure recurred, or it crashed or hung.
+	failedAt := func(s replay.StepResult, inv checked) bool {
+		return recurs(f, s.Outcome, inv.violated[s.N]) || s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang
 	}
 	limit := 0 // steps before limit must give the old build's outputs
 	if v.Regression {
 		r.Kept = true
 		for _, s := range ot.Steps {
-			if s.Ran && failedAt(s) {
+			if s.Ran && failedAt(s, oldInv) {
 				r.Kept, r.OldStep, r.OldOutcome = false, s.N, s.Outcome
 				break
 			}
@@ -135,8 +137,11 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		limit = len(ot.Steps) + 1
 	} else {
 		for _, s := range ot.Steps {
-			if s.Ran && f.Reproduces(s.Outcome) {
+			if s.Ran && recurs(f, s.Outcome, oldInv.violated[s.N]) {
 				r.Kept, r.OldStep, r.OldOutcome = true, s.N, s.Outcome
+				if m := oldInv.message(s.N); m != "" {
+					r.OldOutcome.Detail = m
+				}
 				break
 			}
 		}
@@ -153,12 +158,16 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r.FailedStep, r.NewOutcome = 1, kavach.Outcome{Kind: kavach.Crash, Detail: "the new build did not start: " + err.Error()}
 		return r
 	}
+	newInv := checkInvariants(opts.Invariants, opts.Codec, nt)
 	for i, s := range nt.Steps {
 		if !s.Ran {
 			break
 		}
-		if failedAt(s) {
+		if failedAt(s, newInv) || len(newInv.violated[s.N]) > 0 {
 			r.FailedStep, r.NewOutcome = s.N, s.Outcome
+			if m := newInv.message(s.N); m != "" && s.Outcome.Kind != kavach.Crash && s.Outcome.Kind != kavach.Hang {
+				r.NewOutcome.Detail = m
+			}
 			return r
 		}
 		if s.N >= limit {

@@ -18,7 +18,7 @@ func Recorded(events []kavach.Event, codec kavach.Codec, cl kavach.Classifier, n
 	steps := kavach.Steps(events, codec)
 	out := make([]StepResult, len(steps))
 	for i, s := range steps {
-		r := StepResult{N: s.N, Conn: s.Conn(), Ran: true, Responses: [][]byte{}, Output: []any{}}
+		r := StepResult{N: s.N, Conn: s.Conn(), Ran: true, Responses: [][]byte{}, Output: []any{}, Request: s.Request.Data}
 		for _, ev := range s.Responses {
 			r.Responses = append(r.Responses, ev.Data)
 			r.Output = append(r.Output, Normalize(n, s.Request.Data, ev.Data))

@@ -71,6 +71,8 @@ type StepResult struct {
 	Responses [][]byte `json:"responses"`
 	// Output is the normalized replies, what comparisons use.
 	Output []any `json:"output"`
+	// Request is the request as sent (before Prepare).
+	Request []byte `json:"-"`
 }
 
 // Run replays events against the build described by launch. It returns
@@ -171,7 +173,7 @@ func (r *runner) run(ctx context.Context, events []kavach.Event) {
 	r.tr.Steps = make([]StepResult, len(steps))
 	for i, s := range steps {
 		stepOf[s.Request.Seq] = i
-		r.tr.Steps[i] = StepResult{N: s.N, Conn: s.Conn(), Responses: [][]byte{}, Output: []any{}}
+		r.tr.Steps[i] = StepResult{N: s.N, Conn: s.Conn(), Responses: [][]byte{}, Output: []any{}, Request: s.Request.Data}
 		r.reqs = append(r.reqs, s.Request.Data)
 	}
 	defer r.normalize()

@@ -13,6 +13,7 @@ const (
 	StatusNotFailed   = "not-failed"    // the failing step did not fail the recorded way
 	StatusNotRun      = "not-run"       // the replay stopped before this step
 	StatusAfterFailed = "after-failure" // after the failing step: shown, not judged
+	StatusUnjudged    = "not-judged"    // the failing step of an invariant failure: kavach diff checks invariants
 )
 
 // StepCheck is one step of a trace judged against the recording.
@@ -53,6 +54,8 @@ func Verify(recorded []StepResult, failure *kavach.Failure, tr *Trace, noise Noi
 			c.Status = StatusAfterFailed
 		case !got.Ran:
 			c.Status = StatusNotRun
+		case failure != nil && want.N == failure.Step && failure.Oracle.Invariant != "":
+			c.Status = StatusUnjudged
 		case failure != nil && want.N == failure.Step:
 			c.Status = StatusNotFailed
 			if failure.Reproduces(got.Outcome) {

@@ -29,7 +29,7 @@ func diffCommand() *cli.Command {
 			"Exit status: 0 fixed, 1 red, 2 could not grade, 3 unverified.",
 			"kavach diff ./redis-old ./redis-new incident.kavach --out report.json"),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "invariants", Usage: "invariants `FILE` (not built yet)"},
+			&cli.StringFlag{Name: "invariants", Usage: "check the invariants in `FILE` (default: those embedded in the fixture, or FIXTURE's name with .invariants)"},
 			&cli.IntFlag{Name: "variants", Value: 64, Usage: "generate at most `N` variants"},
 			&cli.IntFlag{Name: "min-variants", Value: 10, Usage: "call it fixed only with at least `M` reproducing variants"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the variant generator"},
@@ -46,10 +46,11 @@ func diffCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.String("invariants") != "" {
-				return usagef("", "--invariants: invariants are not built yet; run without it")
-			}
 			fx, in, err := loadFixture(a[2])
+			if err != nil {
+				return err
+			}
+			set, err := loadInvariants(c.String("invariants"), fx)
 			if err != nil {
 				return err
 			}
@@ -58,7 +59,10 @@ func diffCommand() *cli.Command {
 				Codec: ropts.Codec, Classifier: ropts.Classifier, Normalizer: ropts.Normalizer, Launcher: ropts.Launcher,
 				StepTimeout: ropts.StepTimeout, Prepare: ropts.Prepare,
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
-				FailFast: c.Bool("fail-fast"),
+				FailFast: c.Bool("fail-fast"), Invariants: set,
+			}
+			if set != nil {
+				opts.InvariantsFile = set.File
 			}
 			if isTerminal(c.App.ErrWriter) {
 				opts.Progress = func(done, total int) {
@@ -163,6 +167,15 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 				fmt.Fprintf(w, "hint: the new build passes the recorded incident but fails this variant of it, which still breaks\n"+
 					"      the old build the same way: fix the cause, not the one input. All variants: kavach variants %s\n", fixture)
 			}
+		case grade.InvariantViolated:
+			fmt.Fprintf(w, "step %d: invariant %s does not hold\n  %s\n", f.Step, f.Invariant, f.Detail)
+			for _, s := range ev.New.Steps {
+				if s.Step == f.Step {
+					fmt.Fprintf(w, "  request: %s\n", s.Request)
+				}
+			}
+			fmt.Fprintf(w, "hint: the new build gives an answer that a declared invariant forbids (see %s).\n"+
+				"      Look at the step: kavach show %s --step %d\n", rep.Options.Invariants, fixture, f.Step)
 		default:
 			fmt.Fprintf(w, "%s: %s\n", f.Kind, f.Detail)
 			printDiffs(w, f)
@@ -205,7 +218,13 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 		stepOutcome(ev.Old.Steps, ev.Failure.Step), stepOutcome(ev.New.Steps, ev.Failure.Step))
 	fmt.Fprintf(w, "         variants: %d generated, %d reproduce the failure (need %d); %d regression variants, %d handled by the old build; %d pass on the new build\n",
 		ev.Variants.Generated, ev.Variants.Reproducing, ev.Variants.Min, ev.Variants.Regression, ev.Variants.Handled, ev.Variants.Passing)
-	fmt.Fprintf(w, "         invariants: %d\n", len(ev.Invariants))
+	held := 0
+	for _, inv := range ev.Invariants {
+		if inv.Held {
+			held++
+		}
+	}
+	fmt.Fprintf(w, "         invariants: %d checked on every step, %d held\n", len(ev.Invariants), held)
 	fmt.Fprintf(w, "report: %s\n", reportPath)
 }
 

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,4 +226,34 @@ func FuzzPeekName(f *testing.F) {
 			t.Fatalf("peekName(%q) = %q, ParseCommand says %q", data, name, c.Name)
 		}
 	})
+}
+
+func TestWrites(t *testing.T) {
+	for _, tt := range []struct {
+		req   string
+		keys  string
+		value string // "-" for none
+	}{
+		{"SET k v EX 10", "[k]", "v"},
+		{"SETEX k 10 v", "[k]", "v"},
+		{"APPEND k x", "[k]", "-"},
+		{"DEL a b c", "[a b c]", "-"},
+		{"MSET a 1 b 2", "[a b]", "-"},
+		{"MSET a 1", "[a]", "1"},
+		{"RENAME a b", "[a b]", "-"},
+		{"GET k", "[]", "-"},
+		{"HSET h f v", "[h]", "-"},
+	} {
+		keys, v := Codec{}.Writes([]byte(tt.req + "\r\n"))
+		val := "-"
+		if v != nil {
+			val = *v
+		}
+		if fmt.Sprint(keys) != tt.keys || val != tt.value {
+			t.Errorf("Writes(%s) = %v, %s; want %s, %s", tt.req, keys, val, tt.keys, tt.value)
+		}
+	}
+	if m := (Codec{}).Inspect([]byte("get k\r\n")); fmt.Sprint(m) != "map[args:[k] command:GET]" {
+		t.Errorf("Inspect = %v", m)
+	}
 }

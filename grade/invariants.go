@@ -1,0 +1,55 @@
+package grade
+
+import (
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/invariants"
+	"github.com/kavach-dev/kavach/replay"
+)
+
+// checked is a trace's invariant results, and per step the invariants it
+// violated.
+type checked struct {
+	results  []invariants.Result
+	violated map[int][]string
+}
+
+// checkInvariants evaluates the invariants on a trace. With no
+// invariants, or an integration that cannot inspect requests, nothing
+// is checked.
+func checkInvariants(set *invariants.Set, codec kavach.Codec, tr *replay.Trace) checked {
+	c := checked{violated: map[int][]string{}}
+	insp, ok := codec.(kavach.Inspector)
+	if set == nil || !ok {
+		return c
+	}
+	steps := make([]invariants.Step, len(tr.Steps))
+	for i, s := range tr.Steps {
+		writes, value := insp.Writes(s.Request)
+		steps[i] = invariants.Step{N: s.N, Time: s.Virtual, Request: insp.Inspect(s.Request), Writes: writes, Sets: value,
+			Replies: s.Output, Outcome: s.Outcome.String(), Ran: s.Ran}
+	}
+	c.results = set.Check(steps)
+	for _, r := range c.results {
+		for _, n := range r.Violations {
+			c.violated[n] = append(c.violated[n], r.Name)
+		}
+	}
+	return c
+}
+
+// message is the first violation message at step n, or "".
+func (c checked) message(n int) string {
+	for _, r := range c.results {
+		if r.FirstStep == n {
+			return r.Message
+		}
+	}
+	for _, r := range c.results {
+		for _, v := range r.Violations {
+			if v == n {
+				return r.Name + " does not hold"
+			}
+		}
+	}
+	return ""
+}
