@@ -14,6 +14,7 @@ import (
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/invariants"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/replay"
 )
@@ -252,6 +253,22 @@ func TestDeriveHeadlineOrder(t *testing.T) {
 		{"the failure moved later", func(e *grade.Evidence) {
 			e.New.Steps = append(e.New.Steps, grade.StepEvidence{Step: 4, Ran: true, Outcome: crash})
 		}, "still_failing@4"},
+		{"an invariant failure at another step is that invariant violated", func(e *grade.Evidence) {
+			e.Failure = kavach.Failure{Step: 3, Oracle: kavach.Oracle{Invariant: "inv"}, Signature: "invariant:inv"}
+			e.Old.Steps[2].Outcome, e.Old.Steps[2].Violated = ok, []string{"inv"}
+			e.New.Steps = append(e.New.Steps, grade.StepEvidence{Step: 4, Ran: true, Outcome: ok, Violated: []string{"inv"}})
+			e.Invariants = []grade.InvariantEvidence{{Name: "inv", FirstStep: 4}}
+		}, "invariant_violated(inv)@4"},
+		{"an invariant failure at its own step still fails", func(e *grade.Evidence) {
+			e.Failure = kavach.Failure{Step: 3, Oracle: kavach.Oracle{Invariant: "inv"}, Signature: "invariant:inv"}
+			e.Old.Steps[2].Outcome, e.Old.Steps[2].Violated = ok, []string{"inv"}
+			e.New.Steps[2].Violated = []string{"inv"}
+			e.Invariants = []grade.InvariantEvidence{{Name: "inv", FirstStep: 3}}
+		}, "still_failing@3"},
+		{"old build does not violate the invariant", func(e *grade.Evidence) {
+			e.Failure = kavach.Failure{Step: 3, Oracle: kavach.Oracle{Invariant: "inv"}, Signature: "invariant:inv"}
+			e.Old.Steps[2].Outcome = ok
+		}, "unverified(not-reproduced: step 3 gave no violation of inv on the old build, recorded invariant:inv)"},
 		{"old build does not reproduce", func(e *grade.Evidence) { e.Old.Steps[2].Outcome = ok },
 			"unverified(not-reproduced: step 3 gave ok on the old build, recorded crash)"},
 		{"old build differs before the failure", func(e *grade.Evidence) {
@@ -263,5 +280,54 @@ func TestDeriveHeadlineOrder(t *testing.T) {
 		if got, _ := grade.Derive(ev); got.String() != tc.want {
 			t.Errorf("%s: Derive = %s, want %s", tc.why, got, tc.want)
 		}
+	}
+}
+
+func TestWrongAnswerOnlyAnInvariantSees(t *testing.T) {
+	// The old build counts long strings one short: no crash, no error.
+	// The incident's failure is the invariant strlen-matches at step 6.
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenOld)...)
+	out := filepath.Join(t.TempDir(), "strlen.kavach")
+	if err := incidents.RecordStrlen(out, old); err != nil {
+		t.Fatal(err)
+	}
+	fx, err := fixtures.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := invariants.Parse("strlen.invariants", incidents.StrlenInvariants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grade := func(new string) *grade.Report {
+		t.Helper()
+		c := redis.Codec{}
+		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: 10, Variants: 64, Seed: 1, Invariants: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if parts, _ := grade.Derive(rep.Evidence); parts.String() != rep.Verdict {
+			t.Errorf("evidence gives %s, verdict %s", parts, rep.Verdict)
+		}
+		return rep
+	}
+
+	fixed := grade(redisbuild.MustBuild(t))
+	if fixed.Verdict != "fixed" || fixed.Evidence.Variants.Reproducing < 10 {
+		t.Fatalf("correct fix: %s with %d variants reproducing through the invariant; findings %+v",
+			fixed.Verdict, fixed.Evidence.Variants.Reproducing, fixed.Findings)
+	}
+
+	// Planted fault: the old build itself. The invariant still fails at step 6.
+	if rep := grade(old); rep.Verdict != "still_failing@6" {
+		t.Errorf("old build as the fix: %s, want still_failing@6", rep.Verdict)
+	}
+
+	// Planted fault: long strings fixed, short ones now off by one. Step 8
+	// (after the failure, where outputs are not compared) breaks the invariant.
+	moved := grade(redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenShortWrong)...))
+	if moved.Verdict != "invariant_violated(strlen-matches)@8" {
+		t.Errorf("candidate moving the wrong answer: %s, want invariant_violated(strlen-matches)@8; findings %+v", moved.Verdict, moved.Findings)
 	}
 }

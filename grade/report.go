@@ -232,7 +232,10 @@ func Derive(ev Evidence) (Parts, []Finding) {
 			}
 			continue
 		}
-		if recurs(ev.Failure, s.Outcome, s.Violated) || s.Step == F && (s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang) {
+		// An invariant failure recurring at another step is that invariant
+		// violated there (invariant_violated), not the failing step still failing.
+		again := recurs(ev.Failure, s.Outcome, s.Violated) && (ev.Failure.Oracle.Invariant == "" || s.Step == F)
+		if again || s.Step == F && (s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang) {
 			findings = append(findings, Finding{Parts: Parts{Kind: StillFailing, Step: s.Step}, Request: s.Request,
 				Expected: s.Recorded, Outcome: s.Outcome, Detail: s.Outcome.Detail})
 		}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/grade"
 )
 
@@ -156,7 +155,7 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 		case grade.VariantFailed:
 			fmt.Fprintf(w, "variant %d: %s\n", f.Variant, f.Detail)
 			fmt.Fprintf(w, "  old build: %s\n  new build: %s at step %d\n", f.Expected, f.Outcome, f.Step)
-			if d := f.Outcome.Detail; d != "" && (f.Outcome.Kind == kavach.Crash || f.Outcome.Kind == kavach.Hang) {
+			if d := f.Outcome.Detail; d != "" {
 				fmt.Fprintf(w, "  %s\n", indent(cutLines(d, 4), "  "))
 			}
 			printDiffs(w, f)

@@ -48,6 +48,8 @@ func TestScripts(t *testing.T) {
 		"REDIS_NARROW":       redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeNarrow)...),
 		"REDIS_STRLEN":       redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenBroken)...),
 		"REDIS_OFFBYONE":     redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOffByOne)...),
+		"REDIS_STRLEN_OLD":   redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenOld)...),
+		"REDIS_STRLEN_SHORT": redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenShortWrong)...),
 	}
 	// The GETRANGE incident, recorded once on the old build; each script
 	// gets a copy as getrange.kavach.
@@ -59,13 +61,32 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The STRLEN incident (a wrong answer), recorded but not marked: the
+	// scripts mark it, with its invariants file beside it.
+	strlenPath := filepath.Join(t.TempDir(), "strlen.kavach")
+	if err := incidents.RecordSession(strlenPath, builds["REDIS_STRLEN_OLD"], incidents.Strlen); err != nil {
+		t.Fatal(err)
+	}
+	strlenFixture, err := os.ReadFile(strlenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			for k, v := range builds {
 				env.Setenv(k, v)
 			}
-			return os.WriteFile(filepath.Join(env.WorkDir, "getrange.kavach"), fixture, 0o644)
+			for name, data := range map[string][]byte{
+				"getrange.kavach":   fixture,
+				"strlen.kavach":     strlenFixture,
+				"strlen.invariants": []byte(incidents.StrlenInvariants),
+			} {
+				if err := os.WriteFile(filepath.Join(env.WorkDir, name), data, 0o644); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	})
 }

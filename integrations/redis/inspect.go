@@ -24,12 +24,13 @@ func (Codec) Inspect(request []byte) map[string]any {
 // argument that holds it.
 var valueAt = map[string]int{"SET": 2, "SETNX": 2, "GETSET": 2, "SETEX": 3, "PSETEX": 3}
 
-// firstKeyWrites are the commands that write their first argument (the
-// common write commands of every type; docs/invariants.md lists them).
+// firstKeyWrites are the commands that change the value of their first
+// argument (the common ones of every type; docs/invariants.md lists them).
+// Commands that change only a key's expiry (EXPIRE, PERSIST, GETEX) are
+// not writes here: the value last set is still the value.
 var firstKeyWrites = map[string]bool{
 	"SET": true, "SETNX": true, "GETSET": true, "SETEX": true, "PSETEX": true, "APPEND": true, "SETRANGE": true,
-	"INCR": true, "INCRBY": true, "INCRBYFLOAT": true, "DECR": true, "DECRBY": true, "GETDEL": true, "GETEX": true,
-	"EXPIRE": true, "PEXPIRE": true, "EXPIREAT": true, "PEXPIREAT": true, "PERSIST": true,
+	"INCR": true, "INCRBY": true, "INCRBYFLOAT": true, "DECR": true, "DECRBY": true, "GETDEL": true,
 	"LPUSH": true, "RPUSH": true, "LPUSHX": true, "RPUSHX": true, "LPOP": true, "RPOP": true, "LSET": true, "LREM": true,
 	"LTRIM": true, "LINSERT": true, "HSET": true, "HSETNX": true, "HMSET": true, "HDEL": true, "HINCRBY": true,
 	"HINCRBYFLOAT": true, "SADD": true, "SREM": true, "SPOP": true, "SMOVE": true, "ZADD": true, "ZREM": true,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/record"
 )
@@ -52,6 +53,97 @@ var Getrange = [][]string{
 // Echo is the ECHO incident's session: one command that kills the old build.
 var Echo = [][]string{{"ECHO", "boom"}}
 
+// The STRLEN incident is a wrong answer, not a crash: the old build counts
+// strings longer than 16 bytes one short. Only an invariant sees it.
+var (
+	StrlenOld        = []string{"strlen-long-short.patch"}  // the planted bug
+	StrlenShortWrong = []string{"strlen-short-wrong.patch"} // fixes long strings, breaks short ones
+)
+
+// Strlen is the STRLEN incident's session. Step 6 answers 23 for a value
+// of 24 bytes; steps 7 and 8 come after the failure.
+var Strlen = [][]string{
+	{"SET", "greeting", "hello"},
+	{"STRLEN", "greeting"},
+	{"SET", "greeting", "hello world, how are you"},
+	{"GET", "greeting"},
+	{"EXPIRE", "greeting", "1000000"}, // longer than any clock variant
+	{"STRLEN", "greeting"},
+	{"SET", "tag", "ab"},
+	{"STRLEN", "tag"},
+}
+
+// StrlenInvariants declares what a right STRLEN answer is.
+const StrlenInvariants = `# STRLEN answers the length of the value last SET on the key.
+name: strlen-matches
+description: STRLEN is the length of the value last SET
+when: req.command == "STRLEN" && lastSet(req.args[0]) != null
+check: reply == size(lastSet(req.args[0]))
+`
+
+// RecordStrlen records the STRLEN incident into out on the old build,
+// embeds StrlenInvariants and marks step 6 as failing strlen-matches.
+func RecordStrlen(out, old string) error {
+	if err := RecordSession(out, old, Strlen); err != nil {
+		return err
+	}
+	f := kavach.Failure{Step: 6, Oracle: kavach.Oracle{Invariant: "strlen-matches"}, Signature: "invariant:strlen-matches",
+		Evidence: "STRLEN answered 23 for a 24-byte value"}
+	return fixtures.Amend(out, fixtures.Amendment{Failure: &f,
+		Invariants: &fixtures.Invariants{Name: "strlen.invariants", Source: StrlenInvariants}})
+}
+
+// RecordSession records a session that does not kill the old build: the
+// commands on one connection, then the recording stopped as Ctrl-C would.
+func RecordSession(out, old string, session [][]string) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old}, Launcher: redis.Launcher{},
+		Proxy: record.Options{Codec: redis.Codec{}}}
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Run(ctx, redis.Protocol, func(a string) { addr <- a })
+		done <- err
+	}()
+	var a string
+	select {
+	case a = <-addr:
+	case err := <-done:
+		return err
+	}
+	conn, err := net.Dial("tcp", a)
+	if err != nil {
+		return err
+	}
+	r := bufio.NewReader(conn)
+	for _, c := range session {
+		if _, err := send(conn, r, c...); err != nil {
+			return fmt.Errorf("%v: %w", c, err)
+		}
+	}
+	conn.Close()
+	time.Sleep(50 * time.Millisecond) // the close reaches the proxy
+	cancel()
+	return <-done
+}
+
+// send sends one command and reads its reply line (and a bulk string's
+// payload line).
+func send(conn net.Conn, r *bufio.Reader, args ...string) (string, error) {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	conn.Write(redis.AppendCommand(nil, b...))
+	line, err := r.ReadString('\n')
+	if strings.HasPrefix(line, "$") && line != "$-1\r\n" {
+		rest, _ := r.ReadString('\n')
+		line += rest
+	}
+	return line, err
+}
+
 // PatchPaths turns patch names into paths.
 func PatchPaths(names []string) []string {
 	out := make([]string, len(names))
@@ -87,23 +179,10 @@ func Record(out, old string, session [][]string) error {
 		return err
 	}
 	r := bufio.NewReader(conn)
-	send := func(args ...string) (string, error) {
-		b := make([][]byte, len(args))
-		for i, a := range args {
-			b[i] = []byte(a)
-		}
-		conn.Write(redis.AppendCommand(nil, b...))
-		line, err := r.ReadString('\n')
-		if strings.HasPrefix(line, "$") && line != "$-1\r\n" {
-			rest, _ := r.ReadString('\n')
-			line += rest
-		}
-		return line, err
-	}
 	for _, c := range session[:len(session)-1] {
-		send(c...)
+		send(conn, r, c...)
 	}
-	reply, err := send(session[len(session)-1]...)
+	reply, err := send(conn, r, session[len(session)-1]...)
 	conn.Close()
 	if err == nil {
 		return fmt.Errorf("the old build %s answered the incident's last command (%q): the planted bug is not there", old, reply)
