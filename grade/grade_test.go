@@ -14,8 +14,8 @@ import (
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/incidents"
-	"github.com/kavach-dev/kavach/invariants"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/invariants"
 	"github.com/kavach-dev/kavach/replay"
 )
 
