@@ -319,7 +319,10 @@ const (
 
 // Field is one mutable part of a request.
 type Field struct {
-	Name  string    `json:"name,omitempty"` // what the protocol calls it ("start"); may be empty
+	Name string `json:"name,omitempty"` // what the protocol calls it ("start", "body.parts"); may be empty
+	// Key identifies the field within its request for Rebuild ("body.parts",
+	// "query.page"); empty when fields are positional.
+	Key   string    `json:"key,omitempty"`
 	Value string    `json:"value"`
 	Type  FieldType `json:"type"`
 	// Alternatives are, for a token, the other words accepted in its place.
@@ -337,8 +340,10 @@ type Variator interface {
 	// swap fields: "GETRANGE") and its fields, typed by schema when it is
 	// not nil, else by guessing. ok is false for a request it cannot split.
 	Fields(request []byte, schema Schema) (kind string, fields []Field, ok bool)
-	// Rebuild encodes a request of the given kind with these fields, in order.
-	Rebuild(kind string, fields []Field) []byte
+	// Rebuild encodes request again with its fields replaced by these: the
+	// same fields Fields gave, in order, with values changed or fields
+	// left out (a removed field).
+	Rebuild(request []byte, fields []Field) []byte
 }
 
 // SchemaLearner is an optional Launcher interface: ask a running build

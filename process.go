@@ -25,7 +25,8 @@ type Spawn struct {
 	// the service lets a later argument override an earlier one). "{port}"
 	// and "{dir}" are replaced in both.
 	Defaults []string
-	// Env is added to the build's environment (which is otherwise Kavach's own).
+	// Env is added to the build's environment (which is otherwise Kavach's
+	// own); "{port}" and "{dir}" are replaced in it too (PORT={port}).
 	Env []string
 	// Ready probes the service at addr and returns nil once it answers.
 	// It is called every 20 ms until it succeeds or StartTimeout passes.
@@ -108,7 +109,7 @@ func (s Spawn) Start() (*Spawned, error) {
 	}
 	cmd := exec.Command(path, append(expand(s.Defaults), expand(s.Launch.Args)...)...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), s.Env...), s.Launch.Env...)
+	cmd.Env = append(append(os.Environ(), expand(s.Env)...), expand(s.Launch.Env)...)
 	// Its own process group, so Stop reaches everything it forks; and
 	// killed with Kavach, so even a kill -9 of Kavach leaves no build behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

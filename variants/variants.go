@@ -294,7 +294,7 @@ func (g *gen) fieldMutations(n int, all bool) []mutation {
 		if from != "" && strings.HasPrefix(from, "taken from") {
 			group = "swap"
 		}
-		out = append(out, mutation{g.opts.Variator.Rebuild(kind, f), what, group})
+		out = append(out, mutation{g.opts.Variator.Rebuild(req.Data, f), what, group})
 	}
 	for i, f := range fields {
 		switch f.Type {
@@ -321,7 +321,7 @@ func (g *gen) fieldMutations(n int, all bool) []mutation {
 	}
 	for i := range fields {
 		f := slices.Delete(slices.Clone(fields), i, i+1)
-		out = append(out, mutation{g.opts.Variator.Rebuild(kind, f), fmt.Sprintf("%s %s removed", argName(i, fields[i]), quote(fields[i].Value)), "removed"})
+		out = append(out, mutation{g.opts.Variator.Rebuild(req.Data, f), fmt.Sprintf("%s %s removed", argName(i, fields[i]), quote(fields[i].Value)), "removed"})
 	}
 	if all {
 		for _, s := range g.steps {

@@ -170,10 +170,15 @@ func guess(a []byte) kavach.FieldType {
 	return kavach.FieldString
 }
 
-// Rebuild encodes a command named kind with the fields as its arguments.
-func (Codec) Rebuild(kind string, fields []kavach.Field) []byte {
+// Rebuild encodes the command again (its name as sent) with the fields as
+// its arguments, as an array of bulk strings.
+func (Codec) Rebuild(request []byte, fields []kavach.Field) []byte {
+	name := []byte("")
+	if c, err := ParseCommand(request); err == nil && len(c.Args) > 0 {
+		name = c.Args[0]
+	}
 	args := make([][]byte, 0, len(fields)+1)
-	args = append(args, []byte(kind))
+	args = append(args, name)
 	for _, f := range fields {
 		args = append(args, []byte(f.Value))
 	}
