@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/integrations/axum"
 	"github.com/kavach-dev/kavach/integrations/redis"
 )
 
@@ -24,6 +25,10 @@ func integrations() map[string]integration {
 			codec:    redis.Codec{},
 			launcher: func(d time.Duration) kavach.Launcher { return redis.Launcher{StartTimeout: d} },
 			unredact: redis.Unredact,
+		},
+		axum.Protocol: {
+			codec:    axum.Codec{},
+			launcher: func(d time.Duration) kavach.Launcher { return axum.Launcher{StartTimeout: d} },
 		},
 	}
 }

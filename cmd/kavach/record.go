@@ -27,7 +27,7 @@ func recordCommand() *cli.Command {
 			"Secrets (AUTH passwords and the like) are redacted unless --keep-secrets.",
 			"kavach record --protocol resp --out incident.kavach --ready-file addr -- ./redis-server-old"),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "protocol", Required: true, Usage: "the service's protocol: `resp`"},
+			&cli.StringFlag{Name: "protocol", Required: true, Usage: "the service's protocol: `resp` or http"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "write the fixture to `FIXTURE` (must not exist)"},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:0", Usage: "accept clients on `ADDR` (port 0: any free port)"},
 			&cli.StringFlag{Name: "upstream", Usage: "record in front of the running service at `ADDR`"},
