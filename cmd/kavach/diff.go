@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,6 +39,7 @@ func diffCommand() *cli.Command {
 			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` cannot be graded"},
 			&cli.BoolFlag{Name: "fail-fast", Usage: "stop running variants on the new build after the first it fails"},
+			&cli.BoolFlag{Name: "brief", Usage: "print one line: the verdict and the report's path"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -45,33 +47,20 @@ func diffCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fx, in, err := loadFixture(a[2])
-			if err != nil {
-				return err
-			}
-			set, err := loadInvariants(c.String("invariants"), fx)
-			if err != nil {
-				return err
-			}
-			ropts := replayOptions(fx, in, c.Duration("step-timeout"), c.Duration("start-timeout"))
-			opts := grade.Options{
-				Codec: ropts.Codec, Classifier: ropts.Classifier, Normalizer: ropts.Normalizer, Launcher: ropts.Launcher,
-				StepTimeout: ropts.StepTimeout, Prepare: ropts.Prepare,
+			req := diffRequest{
+				Old: a[0], New: a[1], Fixture: a[2], Invariants: c.String("invariants"),
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
-				FailFast: c.Bool("fail-fast"), Invariants: set,
-			}
-			if set != nil {
-				opts.InvariantsFile = set.File
+				FailFast: c.Bool("fail-fast"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
 			}
 			if isTerminal(c.App.ErrWriter) {
-				opts.Progress = func(done, total int) {
+				req.Progress = func(done, total int) {
 					fmt.Fprintf(c.App.ErrWriter, "\rkavach: %d of %d done", done, total)
 					if done == total {
 						fmt.Fprint(c.App.ErrWriter, "\r\033[K")
 					}
 				}
 			}
-			rep, err := grade.Run(c.Context, fx, buildLaunch(fx, a[0]), buildLaunch(fx, a[1]), opts)
+			rep, err := runDiff(c.Context, req)
 			if err != nil {
 				return err
 			}
@@ -93,12 +82,52 @@ func diffCommand() *cli.Command {
 				if err := enc.Encode(rep); err != nil {
 					return err
 				}
+			} else if c.Bool("brief") {
+				fmt.Fprintf(c.App.Writer, "%s %s\n", rep.Verdict, out)
 			} else {
 				printDiff(c.App.Writer, rep, a, out)
 			}
 			return verdictExit(rep.Parts.Kind)
 		},
 	}
+}
+
+// diffRequest is one grading, as the command line and the MCP tool ask for it.
+type diffRequest struct {
+	Old, New, Fixture string
+	Invariants        string // file; "" finds embedded or beside the fixture
+	Variants          int
+	MinVariants       int
+	Seed              uint64
+	Jobs              int
+	FailFast          bool
+	StepTimeout       time.Duration
+	StartTimeout      time.Duration
+	Progress          func(done, total int)
+}
+
+// runDiff grades a new build against a fixture: the one code path of
+// `kavach diff` and of the MCP tool.
+func runDiff(ctx context.Context, r diffRequest) (*grade.Report, error) {
+	fx, in, err := loadFixture(r.Fixture)
+	if err != nil {
+		return nil, err
+	}
+	set, err := loadInvariants(r.Invariants, fx)
+	if err != nil {
+		return nil, err
+	}
+	ropts := replayOptions(fx, in, r.StepTimeout, r.StartTimeout)
+	opts := grade.Options{
+		Codec: ropts.Codec, Classifier: ropts.Classifier, Normalizer: ropts.Normalizer, Launcher: ropts.Launcher,
+		StepTimeout: ropts.StepTimeout, Prepare: ropts.Prepare,
+		Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs,
+		FailFast: r.FailFast, Invariants: set, Progress: r.Progress,
+	}
+	if set != nil {
+		opts.InvariantsFile = set.File
+	}
+	return grade.Run(ctx, fx, buildLaunch(fx, r.Old), buildLaunch(fx, r.New), opts)
 }
 
 // verdictExit maps a verdict kind to the exit status of DESIGN §3.
