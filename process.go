@@ -71,9 +71,33 @@ func (e *StartError) Error() string {
 	return msg
 }
 
+// portRetries is how many times Start tries another port when the build
+// could not listen on the one it was given (another process took the
+// free port between FreePort and the build's bind).
+const portRetries = 3
+
 // Start starts the build, waits until it is ready, and returns it. On any
-// error no process is left behind and the directory is removed.
+// error no process is left behind and the directory is removed. A build
+// that exits at start-up saying its port is in use is started again on
+// another port, up to portRetries times.
 func (s Spawn) Start() (*Spawned, error) {
+	for try := 1; ; try++ {
+		p, err := s.start()
+		var se *StartError
+		if try < portRetries && errors.As(err, &se) && se.Exit != nil && portTaken(se.Exit.LogTail) {
+			continue
+		}
+		return p, err
+	}
+}
+
+// portTaken reports whether a build's output says it could not listen.
+func portTaken(log string) bool {
+	l := strings.ToLower(log)
+	return strings.Contains(l, "address already in use") || strings.Contains(l, "failed listening on port") || strings.Contains(l, "addrinuse")
+}
+
+func (s Spawn) start() (*Spawned, error) {
 	path := s.Launch.Path
 	// The build runs in its fresh directory: resolve its path first.
 	if !strings.Contains(path, "/") {

@@ -153,3 +153,24 @@ func TestTailBuffer(t *testing.T) {
 		t.Errorf("tail = %q", got)
 	}
 }
+
+func TestSpawnRetriesATakenPort(t *testing.T) {
+	// A build that fails to listen the first time, as when another process
+	// took the port: started again on another port.
+	marker := filepath.Join(t.TempDir(), "tried")
+	path := script(t, "if [ ! -e "+marker+" ]; then touch "+marker+"; echo 'Failed listening on port 1234 (TCP), aborting.'; exit 1; fi\nexec sleep 100\n")
+	p, err := Spawn{Launch: Launch{Path: path}, Ready: func(context.Context, string) error { return nil }}.Start()
+	if err != nil {
+		t.Fatalf("second try not made: %v", err)
+	}
+	p.Stop()
+	// A build that always fails for another reason is not retried forever.
+	calls := filepath.Join(t.TempDir(), "calls")
+	path = script(t, "echo x >> "+calls+"\necho 'bad config'\nexit 1\n")
+	if _, err := (Spawn{Launch: Launch{Path: path}, Ready: tcpReady}).Start(); err == nil {
+		t.Fatal("a failing build started")
+	}
+	if b, _ := os.ReadFile(calls); strings.Count(string(b), "x") != 1 {
+		t.Errorf("a build that fails for another reason was started %d times", strings.Count(string(b), "x"))
+	}
+}

@@ -1,34 +1,51 @@
 #!/usr/bin/env bash
-# Kavach's main job as far as it is built: record an incident on a real
-# Redis through `kavach record`, then show the fixture. A small client
-# session (a job queue) runs through the proxy; its last command crashes
-# the server, and that step becomes the fixture's failure.
+# Kavach's main job, end to end, on real builds: an incident recorded on a
+# Redis build with a planted bug (GETRANGE with a large negative start
+# trips an assertion), then candidate fixes graded against it.
+#
+# Builds come from Debian's Redis source package with the patches under
+# internal/redisbuild/testdata (scripts/redis-build.sh; cached under
+# ~/.cache/kavach, the first run takes a few minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KAVACH=${KAVACH:-bin/kavach}
+patches=internal/redisbuild/testdata
 work=$(mktemp -d)
-trap 'kill $rec 2>/dev/null || true; rm -rf "$work"' EXIT
+rec=""
+trap '[ -n "$rec" ] && kill $rec 2>/dev/null; rm -rf "$work"' EXIT
 
-echo "== kavach record: a job queue on redis-server, through the recording proxy" >&2
-"$KAVACH" record --protocol resp --out "$work/incident.kavach" --ready-file "$work/addr" \
-	-- "$(command -v redis-server)" --enable-debug-command yes &
+echo "== building Redis from source: the old build (planted bug) and three candidate fixes" >&2
+old=$(scripts/redis-build.sh $patches/getrange-crash.patch)
+fixed=$(scripts/redis-build.sh)
+narrow=$(scripts/redis-build.sh $patches/getrange-crash.patch $patches/fix-narrow.patch)
+strlen=$(scripts/redis-build.sh $patches/strlen-off-by-one.patch)
+
+echo "== kavach record: the incident, through the recording proxy in front of the old build" >&2
+"$KAVACH" record --protocol resp --out "$work/incident.kavach" --ready-file "$work/addr" -- "$old" &
 rec=$!
 for _ in $(seq 100); do [ -s "$work/addr" ] && break; sleep 0.1; done
 port=$(cut -d: -f2 "$work/addr")
 cli() { redis-cli -p "$port" "$@"; }
-
-cli HSET job:1 kind resize status queued >/dev/null
-cli RPUSH jobs job:1 >/dev/null
-cli BLPOP jobs 1 >/dev/null
-cli HSET job:1 status running >/dev/null
-cli INCR job:1 >/dev/null || true       # an error reply: WRONGTYPE
-cli EXPIRE job:1 3600 >/dev/null
-cli DEBUG SEGFAULT >/dev/null 2>&1 || true  # the incident: the server dies
+cli SET greeting "hello world" >/dev/null
+cli APPEND greeting "!" >/dev/null
+cli STRLEN greeting >/dev/null
+cli GETRANGE greeting 0 4 >/dev/null
+cli GETRANGE greeting -100 -1 >/dev/null 2>&1 || true   # the incident: the server dies
 wait $rec || true
+rec=""
 
 echo >&2
-echo "== kavach show: the fixture, step by step" >&2
+echo "== kavach show: the fixture" >&2
 "$KAVACH" show "$work/incident.kavach"
-echo >&2
-echo "== kavach show --step 7: the failing step in full" >&2
-"$KAVACH" show "$work/incident.kavach" --step 7
+
+grade() { # grade NAME BUILD
+	echo
+	echo "== kavach diff OLD <$1> incident.kavach"
+	local start=$SECONDS status=0
+	"$KAVACH" diff "$old" "$2" "$work/incident.kavach" --out "$work/$1.json" || status=$?
+	echo "(exit status $status, $((SECONDS - start)) s)"
+}
+grade "correct fix" "$fixed"
+grade "narrow fix: only the recorded input" "$narrow"
+grade "breaks STRLEN, a step before the failure" "$strlen"
+grade "the old build unchanged" "$old"
