@@ -62,15 +62,7 @@ func replayCommand() *cli.Command {
 			}
 			recorded := replay.Recorded(fx.Events, in.codec, in.classifier(), in.normalizer())
 			// Noise: what differs between this build's own replays.
-			noise := replay.Noise{}
-			for _, tr := range traces[1:] {
-				for _, f := range replay.FindNoise(traceAsRecorded(traces[0]), 0, tr).List() {
-					if noise[f.Step] == nil {
-						noise[f.Step] = map[string]bool{}
-					}
-					noise[f.Step][f.Path] = true
-				}
-			}
+			noise := replay.FindNoise(traces[0].Steps, 0, traces[1:]...)
 			v := replay.Verify(recorded, fx.Failure, traces[0], noise)
 			if c.Bool("json") {
 				enc := json.NewEncoder(c.App.Writer)
@@ -124,10 +116,6 @@ func replayOptions(fx *fixtures.Fixture, in integration, timeout, startTimeout t
 	}
 	return opts
 }
-
-// traceAsRecorded lets one trace stand where the recording would, to
-// find the fields that differ between two replays.
-func traceAsRecorded(tr *replay.Trace) []replay.StepResult { return tr.Steps }
 
 func printReplay(w io.Writer, fx *fixtures.Fixture, in integration, tr *replay.Trace, v replay.Verification, noise replay.Noise) {
 	dur := "?"
