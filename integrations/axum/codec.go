@@ -235,8 +235,8 @@ func encodeKeepingFraming(m *Message) []byte {
 }
 
 // Fields are a request's mutable parts: the path segments that are
-// numbers (ids), the query parameters, and the leaves of a JSON body (by
-// gjson path). The kind is the method and the path with numbers
+// numbers (ids), the query parameters, the headers (but Host and those
+// that frame the message), and the leaves of a JSON body (by gjson path). The kind is the method and the path with numbers
 // replaced by {n}: requests of one kind can swap fields.
 func (Codec) Fields(request []byte, _ kavach.Schema) (string, []kavach.Field, bool) {
 	m, err := Parse(request, true)
@@ -263,11 +263,20 @@ func (Codec) Fields(request []byte, _ kavach.Schema) (string, []kavach.Field, bo
 			fields = append(fields, kavach.Field{Name: "query " + k, Key: "query." + k, Value: v, Type: guess(v)})
 		}
 	}
+	for _, h := range m.Headers {
+		if name := strings.ToLower(h[0]); !framingHeaders[name] {
+			fields = append(fields, kavach.Field{Name: "header " + h[0], Key: "header." + h[0], Value: h[1], Type: kavach.FieldString})
+		}
+	}
 	if len(m.Body) > 0 && gjson.ValidBytes(m.Body) {
 		leaves(gjson.ParseBytes(m.Body), "", &fields)
 	}
 	return kind, fields, true
 }
+
+// framingHeaders say how a message is delimited or routed, not what it
+// asks: variants leave them alone.
+var framingHeaders = map[string]bool{"host": true, "content-length": true, "transfer-encoding": true, "connection": true}
 
 func guess(v string) kavach.FieldType {
 	if _, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -333,6 +342,17 @@ func (c Codec) Rebuild(request []byte, fields []kavach.Field) []byte {
 				q.Set(key, f.Value)
 			} else {
 				q.Del(key)
+			}
+		case "header":
+			for i, h := range m.Headers {
+				if h[0] == key {
+					if keep {
+						m.Headers[i][1] = f.Value
+					} else {
+						m.Headers = append(m.Headers[:i], m.Headers[i+1:]...)
+					}
+					break
+				}
 			}
 		case "body":
 			if !keep {
