@@ -34,6 +34,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			variantsCommand(),
 			diffCommand(),
 			verdictCommand(),
+			gradeCommand(),
+			mcpCommand(),
 		},
 	}
 }
