@@ -98,7 +98,7 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 		fakeable, why = false, "asked for real time"
 	}
 	if fakeable {
-		dir, err := os.MkdirTemp("", "kavach-clock-")
+		dir, err := os.MkdirTemp(clockDir(), "kavach-clock-")
 		if err != nil {
 			return nil, fmt.Errorf("replay: clock directory: %w", err)
 		}

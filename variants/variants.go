@@ -417,10 +417,21 @@ func (g *gen) withRequest(n int, request []byte, what string, regression bool) V
 	return g.variant(events, what, regression)
 }
 
-// moved is the incident with the failing request (and its replies) moved
-// right before step j, at step j's time.
+// moved is the incident with the failing request (and its replies, and
+// the server's close of its connection when the recording ended it there)
+// moved right before step j, at step j's time. Moving the close along
+// makes the replay wait for the moved request's outcome where it now is.
 func (g *gen) moved(j int) Variant {
-	block := g.span[g.F]
+	block := slices.Clone(g.span[g.F])
+	conn := g.steps[g.F-1].Conn()
+	for i := slices.Max(block) + 1; i < len(g.events); i++ {
+		if ev := g.events[i]; ev.Conn == conn {
+			if ev.Dir == kavach.Close && string(ev.Data) == "server" {
+				block = append(block, i)
+			}
+			break
+		}
+	}
 	at := g.span[j][0]
 	var moved, rest []kavach.Event
 	for i, ev := range g.events {
