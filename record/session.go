@@ -149,3 +149,49 @@ func writeAtomic(path, content string) error {
 	}
 	return nil
 }
+
+// Recording is a Session running in the background (Session.Go).
+type Recording struct {
+	// Addr is where clients connect.
+	Addr   string
+	cancel context.CancelFunc
+	done   chan struct{}
+	res    Result
+	err    error
+}
+
+// Go starts the session in the background and returns once its proxy
+// accepts connections, or the session failed to start.
+func (s Session) Go(ctx context.Context, protocol string) (*Recording, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Recording{cancel: cancel, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		defer close(r.done)
+		r.res, r.err = s.Run(ctx, protocol, func(a string) { addr <- a })
+	}()
+	select {
+	case r.Addr = <-addr:
+		return r, nil
+	case <-r.done:
+		cancel()
+		return nil, r.err
+	}
+}
+
+// Wait waits for the session to end by itself (the launched build exited)
+// or for at most d, then stops it; it returns the session's result.
+func (r *Recording) Wait(d time.Duration) (Result, error) {
+	select {
+	case <-r.done:
+	case <-time.After(d):
+	}
+	return r.Stop()
+}
+
+// Stop stops the session, as Ctrl-C would, and waits for it to finish.
+func (r *Recording) Stop() (Result, error) {
+	r.cancel()
+	<-r.done
+	return r.res, r.err
+}

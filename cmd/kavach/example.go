@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/internal/buildscript"
 	"github.com/kavach-dev/kavach/invariants"
 	"github.com/kavach-dev/kavach/record"
 )
@@ -227,20 +227,11 @@ func (ex *example) build(dir string, cand *exampleCandidate) (string, error) {
 	if cand != nil {
 		patches = append(patches, filepath.Join(dir, cand.Patch))
 	}
-	for i, p := range patches {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return "", err
-		}
-		patches[i] = abs
+	script, err := filepath.Abs(filepath.Join(dir, ex.Build))
+	if err != nil {
+		return "", err
 	}
-	cmd := exec.Command(filepath.Join(dir, ex.Build), patches...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build %v: %w\n%s", filepath.Base(strings.Join(patches, " ")), err, stderr.String())
-	}
-	return strings.TrimSpace(stdout.String()), nil
+	return buildscript.Run(script, patches...)
 }
 
 // hiddenTest runs the hidden test on a build; nil means it passed.
@@ -262,31 +253,21 @@ func (ex *example) record(ctx context.Context, dir, old, out string) error {
 		return fmt.Errorf("example %s: protocol %q", dir, ex.Protocol)
 	}
 	os.Remove(out)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old, Args: ex.Args}, Launcher: in.launcher(10 * time.Second),
 		Proxy: record.Options{Codec: in.codec}}
 	if r, ok := in.codec.(kavach.Redactor); ok {
 		s.Proxy.Redactor = r
 	}
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Run(ctx, ex.Protocol, func(a string) { addr <- a })
-		done <- err
-	}()
-	var a string
-	select {
-	case a = <-addr:
-	case err := <-done:
+	rec, err := s.Go(ctx, ex.Protocol)
+	if err != nil {
 		return err
 	}
-	client := exec.CommandContext(ctx, filepath.Join(dir, ex.Client), a)
+	client := exec.CommandContext(ctx, filepath.Join(dir, ex.Client), rec.Addr)
 	client.Stdout, client.Stderr = io.Discard, io.Discard
 	clientErr := client.Run()
-	time.Sleep(300 * time.Millisecond) // let the proxy see the last closes
-	cancel()
-	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+	// The recording ends by itself when the build died; else stop it once
+	// the last closes have reached the proxy.
+	if _, err := rec.Wait(300 * time.Millisecond); err != nil {
 		return err
 	}
 	if clientErr != nil {

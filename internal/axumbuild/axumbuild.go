@@ -21,80 +21,36 @@
 package axumbuild
 
 import (
-	"bytes"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
-	"time"
+
+	"github.com/kavach-dev/kavach/internal/buildscript"
 )
 
 // script is the build script, relative to the repository root.
 const script = "scripts/axum-build.sh"
 
-// patchDir holds the service's patches, relative to the repository root.
-const patchDir = "examples/axum-service/patches"
+// Build returns the absolute path of a build made with the given patch
+// files applied in order (relative paths are taken from the working
+// directory). It blocks while building: up to about a minute when the
+// build is not cached. On failure the error holds the script's stderr.
+func Build(patches ...string) (string, error) { return buildscript.Run(script, patches...) }
 
-// Build returns the absolute path of an axum-service binary built from
-// examples/axum-service with the given patch files applied in order (patch
-// -p1 --fuzz=0 from the crate root; relative paths are taken from the working
-// directory). It blocks while building: up to about a minute when the build
-// is not cached. On failure the error holds the script's stderr, which says
-// which patch did not apply or which cargo errors the build had.
-func Build(patches ...string) (string, error) {
-	root, err := repoRoot()
-	if err != nil {
-		return "", err
-	}
-	args := make([]string, 0, len(patches))
-	for _, p := range patches {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return "", fmt.Errorf("axumbuild: patch %s: %w", p, err)
-		}
-		args = append(args, abs)
-	}
-	cmd := exec.Command(filepath.Join(root, script), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("axumbuild: %s %s: %w\n%s", script, strings.Join(patches, " "), err, strings.TrimRight(stderr.String(), "\n"))
-	}
-	bin := strings.TrimSpace(stdout.String())
-	if bin == "" || strings.Contains(bin, "\n") || !filepath.IsAbs(bin) {
-		return "", fmt.Errorf("axumbuild: %s printed %q, not one absolute path\n%s", script, stdout.String(), stderr.String())
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("axumbuild: %s printed a path that does not exist: %w", script, err)
-	}
-	return bin, nil
-}
-
-// MustBuild is Build for tests: it fails the test (it never skips) with the
-// script's stderr when the build fails. It can take a minute when the build
-// is not cached.
+// MustBuild is Build for tests: it fails the test (it never skips) with
+// the script's stderr when the build fails.
 func MustBuild(t testing.TB, patches ...string) string {
 	t.Helper()
-	start := time.Now()
-	bin, err := Build(patches...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Logf("axumbuild: built %s in %v", bin, d.Round(time.Millisecond))
-	}
-	return bin
+	return buildscript.Must(t, script, patches...)
 }
+
+// patchDir holds the service's patches, relative to the repository root.
+const patchDir = "examples/axum-service/patches"
 
 // Patch returns the absolute path of one of the service's patches, by file
 // name (e.g. "split-panics.patch"), in examples/axum-service/patches. It
 // does not check that the file exists: Build does.
 func Patch(name string) (string, error) {
-	root, err := repoRoot()
+	root, err := buildscript.RepoRoot(script)
 	if err != nil {
 		return "", err
 	}
@@ -110,35 +66,4 @@ func MustPatch(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// repoRoot finds the repository root: the first directory holding go.mod
-// and the script, walking up from the working directory and then from this
-// source file's directory.
-func repoRoot() (string, error) {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if _, file, _, ok := runtime.Caller(0); ok {
-		starts = append(starts, filepath.Dir(file))
-	}
-	for _, dir := range starts {
-		for {
-			if isFile(filepath.Join(dir, "go.mod")) && isFile(filepath.Join(dir, script)) {
-				return dir, nil
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	return "", fmt.Errorf("axumbuild: repository root not found: no directory with go.mod and %s above %s", script, strings.Join(starts, " or "))
-}
-
-func isFile(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
 }

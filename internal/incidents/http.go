@@ -48,22 +48,14 @@ var Split = []HTTPRequest{
 // recording stopped after the last request is answered or its connection
 // closed.
 func RecordSplit(out, old string) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old, Args: []string{"--port", "{port}"}},
 		Launcher: axum.Launcher{}, Proxy: record.Options{Codec: axum.Codec{}, Redactor: axum.Codec{}}}
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Run(ctx, axum.Protocol, func(a string) { addr <- a })
-		done <- err
-	}()
-	var a string
-	select {
-	case a = <-addr:
-	case err := <-done:
+	rec, err := s.Go(context.Background(), axum.Protocol)
+	if err != nil {
 		return err
 	}
+	defer rec.Stop()
+	a := rec.Addr
 	conns := map[int]net.Conn{}
 	defer func() {
 		for _, c := range conns {
@@ -97,8 +89,8 @@ func RecordSplit(out, old string) error {
 		}
 	}
 	time.Sleep(300 * time.Millisecond) // the proxy sees the close
-	cancel()
-	return <-done
+	_, err = rec.Stop()
+	return err
 }
 
 // readResponse reads one whole HTTP response.

@@ -96,36 +96,26 @@ func RecordStrlen(out, old string) error {
 // RecordSession records a session that does not kill the old build: the
 // commands on one connection, then the recording stopped as Ctrl-C would.
 func RecordSession(out, old string, session [][]string) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old}, Launcher: redis.Launcher{},
-		Proxy: record.Options{Codec: redis.Codec{}}}
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Run(ctx, redis.Protocol, func(a string) { addr <- a })
-		done <- err
-	}()
-	var a string
-	select {
-	case a = <-addr:
-	case err := <-done:
+	rec, err := start(out, old)
+	if err != nil {
 		return err
 	}
-	conn, err := net.Dial("tcp", a)
+	conn, err := net.Dial("tcp", rec.Addr)
 	if err != nil {
+		rec.Stop()
 		return err
 	}
 	r := bufio.NewReader(conn)
 	for _, c := range session {
 		if _, err := send(conn, r, c...); err != nil {
+			rec.Stop()
 			return fmt.Errorf("%v: %w", c, err)
 		}
 	}
 	conn.Close()
 	time.Sleep(50 * time.Millisecond) // the close reaches the proxy
-	cancel()
-	return <-done
+	_, err = rec.Stop()
+	return err
 }
 
 // send sends one command and reads its reply line (and a bulk string's
@@ -160,22 +150,13 @@ func RecordGetrange(out, old string) error { return Record(out, old, Getrange) }
 // recording session itself: each command sent on one connection, its reply
 // awaited; the last command must kill the old build.
 func Record(out, old string, session [][]string) error {
-	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old}, Launcher: redis.Launcher{},
-		Proxy: record.Options{Codec: redis.Codec{}}}
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Run(context.Background(), redis.Protocol, func(a string) { addr <- a })
-		done <- err
-	}()
-	var a string
-	select {
-	case a = <-addr:
-	case err := <-done:
+	rec, err := start(out, old)
+	if err != nil {
 		return err
 	}
-	conn, err := net.Dial("tcp", a)
+	conn, err := net.Dial("tcp", rec.Addr)
 	if err != nil {
+		rec.Stop()
 		return err
 	}
 	r := bufio.NewReader(conn)
@@ -185,12 +166,16 @@ func Record(out, old string, session [][]string) error {
 	reply, err := send(conn, r, session[len(session)-1]...)
 	conn.Close()
 	if err == nil {
+		rec.Stop()
 		return fmt.Errorf("the old build %s answered the incident's last command (%q): the planted bug is not there", old, reply)
 	}
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(20 * time.Second):
-		return fmt.Errorf("recording did not end when the old build died")
-	}
+	_, err = rec.Wait(20 * time.Second)
+	return err
+}
+
+// start starts a recording into out with the old Redis build launched by it.
+func start(out, old string) (*record.Recording, error) {
+	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old}, Launcher: redis.Launcher{},
+		Proxy: record.Options{Codec: redis.Codec{}}}
+	return s.Go(context.Background(), redis.Protocol)
 }
