@@ -64,14 +64,9 @@ func diffCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			out := c.String("out")
-			if out == "" {
-				f, err := os.CreateTemp("", "kavach-report-*.json")
-				if err != nil {
-					return err
-				}
-				f.Close()
-				out = f.Name()
+			out, err := reportPath(c.String("out"))
+			if err != nil {
+				return err
 			}
 			if err := writeReport(out, rep); err != nil {
 				return err
@@ -141,6 +136,20 @@ func verdictExit(kind string) error {
 	return &verdictError{code: exitRed}
 }
 
+// reportPath is where a report goes: out, or a new file in the temporary
+// directory when out is "".
+func reportPath(out string) (string, error) {
+	if out != "" {
+		return out, nil
+	}
+	f, err := os.CreateTemp("", "kavach-report-*.json")
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	return f.Name(), nil
+}
+
 func writeReport(path string, rep *grade.Report) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -162,7 +171,6 @@ func writeReport(path string, rep *grade.Report) error {
 func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	fmt.Fprintln(w, rep.Verdict)
 	ev := rep.Evidence
-	fixture := a[2]
 	if len(rep.Findings) > 0 {
 		f := rep.Findings[0]
 		fmt.Fprintln(w)
@@ -170,17 +178,12 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 		case grade.Diverged:
 			fmt.Fprintf(w, "step %d: %s\n", f.Step, f.Request)
 			printDiffs(w, f)
-			fmt.Fprintf(w, "hint: the new build answers step %d differently from the recording, before the failure (step %d).\n"+
-				"      A fix must leave earlier behaviour as it was. See the step: kavach show %s --step %d\n",
-				f.Step, ev.Failure.Step, fixture, f.Step)
 		case grade.StillFailing:
 			fmt.Fprintf(w, "step %d: %s\n", f.Step, f.Request)
 			fmt.Fprintf(w, "  recorded: %s\n  new:      %s\n", ev.Failure.Signature, f.Outcome)
 			if f.Detail != "" {
 				fmt.Fprintf(w, "  %s\n", indent(cutLines(f.Detail, 6), "  "))
 			}
-			fmt.Fprintf(w, "hint: the new build still fails at step %d the way the old one did (%s).\n"+
-				"      Reproduce it alone: kavach replay %s %s\n", f.Step, ev.Failure.Signature, a[1], fixture)
 		case grade.VariantFailed:
 			fmt.Fprintf(w, "variant %d: %s\n", f.Variant, f.Detail)
 			fmt.Fprintf(w, "  old build: %s\n  new build: %s at step %d\n", f.Expected, f.Outcome, f.Step)
@@ -188,13 +191,6 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 				fmt.Fprintf(w, "  %s\n", indent(cutLines(d, 4), "  "))
 			}
 			printDiffs(w, f)
-			if strings.HasPrefix(f.Detail, "regression:") {
-				fmt.Fprintf(w, "hint: the new build changed how it answers an input the old build handled (a mutation of an\n"+
-					"      earlier step): a fix must keep that behaviour. All variants: kavach variants %s\n", fixture)
-			} else {
-				fmt.Fprintf(w, "hint: the new build passes the recorded incident but fails this variant of it, which still breaks\n"+
-					"      the old build the same way: fix the cause, not the one input. All variants: kavach variants %s\n", fixture)
-			}
 		case grade.InvariantViolated:
 			fmt.Fprintf(w, "step %d: invariant %s does not hold\n  %s\n", f.Step, f.Invariant, f.Detail)
 			for _, s := range ev.New.Steps {
@@ -202,33 +198,20 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 					fmt.Fprintf(w, "  request: %s\n", s.Request)
 				}
 			}
-			fmt.Fprintf(w, "hint: the new build gives an answer that a declared invariant forbids (see %s).\n"+
-				"      Look at the step: kavach show %s --step %d\n", rep.Options.Invariants, fixture, f.Step)
 		default:
 			fmt.Fprintf(w, "%s: %s\n", f.Kind, f.Detail)
 			printDiffs(w, f)
 		}
+		printHint(w, rep, a)
 		if n := len(rep.Findings) - 1; n > 0 {
 			fmt.Fprintf(w, "(+%d more findings in the report)\n", n)
 		}
 	} else if rep.Parts.Kind == grade.Unverified {
 		fmt.Fprintln(w)
-		if strings.HasPrefix(rep.Parts.Reason, "not-reproduced") {
-			fmt.Fprintf(w, "hint: the old build does not fail the way the recording did, so the fix cannot be judged.\n"+
-				"      Check that OLD is the build the fixture was recorded on: kavach replay %s %s\n", a[0], fixture)
-		} else {
-			fmt.Fprintf(w, "hint: every check passed, but only %d variants of the incident fail the old build the recorded way\n"+
-				"      (%d needed): the evidence is too thin to call it fixed. Record a richer incident, raise --variants,\n"+
-				"      or lower --min-variants to accept thinner evidence.\n", ev.Variants.Reproducing, ev.Variants.Min)
-		}
+		printHint(w, rep, a)
 	}
 	fmt.Fprintln(w)
-	compared := 0
-	for _, s := range ev.New.Steps {
-		if s.Step < ev.Failure.Step && s.Ran {
-			compared++
-		}
-	}
+	ck := checkedOf(rep)
 	noise := ""
 	if n := len(ev.Noise); n > 0 {
 		var parts []string
@@ -241,19 +224,106 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 		}
 		noise = fmt.Sprintf(", %d noise fields excluded (%s)", n, strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(w, "checked: %d of %d steps before the failure compared with the recording%s\n", compared, ev.Failure.Step-1, noise)
-	fmt.Fprintf(w, "         failure at step %d (%s): old build %s, new build %s\n", ev.Failure.Step, ev.Failure.Signature,
-		stepOutcome(ev.Old.Steps, ev.Failure.Step), stepOutcome(ev.New.Steps, ev.Failure.Step))
+	fmt.Fprintf(w, "checked: %d of %d steps before the failure compared with the recording%s\n", ck.StepsCompared, ck.StepsBeforeFailure, noise)
+	fmt.Fprintf(w, "         failure at step %d (%s): old build %s, new build %s\n", ck.FailureStep, ck.FailureSignature,
+		ck.OldOutcome, ck.NewOutcome)
 	fmt.Fprintf(w, "         variants: %d generated, %d reproduce the failure (need %d); %d regression variants, %d handled by the old build; %d pass on the new build\n",
-		ev.Variants.Generated, ev.Variants.Reproducing, ev.Variants.Min, ev.Variants.Regression, ev.Variants.Handled, ev.Variants.Passing)
-	held := 0
-	for _, inv := range ev.Invariants {
-		if inv.Held {
-			held++
+		ck.VariantsGenerated, ck.VariantsReproduce, ck.MinVariants, ck.RegressionVariants, ck.RegressionHandled, ck.VariantsPassing)
+	fmt.Fprintf(w, "         invariants: %d checked on every step, %d held\n", ck.Invariants, ck.InvariantsHeld)
+	fmt.Fprintf(w, "report: %s\n", reportPath)
+}
+
+// printHint prints diffHint's hint, if there is one, as printDiff shows it.
+func printHint(w io.Writer, rep *grade.Report, a []string) {
+	if h := diffHint(rep, a); h != "" {
+		fmt.Fprintf(w, "hint: %s\n", indent(h, "      "))
+	}
+}
+
+// diffHint says what the headline finding, or an unverified verdict,
+// means and what to run next; "" when there is nothing to say. a is OLD,
+// NEW and FIXTURE as given. printDiff prints it after "hint: "; the MCP
+// tool returns it as it is.
+func diffHint(rep *grade.Report, a []string) string {
+	ev := rep.Evidence
+	fixture := a[2]
+	if len(rep.Findings) == 0 {
+		if rep.Parts.Kind != grade.Unverified {
+			return ""
+		}
+		if strings.HasPrefix(rep.Parts.Reason, "not-reproduced") {
+			return fmt.Sprintf("the old build does not fail the way the recording did, so the fix cannot be judged.\n"+
+				"Check that OLD is the build the fixture was recorded on: kavach replay %s %s", a[0], fixture)
+		}
+		return fmt.Sprintf("every check passed, but only %d variants of the incident fail the old build the recorded way\n"+
+			"(%d needed): the evidence is too thin to call it fixed. Record a richer incident, raise --variants,\n"+
+			"or lower --min-variants to accept thinner evidence.", ev.Variants.Reproducing, ev.Variants.Min)
+	}
+	f := rep.Findings[0]
+	switch f.Kind {
+	case grade.Diverged:
+		return fmt.Sprintf("the new build answers step %d differently from the recording, before the failure (step %d).\n"+
+			"A fix must leave earlier behaviour as it was. See the step: kavach show %s --step %d",
+			f.Step, ev.Failure.Step, fixture, f.Step)
+	case grade.StillFailing:
+		return fmt.Sprintf("the new build still fails at step %d the way the old one did (%s).\n"+
+			"Reproduce it alone: kavach replay %s %s", f.Step, ev.Failure.Signature, a[1], fixture)
+	case grade.VariantFailed:
+		if strings.HasPrefix(f.Detail, "regression:") {
+			return fmt.Sprintf("the new build changed how it answers an input the old build handled (a mutation of an\n"+
+				"earlier step): a fix must keep that behaviour. All variants: kavach variants %s", fixture)
+		}
+		return fmt.Sprintf("the new build passes the recorded incident but fails this variant of it, which still breaks\n"+
+			"the old build the same way: fix the cause, not the one input. All variants: kavach variants %s", fixture)
+	case grade.InvariantViolated:
+		return fmt.Sprintf("the new build gives an answer that a declared invariant forbids (see %s).\n"+
+			"Look at the step: kavach show %s --step %d", rep.Options.Invariants, fixture, f.Step)
+	}
+	return ""
+}
+
+// diffChecked is what a diff checked, in numbers: printDiff's "checked:"
+// lines and the MCP tool's summary.
+type diffChecked struct {
+	StepsCompared      int    `json:"steps_compared" jsonschema:"steps before the failure compared with the recording on the new build"`
+	StepsBeforeFailure int    `json:"steps_before_failure" jsonschema:"steps the fixture has before the failing step"`
+	NoiseFields        int    `json:"noise_fields" jsonschema:"output fields excluded from comparison because they differ between replays of the old build"`
+	FailureStep        int    `json:"failure_step" jsonschema:"the recorded failing step"`
+	FailureSignature   string `json:"failure_signature" jsonschema:"how it failed, e.g. crash or error:WRONGTYPE"`
+	OldOutcome         string `json:"old_outcome" jsonschema:"the old build's outcome at the failing step"`
+	NewOutcome         string `json:"new_outcome" jsonschema:"the new build's outcome at the failing step"`
+	VariantsGenerated  int    `json:"variants_generated" jsonschema:"variants of the incident generated"`
+	VariantsReproduce  int    `json:"variants_reproducing" jsonschema:"of those, failing on the old build the recorded way"`
+	MinVariants        int    `json:"min_variants" jsonschema:"reproducing variants needed to call it fixed"`
+	RegressionVariants int    `json:"regression_variants" jsonschema:"variants of earlier inputs, cut before the failure"`
+	RegressionHandled  int    `json:"regression_handled" jsonschema:"of those, handled by the old build without failing"`
+	VariantsPassing    int    `json:"variants_passing" jsonschema:"kept variants the new build passes"`
+	Invariants         int    `json:"invariants" jsonschema:"invariants checked on every step"`
+	InvariantsHeld     int    `json:"invariants_held" jsonschema:"of those, held on the new build"`
+}
+
+// checkedOf counts what a report's evidence checked.
+func checkedOf(rep *grade.Report) diffChecked {
+	ev := rep.Evidence
+	ck := diffChecked{
+		StepsBeforeFailure: ev.Failure.Step - 1, NoiseFields: len(ev.Noise),
+		FailureStep: ev.Failure.Step, FailureSignature: ev.Failure.Signature,
+		OldOutcome: stepOutcome(ev.Old.Steps, ev.Failure.Step), NewOutcome: stepOutcome(ev.New.Steps, ev.Failure.Step),
+		VariantsGenerated: ev.Variants.Generated, VariantsReproduce: ev.Variants.Reproducing, MinVariants: ev.Variants.Min,
+		RegressionVariants: ev.Variants.Regression, RegressionHandled: ev.Variants.Handled, VariantsPassing: ev.Variants.Passing,
+		Invariants: len(ev.Invariants),
+	}
+	for _, s := range ev.New.Steps {
+		if s.Step < ev.Failure.Step && s.Ran {
+			ck.StepsCompared++
 		}
 	}
-	fmt.Fprintf(w, "         invariants: %d checked on every step, %d held\n", len(ev.Invariants), held)
-	fmt.Fprintf(w, "report: %s\n", reportPath)
+	for _, inv := range ev.Invariants {
+		if inv.Held {
+			ck.InvariantsHeld++
+		}
+	}
+	return ck
 }
 
 // printDiffs shows a finding's differences: against the recording, or,
