@@ -209,9 +209,15 @@ func (r *runner) run(ctx context.Context, events []kavach.Event) {
 			if string(ev.Data) == "server" {
 				// The recording saw the service close here: take what the
 				// build answers for the steps still waiting, or its close.
+				// The connection stays open if the build keeps it: a fixed
+				// build may answer where the old one hung up, and a variant
+				// may send more on it.
 				r.await(c, -1)
+				continue
 			}
-			c.nc.Close()
+			if c.nc != nil {
+				c.nc.Close()
+			}
 		}
 	}
 	// Steps still waiting (the recorded failure, often) get their answer,

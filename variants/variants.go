@@ -1,8 +1,9 @@
 // Package variants makes mutated copies of an incident: the failing
-// request with a field changed or removed, the failing request moved
-// earlier, an earlier request dropped or delivered twice, the clock
-// shifted; and regression variants, which mutate the earlier requests the
-// old build handled. Generate is a pure function of (events, failure,
+// request with a field changed or removed, an earlier request's field
+// changed with the failing step kept, the failing request moved earlier,
+// an earlier request dropped or delivered twice, the clock shifted; and
+// regression variants, which mutate the earlier requests the old build
+// handled and stop before the failure. Generate is a pure function of (events, failure,
 // schema, budget, seed): no I/O, no clock, no global random source; one
 // seed gives one set of variants.
 package variants
@@ -218,6 +219,16 @@ func (g *gen) incident() []Variant {
 		v := g.withRequest(g.F, m.request, fmt.Sprintf("step %d: %s", g.F, m.what), false)
 		v.group = m.group
 		out = g.add(out, v)
+	}
+	// Earlier inputs mutated, the failing step kept: the input that made
+	// the old build fail may have come before it (a value stored, then
+	// read wrongly).
+	for j := 1; j < g.F; j++ {
+		for _, m := range g.fieldMutations(j, false) {
+			v := g.withRequest(j, m.request, fmt.Sprintf("step %d (before the failure): %s", j, m.what), false)
+			v.group = fmt.Sprintf("step %d %s", j, m.group)
+			out = g.add(out, v)
+		}
 	}
 	for j := 1; j < g.F; j++ {
 		v := g.moved(j)

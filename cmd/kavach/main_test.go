@@ -77,6 +77,7 @@ func TestScripts(t *testing.T) {
 			for k, v := range builds {
 				env.Setenv(k, v)
 			}
+			env.Setenv("VERIFIER", verifierScript(t))
 			for name, data := range map[string][]byte{
 				"getrange.kavach":   fixture,
 				"strlen.kavach":     strlenFixture,

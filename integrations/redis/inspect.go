@@ -1,6 +1,8 @@
 package redis
 
 import (
+	"strconv"
+
 	"github.com/kavach-dev/kavach"
 )
 
@@ -27,7 +29,8 @@ var valueAt = map[string]int{"SET": 2, "SETNX": 2, "GETSET": 2, "SETEX": 3, "PSE
 // firstKeyWrites are the commands that change the value of their first
 // argument (the common ones of every type; docs/invariants.md lists them).
 // Commands that change only a key's expiry (EXPIRE, PERSIST, GETEX) are
-// not writes here: the value last set is still the value.
+// not writes here: the value last set is still the value; but EXPIRE and
+// PEXPIRE with a time of 0 or less delete the key, and are.
 var firstKeyWrites = map[string]bool{
 	"SET": true, "SETNX": true, "GETSET": true, "SETEX": true, "PSETEX": true, "APPEND": true, "SETRANGE": true,
 	"INCR": true, "INCRBY": true, "INCRBYFLOAT": true, "DECR": true, "DECRBY": true, "GETDEL": true,
@@ -65,6 +68,13 @@ func (Codec) Writes(request []byte) ([]string, *string) {
 			return keys, &v
 		}
 		return keys, nil
+	case "EXPIRE", "PEXPIRE":
+		// An expiry in the past deletes the key at once: a write, no value.
+		// A future one leaves the value as it is.
+		if n, err := strconv.ParseInt(string(args[min(1, len(args)-1)]), 10, 64); err == nil && n <= 0 && len(args) > 1 {
+			return []string{string(args[0])}, nil
+		}
+		return nil, nil
 	case "RENAME", "RENAMENX":
 		if len(args) == 2 {
 			return []string{string(args[0]), string(args[1])}, nil

@@ -243,6 +243,9 @@ func TestWrites(t *testing.T) {
 		{"RENAME a b", "[a b]", "-"},
 		{"GET k", "[]", "-"},
 		{"HSET h f v", "[h]", "-"},
+		{"EXPIRE k 100", "[]", "-"},
+		{"EXPIRE k 0", "[k]", "-"},
+		{"PEXPIRE k -5", "[k]", "-"},
 	} {
 		keys, v := Codec{}.Writes([]byte(tt.req + "\r\n"))
 		val := "-"
