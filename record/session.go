@@ -35,6 +35,8 @@ type Session struct {
 	// Grace is how long the proxy keeps running after the build exited,
 	// for connections to see it go. Zero: 200 ms.
 	Grace time.Duration
+	// Volatile is written into the fixture's header (fixtures.Header.Volatile).
+	Volatile []string
 }
 
 // Result is what a finished recording holds.
@@ -50,7 +52,7 @@ type Result struct {
 // process and goroutine it started is gone when it returns.
 func (s Session) Run(ctx context.Context, protocol string, started func(addr string)) (Result, error) {
 	var res Result
-	h := fixtures.Header{Protocol: protocol}
+	h := fixtures.Header{Protocol: protocol, Volatile: s.Volatile}
 	upstream := s.Upstream
 	var proc kavach.Process
 	if s.Launch != nil {

@@ -15,6 +15,9 @@ type integration struct {
 	launcher func(startTimeout time.Duration) kavach.Launcher
 	// unredact puts a secret back where recording redacted it; nil: none.
 	unredact func(request []byte, secret string) []byte
+	// volatile is the codec that also leaves out the fixture's declared
+	// volatile fields; nil: the integration has none to declare.
+	volatile func(fields []string) kavach.Codec
 }
 
 // integrations lists the protocols Kavach speaks, registered here
@@ -29,6 +32,7 @@ func integrations() map[string]integration {
 		axum.Protocol: {
 			codec:    axum.Codec{},
 			launcher: func(d time.Duration) kavach.Launcher { return axum.Launcher{StartTimeout: d} },
+			volatile: func(f []string) kavach.Codec { return axum.Codec{Volatile: f} },
 		},
 	}
 }

@@ -35,6 +35,7 @@ func recordCommand() *cli.Command {
 			&cli.BoolFlag{Name: "keep-secrets", Usage: "do not redact passwords"},
 			&cli.StringFlag{Name: "ready-file", Usage: "write the listening address to `FILE` once ready"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every connection"},
+			&cli.StringSliceFlag{Name: "volatile", Usage: "a response header `NAME` that changes on every response: not compared on replay (repeatable)"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
 		},
 		OnUsageError: onUsageError,
@@ -47,6 +48,7 @@ func recordCommand() *cli.Command {
 				Out:       c.String("out"),
 				Upstream:  c.String("upstream"),
 				ReadyFile: c.String("ready-file"),
+				Volatile:  c.StringSlice("volatile"),
 				Proxy:     record.Options{Codec: in.codec, Listen: c.String("listen")},
 			}
 			switch {

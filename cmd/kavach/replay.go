@@ -94,6 +94,9 @@ func loadFixture(path string) (*fixtures.Fixture, integration, error) {
 	if !ok {
 		return nil, in, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, fx.Header.Protocol, strings.Join(protocols(), ", "))
 	}
+	if len(fx.Header.Volatile) > 0 && in.volatile != nil {
+		in.codec = in.volatile(fx.Header.Volatile)
+	}
 	return fx, in, nil
 }
 

@@ -111,6 +111,14 @@ func TestNormalize(t *testing.T) {
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Errorf("framings differ (-cl +chunked):\n%s", diff)
 	}
+	// A header the fixture declares volatile is left out too.
+	withID := []byte("HTTP/1.1 200 OK\r\nx-request-id: 7f3a\r\ncontent-length: 0\r\n\r\n")
+	if h := (Codec{Volatile: []string{"X-Request-Id"}}).Normalize(nil, withID).(map[string]any)["headers"].(map[string]any); len(h) != 0 {
+		t.Errorf("declared volatile header compared: %v", h)
+	}
+	if h := c.Normalize(nil, withID).(map[string]any)["headers"].(map[string]any); h["x-request-id"] != "7f3a" {
+		t.Errorf("undeclared header not compared: %v", h)
+	}
 	if o := c.Classify(nil, [][]byte{[]byte(validResponses[4])}); o.String() != "error:5xx" {
 		t.Errorf("500 classified %s", o)
 	}
