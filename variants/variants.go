@@ -37,7 +37,9 @@ type Variant struct {
 	ShiftFrom int           `json:"shift_from,omitempty"`
 	Shift     time.Duration `json:"shift_ns,omitempty"`
 
-	group string // what it mutates (a field of a step, moves, drops, ...), for sampling
+	group   string // what it mutates (a field of a step, moves, drops, ...), for sampling
+	primary bool   // mutates the failing request itself, moves it, or shifts the clock
+	order   int    // position in the order made
 }
 
 // ShiftAt is the clock shift of a step of the variant.
@@ -85,7 +87,24 @@ func Generate(events []kavach.Event, failing int, opts Options) []Variant {
 	if len(regression) > 0 && nInc > opts.Budget*3/4 {
 		nInc = max(opts.Budget*3/4, opts.Budget-len(regression))
 	}
-	out := append(sample(incident, nInc, rng), sample(regression, opts.Budget-nInc, rng)...)
+	// Within the incident's variants, mutations of the failing request
+	// itself (and moves and clock jumps) come first: up to two thirds of
+	// their share, the rest for the earlier inputs' mutations.
+	var first, rest []Variant
+	for _, v := range incident {
+		if v.primary {
+			first = append(first, v)
+		} else {
+			rest = append(rest, v)
+		}
+	}
+	nFirst := min(len(first), nInc)
+	if len(rest) > 0 && nFirst > nInc*2/3 {
+		nFirst = max(nInc*2/3, nInc-len(rest))
+	}
+	chosen := append(sample(first, nFirst, rng), sample(rest, nInc-nFirst, rng)...)
+	slices.SortStableFunc(chosen, func(a, b Variant) int { return a.order - b.order })
+	out := append(chosen, sample(regression, opts.Budget-nInc, rng)...)
 	for i := range out {
 		out[i].K = i + 1
 	}
@@ -217,7 +236,7 @@ func (g *gen) incident() []Variant {
 	var out []Variant
 	for _, m := range g.fieldMutations(g.F, true) {
 		v := g.withRequest(g.F, m.request, fmt.Sprintf("step %d: %s", g.F, m.what), false)
-		v.group = m.group
+		v.group, v.primary = m.group, true
 		out = g.add(out, v)
 	}
 	// Earlier inputs mutated, the failing step kept: the input that made
@@ -232,7 +251,7 @@ func (g *gen) incident() []Variant {
 	}
 	for j := 1; j < g.F; j++ {
 		v := g.moved(j)
-		v.group = "moved"
+		v.group, v.primary = "moved", true
 		out = g.add(out, v)
 	}
 	for j := 1; j < g.F; j++ {
@@ -244,9 +263,12 @@ func (g *gen) incident() []Variant {
 	if g.F > 1 {
 		for _, d := range clockShifts {
 			v := g.variant(g.events, fmt.Sprintf("the clock jumps %s right before step %d", signed(d), g.F), false)
-			v.ShiftFrom, v.Shift, v.group = g.F, d, "clock"
+			v.ShiftFrom, v.Shift, v.group, v.primary = g.F, d, "clock", true
 			out = g.add(out, v)
 		}
+	}
+	for i := range out {
+		out[i].order = i
 	}
 	return out
 }

@@ -269,7 +269,7 @@ func diffHint(rep *grade.Report, a []string) string {
 		return fmt.Sprintf("the new build still fails at step %d the way the old one did (%s).\n"+
 			"Reproduce it alone: kavach replay %s %s", f.Step, ev.Failure.Signature, a[1], fixture)
 	case grade.VariantFailed:
-		if strings.HasPrefix(f.Detail, "regression:") {
+		if strings.HasPrefix(f.Detail, "regression:") || len(f.Diffs) > 0 {
 			return fmt.Sprintf("the new build changed how it answers an input the old build handled (a mutation of an\n"+
 				"earlier step): a fix must keep that behaviour. All variants: kavach variants %s", fixture)
 		}
