@@ -2,11 +2,7 @@ package grade
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -145,7 +141,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if findings == nil {
 		findings = []Finding{}
 	}
-	sum, _ := fileSHA256(fx.Path)
+	sum, _ := fixtures.SHA256File(fx.Path)
 	rep := &Report{
 		SchemaVersion: SchemaVersion,
 		Verdict:       parts.String(),
@@ -229,19 +225,6 @@ func which(i, n int) string {
 }
 
 func identify(l kavach.Launch, tr *replay.Trace) Build {
-	sum, _ := fileSHA256(tr.Build.Path)
+	sum, _ := fixtures.SHA256File(tr.Build.Path)
 	return Build{Path: l.Path, Args: l.Args, SHA256: sum, Version: tr.Version}
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -2,11 +2,8 @@ package record
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,7 +63,7 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 			launch.Path = p
 		}
 		s.Launch = &launch
-		sum, err := fileSHA256(s.Launch.Path)
+		sum, err := fixtures.SHA256File(s.Launch.Path)
 		if err != nil {
 			return res, &kavach.StartError{Path: s.Launch.Path, Reason: "cannot be started: " + err.Error()}
 		}
@@ -126,19 +123,6 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	res.Stats, res.Failure = p.Stats(), p.Failure()
 	err = errors.Join(closeErr, p.Err(), w.Close(fixtures.End{Duration: time.Since(h.Start), Reason: res.Reason}))
 	return res, err
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func writeAtomic(path, content string) error {
