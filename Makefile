@@ -19,6 +19,14 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-# Each fuzz target for a short while (not part of `make test`).
+# Each fuzz target for a short while (not part of `make test`, which runs
+# their seed corpora).
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run=XXX -fuzz=FuzzReader -fuzztime=60s ./fixtures/
+	$(GO) test -run=XXX -fuzz=FuzzReader -fuzztime=$(FUZZTIME) ./fixtures/
+	$(GO) test -run=XXX -fuzz=FuzzSplit -fuzztime=$(FUZZTIME) ./integrations/redis/
+	$(GO) test -run=XXX -fuzz=FuzzParse$$ -fuzztime=$(FUZZTIME) ./integrations/redis/
+	$(GO) test -run=XXX -fuzz=FuzzParseCommand -fuzztime=$(FUZZTIME) ./integrations/redis/
+	$(GO) test -run=XXX -fuzz=FuzzPeekName -fuzztime=$(FUZZTIME) ./integrations/redis/
+	$(GO) test -run=XXX -fuzz=FuzzSplit -fuzztime=$(FUZZTIME) ./integrations/axum/
+	$(GO) test -run=XXX -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./invariants/
