@@ -336,11 +336,12 @@ func (g *gen) fieldMutations(n int, all bool) []mutation {
 				set(i, v, "")
 			}
 		case kavach.FieldString:
+			// Empty and long first: the boundaries; then values seen.
 			set(i, "", "")
+			set(i, strings.Repeat("x", 4096), "")
 			for _, s := range g.strings {
 				set(i, s, "a value seen in the recording")
 			}
-			set(i, strings.Repeat("x", 4096), "")
 		case kavach.FieldKey:
 			set(i, MissingKey, "a key that does not exist")
 			for _, k := range g.keys {
