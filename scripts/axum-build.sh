@@ -50,11 +50,8 @@ set -euo pipefail
 exec 3>&1 1>&2
 
 prog=axum-build
-say() { printf '%s: %s\n' "$prog" "$*" >&2; }
-die() {
-	printf '%s: error: %s\n' "$prog" "$*" >&2
-	exit 1
-}
+# shellcheck source=scripts/buildlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/buildlib.sh"
 # tail_log FILE [N]: the last lines of a log, indented.
 tail_log() { tail -n "${2:-30}" "$1" | sed 's/^/    /' >&2; }
 
@@ -84,43 +81,7 @@ mkdir -p "$aptdir" "$rustdir" "$adir"
 
 # ---------------------------------------------------------------- patches ---
 
-patches=()
-for p in "$@"; do
-	[ -f "$p" ] || die "patch file not found: $p"
-	[ -r "$p" ] || die "patch file not readable: $p"
-	patches+=("$(cd "$(dirname "$p")" && pwd -P)/$(basename "$p")")
-done
-
-# ------------------------------------------------------------------ tools ---
-
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null; then
-		sudo "$@"
-	else
-		return 1
-	fi
-}
-
-# ensure_pkgs CMD=PACKAGE...: installs, with the system's apt, the package of
-# each command (or file, for an absolute path) that is missing.
-ensure_pkgs() {
-	local need=() spec
-	for spec in "$@"; do
-		case ${spec%%=*} in
-		/*) [ -e "${spec%%=*}" ] || need+=("${spec#*=}") ;;
-		*) command -v "${spec%%=*}" >/dev/null || need+=("${spec#*=}") ;;
-		esac
-	done
-	[ ${#need[@]} -gt 0 ] || return 0
-	say "installing missing packages: ${need[*]}"
-	local install=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}")
-	if ! as_root "${install[@]}"; then
-		as_root apt-get update -q && as_root "${install[@]}" ||
-			die "could not install ${need[*]} (need root or sudo); install them and retry"
-	fi
-}
+collect_patches "$@"
 
 # ---------------------------------------------------------------- sources ---
 
