@@ -151,6 +151,9 @@ var errIncomplete = errors.New("resp: incomplete frame")
 // by LF or CRLF. Split does not allocate unless it reports an error, and
 // its work is linear in the bytes it looks at.
 func Split(data []byte) (n int, err error) {
+	if n, ok := fastSplit(data); ok {
+		return n, nil
+	}
 	s := scanner{data: data}
 	if _, n, err = s.top(); err != nil {
 		if err == errIncomplete {
@@ -159,6 +162,77 @@ func Split(data []byte) (n int, err error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// fastSplit frames, without the general scanner, the shapes the recording
+// proxy sees most: a whole array of bulk strings (every client command), a
+// whole bulk string, or a simple string of printable ASCII. ok is false for
+// anything else — other types, a frame cut short, a header that is not
+// plainly canonical — and Split then runs the scanner, which gives the
+// same answer wherever both answer (FuzzFastSplit checks it).
+func fastSplit(data []byte) (n int, ok bool) {
+	if len(data) < 3 {
+		return 0, false
+	}
+	switch data[0] {
+	case '+':
+		for i := 1; i < len(data); i++ {
+			switch c := data[i]; {
+			case c == '\r':
+				if i+1 < len(data) && data[i+1] == '\n' {
+					return i + 2, true
+				}
+				return 0, false
+			case c < 0x20 || c > 0x7e:
+				return 0, false
+			}
+		}
+		return 0, false
+	case '$':
+		return fastBulk(data, 0)
+	case '*':
+		count, p, ok := fastHeader(data, 0, MaxElems)
+		if !ok {
+			return 0, false
+		}
+		for ; count > 0; count-- {
+			if p >= len(data) || data[p] != '$' {
+				return 0, false
+			}
+			if p, ok = fastBulk(data, p); !ok {
+				return 0, false
+			}
+		}
+		return p, true
+	}
+	return 0, false
+}
+
+// fastHeader reads "T<digits>\r\n" at p, the digits canonical ("0" or no
+// leading zero) and at most max; it returns the number and where the
+// header ends.
+func fastHeader(data []byte, p, max int) (n, end int, ok bool) {
+	i := p + 1
+	start := i
+	for ; i < len(data) && data[i] >= '0' && data[i] <= '9'; i++ {
+		n = n*10 + int(data[i]-'0')
+		if n > max {
+			return 0, 0, false
+		}
+	}
+	if i == start || (data[start] == '0' && i-start > 1) || i+1 >= len(data) || data[i] != '\r' || data[i+1] != '\n' {
+		return 0, 0, false
+	}
+	return n, i + 2, true
+}
+
+// fastBulk reads a whole "$<len>\r\n<payload>\r\n" at p and returns where it ends.
+func fastBulk(data []byte, p int) (end int, ok bool) {
+	n, q, ok := fastHeader(data, p, MaxBulkLen)
+	if !ok || q+n+2 > len(data) || data[q+n] != '\r' || data[q+n+1] != '\n' {
+		return 0, false
+	}
+	return q + n + 2, true
 }
 
 // Parse parses frame, which must be exactly one whole frame as Split finds

@@ -149,3 +149,20 @@ func FuzzParseCommand(f *testing.F) {
 func equalArgs(a, b [][]byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
 }
+
+// FuzzFastSplit: where the fast path answers, the general scanner gives
+// the same frame.
+func FuzzFastSplit(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, ok := fastSplit(data)
+		if !ok {
+			return
+		}
+		s := scanner{data: data}
+		_, m, err := s.top()
+		if err != nil || m != n {
+			t.Fatalf("fastSplit(%q) = %d, the scanner says %d, %v", data, n, m, err)
+		}
+	})
+}
