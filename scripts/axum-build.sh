@@ -168,34 +168,8 @@ EOF
 # aptcache (commands).
 setup_apt() {
 	ensure_pkgs "$keyring=debian-archive-keyring"
-	mkdir -p "$aptdir/sources.list.d" "$aptdir/lists/partial" "$aptdir/cache/archives/partial"
-	: >"$aptdir/status"
+	private_apt "$aptdir"
 	write_sources "$aptdir/sources.list.d/kavach-$suite.sources"
-	local sandbox=""
-	# The private state lives under $HOME, where apt's sandbox user (_apt)
-	# usually cannot go: apt would fall back to root anyway, with a warning.
-	[ "$(id -u)" -ne 0 ] || sandbox='APT::Sandbox::User "root";'
-	cat >"$aptdir/apt.conf" <<EOF
-// Private apt state for scripts/axum-build.sh: the system's apt
-// configuration, lists and caches are left alone.
-#clear APT::Update::Pre-Invoke;
-#clear APT::Update::Post-Invoke;
-#clear APT::Update::Post-Invoke-Success;
-Dir::Etc::SourceList "/dev/null";
-Dir::Etc::SourceParts "$aptdir/sources.list.d";
-Dir::Etc::Preferences "/dev/null";
-Dir::Etc::PreferencesParts "/dev/null";
-Dir::State::Lists "$aptdir/lists";
-Dir::State::status "$aptdir/status";
-Dir::Cache "$aptdir/cache";
-// Package lists only: no AppStream metadata or translations.
-Acquire::IndexTargets::deb::DEP-11::DefaultEnabled "false";
-Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled "false";
-Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled "false";
-Acquire::IndexTargets::deb::DEP-11-icons-hidpi::DefaultEnabled "false";
-Acquire::Languages "none";
-$sandbox
-EOF
 	apt=(apt-get -q -c "$aptdir/apt.conf")
 	aptcache=(apt-cache -c "$aptdir/apt.conf")
 	say "apt-get update for $suite (private state in $aptdir)"

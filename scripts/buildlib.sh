@@ -49,3 +49,35 @@ collect_patches() {
 		patches+=("$(cd "$(dirname "$p")" && pwd -P)/$(basename "$p")")
 	done
 }
+
+# private_apt DIR: makes DIR a private apt state (its own sources.list.d,
+# lists, cache and an empty status) and writes DIR/apt.conf, which points
+# apt at it alone: the system's apt configuration, lists and caches are
+# left alone. Package lists only: no AppStream metadata or translations.
+private_apt() {
+	local dir=$1 sandbox=""
+	mkdir -p "$dir/sources.list.d" "$dir/lists/partial" "$dir/cache/archives/partial"
+	: >"$dir/status"
+	# The private state lives under $HOME, where apt's sandbox user (_apt)
+	# usually cannot go: apt would fall back to root anyway, with a warning.
+	[ "$(id -u)" -ne 0 ] || sandbox='APT::Sandbox::User "root";'
+	cat >"$dir/apt.conf" <<CONF
+// Private apt state for scripts/$prog.sh.
+#clear APT::Update::Pre-Invoke;
+#clear APT::Update::Post-Invoke;
+#clear APT::Update::Post-Invoke-Success;
+Dir::Etc::SourceList "/dev/null";
+Dir::Etc::SourceParts "$dir/sources.list.d";
+Dir::Etc::Preferences "/dev/null";
+Dir::Etc::PreferencesParts "/dev/null";
+Dir::State::Lists "$dir/lists";
+Dir::State::status "$dir/status";
+Dir::Cache "$dir/cache";
+Acquire::IndexTargets::deb::DEP-11::DefaultEnabled "false";
+Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled "false";
+Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled "false";
+Acquire::IndexTargets::deb::DEP-11-icons-hidpi::DefaultEnabled "false";
+Acquire::Languages "none";
+$sandbox
+CONF
+}

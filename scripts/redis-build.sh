@@ -159,28 +159,8 @@ EOF
 # the version. Called under the source lock.
 fetch_source() {
 	ensure_pkgs dpkg-source=dpkg-dev
-	mkdir -p "$aptdir/sources.list.d" "$aptdir/lists/partial" "$aptdir/cache/archives/partial"
-	: >"$aptdir/status"
+	private_apt "$aptdir"
 	write_sources "$aptdir/sources.list.d/kavach-src.sources"
-	local sandbox=""
-	# The private state lives under $HOME, where apt's sandbox user (_apt)
-	# usually cannot go: apt would fall back to root anyway, with a warning.
-	[ "$(id -u)" -ne 0 ] || sandbox='APT::Sandbox::User "root";'
-	cat >"$aptdir/apt.conf" <<EOF
-// Private apt state for scripts/redis-build.sh: the system's apt
-// configuration, lists and caches are left alone.
-#clear APT::Update::Pre-Invoke;
-#clear APT::Update::Post-Invoke;
-#clear APT::Update::Post-Invoke-Success;
-Dir::Etc::SourceList "/dev/null";
-Dir::Etc::SourceParts "$aptdir/sources.list.d";
-Dir::Etc::Preferences "/dev/null";
-Dir::Etc::PreferencesParts "/dev/null";
-Dir::State::Lists "$aptdir/lists";
-Dir::State::status "$aptdir/status";
-Dir::Cache "$aptdir/cache";
-$sandbox
-EOF
 	local apt=(apt-get -q -c "$aptdir/apt.conf")
 	say "apt-get update (private state in $aptdir)"
 	"${apt[@]}" update >"$aptdir/update.log" 2>&1 || {
