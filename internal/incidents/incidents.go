@@ -96,26 +96,7 @@ func RecordStrlen(out, old string) error {
 // RecordSession records a session that does not kill the old build: the
 // commands on one connection, then the recording stopped as Ctrl-C would.
 func RecordSession(out, old string, session [][]string) error {
-	rec, err := start(out, old)
-	if err != nil {
-		return err
-	}
-	conn, err := net.Dial("tcp", rec.Addr)
-	if err != nil {
-		rec.Stop()
-		return err
-	}
-	r := bufio.NewReader(conn)
-	for _, c := range session {
-		if _, err := send(conn, r, c...); err != nil {
-			rec.Stop()
-			return fmt.Errorf("%v: %w", c, err)
-		}
-	}
-	conn.Close()
-	time.Sleep(50 * time.Millisecond) // the close reaches the proxy
-	_, err = rec.Stop()
-	return err
+	return recordRedis(out, old, session, false)
 }
 
 // send sends one command and reads its reply line (and a bulk string's
@@ -150,6 +131,14 @@ func RecordGetrange(out, old string) error { return Record(out, old, Getrange) }
 // recording session itself: each command sent on one connection, its reply
 // awaited; the last command must kill the old build.
 func Record(out, old string, session [][]string) error {
+	return recordRedis(out, old, session, true)
+}
+
+// recordRedis records session on one connection through the proxy in
+// front of the old build. With kills, the last command must kill the
+// build, which ends the recording; else every command must be answered
+// and the recording is then stopped.
+func recordRedis(out, old string, session [][]string, kills bool) error {
 	rec, err := start(out, old)
 	if err != nil {
 		return err
@@ -160,10 +149,24 @@ func Record(out, old string, session [][]string) error {
 		return err
 	}
 	r := bufio.NewReader(conn)
-	for _, c := range session[:len(session)-1] {
-		send(conn, r, c...)
+	last := len(session)
+	if kills {
+		last--
 	}
-	reply, err := send(conn, r, session[len(session)-1]...)
+	for _, c := range session[:last] {
+		if _, err := send(conn, r, c...); err != nil && !kills {
+			conn.Close()
+			rec.Stop()
+			return fmt.Errorf("%v: %w", c, err)
+		}
+	}
+	if !kills {
+		conn.Close()
+		time.Sleep(50 * time.Millisecond) // the close reaches the proxy
+		_, err = rec.Stop()
+		return err
+	}
+	reply, err := send(conn, r, session[last]...)
 	conn.Close()
 	if err == nil {
 		rec.Stop()
