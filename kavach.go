@@ -211,12 +211,16 @@ type Normalizer interface {
 	Normalize(request, response []byte) any
 }
 
-// Settler is an optional Codec method for services that cache the clock
-// and refresh the cache from a timer (Redis's LRU clock): how long to let
-// that timer run after the virtual clock moved from one time to another,
-// before sending the next request. Zero when the cache cannot have changed.
+// Settler is an optional Codec method for services that keep time in a
+// timer of their own, read from the (virtual) wall clock: Redis caches its
+// clock at one-second resolution and refreshes it in its timer, and fires
+// blocked clients' timeouts there. Settle reports whether, after the
+// virtual clock moved from one time to another, the build must run its
+// timer on the new time before the next request; blocked says whether a
+// step is waiting for a reply. The replay then waits until the build has
+// turned its event loop (docs/replay.md, "Settled clocks").
 type Settler interface {
-	Settle(from, to time.Time) time.Duration
+	Settle(from, to time.Time, blocked bool) bool
 }
 
 // Redactor replaces secrets in a request before it is written to a

@@ -59,7 +59,11 @@ func (c *Clock) Set(t time.Time) error {
 		return nil
 	}
 	tmp := c.path + ".tmp"
-	line := t.Format("2006-01-02 15:04:05.000000") + "\n"
+	// The middle of the millisecond: libfaketime reads the fraction as a
+	// floating-point number, and "02.502000" comes out as 2.501999999 s,
+	// a millisecond early for a service that keeps milliseconds (expiry,
+	// PTTL). "02.502500" reads as 2.502499999 s: millisecond 502.
+	line := t.Format("2006-01-02 15:04:05.000") + "500\n"
 	if err := os.WriteFile(tmp, []byte(line), 0o644); err != nil {
 		return fmt.Errorf("set virtual clock: %w", err)
 	}

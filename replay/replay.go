@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kavach-dev/kavach"
@@ -40,6 +42,11 @@ type Options struct {
 	// RealTime replays without faking the clock even when the build could
 	// be faked. The trace says so.
 	RealTime bool
+	// Perturb replays with the timing disturbed, as on a loaded machine:
+	// real time passes between some clock moves, and every move is
+	// settled. Noise detection replays the old build once this way, so
+	// that an answer that depends on timing shows as noise.
+	Perturb bool
 	// Logger gets a line per problem. Nil: discard.
 	Logger *slog.Logger
 }
@@ -71,8 +78,13 @@ type StepResult struct {
 	Responses [][]byte `json:"responses"`
 	// Output is the normalized replies, what comparisons use.
 	Output []any `json:"output"`
+	// Answered is the virtual time at which the step got its last reply
+	// (zero when it got none, or the clock is real).
+	Answered time.Time `json:"answered_at,omitzero"`
 	// Request is the request as sent (before Prepare).
 	Request []byte `json:"-"`
+	// Wall is the real time at which the request was sent.
+	Wall time.Time `json:"-"`
 }
 
 // Run replays events against the build described by launch. It returns
@@ -128,9 +140,15 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 	}()
 
 	tr.Version = opts.Launcher.Version(proc.Addr())
-	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, conns: map[uint64]*conn{}}
+	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, events: events, conns: map[uint64]*conn{}}
+	if p, ok := proc.(interface{ Pid() int }); ok {
+		r.watch = watch{pid: p.Pid()}
+	}
+	if opts.Perturb {
+		r.rng = rand.New(rand.NewPCG(uint64(len(events)), 0x6b617661))
+	}
 	defer r.closeAll()
-	r.run(ctx, events)
+	r.run(ctx)
 	if e := proc.Exited(); e != nil && tr.Exit == nil {
 		tr.Exit = e
 	}
@@ -138,28 +156,44 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 	return tr, nil
 }
 
-// runner drives one replay.
+// runner drives one replay. docs/replay.md ("Order", "Time that flows")
+// explains the rules it follows.
 type runner struct {
-	opts  Options
-	proc  kavach.Process
-	clock *Clock
-	tr    *Trace
-	conns map[uint64]*conn
-	last  map[uint64]int // conn -> index of its latest step
-	reqs  [][]byte       // per step, the request as recorded
-	stop  bool
+	opts   Options
+	proc   kavach.Process
+	watch  watch
+	clock  *Clock
+	tr     *Trace
+	events []kavach.Event
+	conns  map[uint64]*conn
+	order  []*conn         // conns in order of opening: deterministic iteration
+	last   map[uint64]int  // conn -> index of its latest step
+	reqs   [][]byte        // per step, the request as recorded
+	stepOf map[uint64]int  // request seq -> step index
+	owed   []int           // per event: steps of its conn the recording had answered before it
+	due    []time.Duration // per step: recorded offset of its last reply, or of the request
+	shift  time.Duration   // the clock variant's shift now in force
+	jump   bool            // the shift changed: the clock may go back
+	wake   chan struct{}   // a reader framed a reply, or its connection ended
+	frames atomic.Int64    // replies framed by readers so far
+	rng    *rand.Rand      // timing perturbation (Options.Perturb); nil: none
+	stop   bool
 }
 
 // conn is one client connection to the build, with a reader that frames
 // replies onto a queue.
 type conn struct {
-	id      uint64
-	nc      net.Conn
-	mu      sync.Mutex
-	frames  [][]byte
-	err     error // set when the reader ended
-	ready   chan struct{}
-	pending []waiting // steps waiting for replies, oldest first
+	id       uint64
+	nc       net.Conn
+	mu       sync.Mutex
+	frames   [][]byte
+	err      error       // set when the reader ended
+	reading  atomic.Bool // the reader holds bytes it has not framed yet
+	pending  []waiting   // steps waiting for replies, oldest first
+	finished int         // steps on this conn that got all their replies
+	deferred []int       // events held back until the replies they follow arrive
+	closed   bool        // closed by the replay (the recorded client closed it)
+	broken   bool        // ended by the build
 }
 
 type waiting struct {
@@ -167,66 +201,37 @@ type waiting struct {
 	left int
 }
 
-func (r *runner) run(ctx context.Context, events []kavach.Event) {
-	steps := kavach.Steps(events, r.opts.Codec)
-	stepOf := map[uint64]int{} // request seq -> index
+func (r *runner) run(ctx context.Context) {
+	steps := kavach.Steps(r.events, r.opts.Codec)
+	r.stepOf = map[uint64]int{}
 	r.tr.Steps = make([]StepResult, len(steps))
+	r.due = make([]time.Duration, len(steps))
 	for i, s := range steps {
-		stepOf[s.Request.Seq] = i
+		r.stepOf[s.Request.Seq] = i
 		r.tr.Steps[i] = StepResult{N: s.N, Conn: s.Conn(), Responses: [][]byte{}, Output: []any{}, Request: s.Request.Data}
 		r.reqs = append(r.reqs, s.Request.Data)
+		r.due[i] = s.Request.Offset
+		if n := len(s.Responses); n > 0 {
+			r.due[i] = s.Responses[n-1].Offset
+		}
 	}
-	defer r.normalize()
+	r.owed = owed(r.events, r.opts.Codec)
 	r.last = map[uint64]int{}
-	for _, ev := range events {
+	r.wake = make(chan struct{}, 1)
+	defer r.normalize()
+	for i := range r.events {
 		if r.stop {
 			break
 		}
 		if ctx.Err() != nil {
-			r.tr.Stopped = "interrupted: " + context.Cause(ctx).Error()
+			r.interrupted(ctx)
 			return
 		}
-		switch ev.Dir {
-		case kavach.Open:
-			r.dial(ev.Conn)
-		case kavach.Request:
-			if e := r.proc.Exited(); e != nil {
-				// The build died with nothing waiting on it (or before we saw it).
-				r.crashed(r.dial(ev.Conn), "the build is gone")
-				r.stop = true
-				break
-			}
-			r.send(ev, stepOf[ev.Seq])
-		case kavach.Response:
-			if c := r.conns[ev.Conn]; c != nil {
-				r.await(c, 1)
-			}
-		case kavach.Close:
-			c := r.conns[ev.Conn]
-			if c == nil {
-				continue
-			}
-			if string(ev.Data) == "server" {
-				// The recording saw the service close here: take what the
-				// build answers for the steps still waiting, or its close.
-				// The connection stays open if the build keeps it: a fixed
-				// build may answer where the old one hung up, and a variant
-				// may send more on it.
-				r.await(c, -1)
-				continue
-			}
-			if c.nc != nil {
-				c.nc.Close()
-			}
-		}
+		r.poll()
+		r.flush()
+		r.process(i)
 	}
-	// Steps still waiting (the recorded failure, often) get their answer,
-	// their close, or their timeout.
-	for _, c := range r.conns {
-		if !r.stop {
-			r.await(c, -1)
-		}
-	}
+	r.drain(ctx)
 	for i := range r.tr.Steps {
 		s := &r.tr.Steps[i]
 		if s.Ran && s.Outcome.Kind == "" {
@@ -235,49 +240,506 @@ func (r *runner) run(ctx context.Context, events []kavach.Event) {
 	}
 }
 
+// owed returns, for each request and each close by the client, how many
+// steps of its connection the recording had seen answered before it: what
+// the client had waited for; for each reply, how many with it. Replies are matched to steps as kavach.Steps
+// does; pushes answer no step.
+func owed(events []kavach.Event, codec kavach.Codec) []int {
+	type left struct{ n int }
+	out := make([]int, len(events))
+	pending := map[uint64][]*left{}
+	done := map[uint64]int{}
+	for i, ev := range events {
+		switch ev.Dir {
+		case kavach.Request:
+			out[i] = done[ev.Conn]
+			n := 1
+			if codec != nil && ev.Flags&kavach.ParseError == 0 {
+				n = codec.Replies(ev.Data)
+			}
+			if n > 0 {
+				pending[ev.Conn] = append(pending[ev.Conn], &left{n})
+			}
+		case kavach.Response:
+			q := pending[ev.Conn]
+			if len(q) > 0 && (codec == nil || ev.Flags&kavach.ParseError != 0 || !codec.IsPush(ev.Data)) {
+				if q[0].n--; q[0].n == 0 {
+					pending[ev.Conn] = q[1:]
+					done[ev.Conn]++
+				}
+			}
+			out[i] = done[ev.Conn]
+		case kavach.Close:
+			out[i] = done[ev.Conn]
+			delete(pending, ev.Conn)
+		}
+	}
+	return out
+}
+
+// process plays one event: it opens a connection, moves the clock to a
+// reply's recorded time, or sends a request (or closes a connection) once
+// its connection has the replies the recording had before it. A request
+// whose connection still waits for one is held back with the rest of
+// that connection's events, and the replay goes on with the others.
+func (r *runner) process(i int) {
+	ev := r.events[i]
+	switch {
+	case ev.Dir == kavach.Open:
+		r.dial(ev.Conn)
+		return
+	case ev.Dir == kavach.Response:
+		// The build has this reply before the clock moves past the time it
+		// was recorded at (or is idle without it: then time flows to it).
+		if c := r.conns[ev.Conn]; c != nil && len(c.deferred) == 0 {
+			r.answered(c, r.owed[i])
+		}
+		r.advance(r.at(ev.Offset))
+		return
+	case ev.Dir == kavach.Close && string(ev.Data) != "client":
+		// The recording saw the service close it (or the recording end):
+		// let the build finish what it does with this connection's steps
+		// before the next request, so that a build dying here is seen here
+		// and not at another connection's next request.
+		r.advance(r.at(ev.Offset))
+		if c := r.conns[ev.Conn]; c != nil && string(ev.Data) == "server" {
+			r.answered(c, c.finished+len(c.pending))
+		}
+		return
+	case ev.Dir != kavach.Request && ev.Dir != kavach.Close:
+		return
+	}
+	c := r.dial(ev.Conn)
+	if len(c.deferred) > 0 {
+		c.deferred = append(c.deferred, i)
+		return
+	}
+	if ev.Dir == kavach.Request {
+		if s := r.opts.Shift; s != nil {
+			if d := s(r.tr.Steps[r.stepOf[ev.Seq]].N); d != r.shift {
+				r.shift, r.jump = d, true
+			}
+		}
+	}
+	// What the client waited for comes first, at the time it came; then
+	// the clock moves to the request's time.
+	if !r.answered(c, r.owed[i]) {
+		c.deferred = append(c.deferred, i)
+		return
+	}
+	r.advance(r.at(ev.Offset))
+	if r.stop {
+		return
+	}
+	if ev.Dir == kavach.Close {
+		r.hangUp(c)
+		return
+	}
+	if e := r.proc.Exited(); e != nil {
+		// The build died with nothing waiting on it (or before we saw it).
+		r.send(ev, r.stepOf[ev.Seq], false)
+		r.crashed(c, "the build is gone")
+		r.stop = true
+		return
+	}
+	r.send(ev, r.stepOf[ev.Seq], true)
+}
+
+// flush plays the events held back on connections whose replies came.
+func (r *runner) flush() {
+	for again := true; again && !r.stop; {
+		again = false
+		for _, c := range r.order {
+			// Held back until its replies come; released when they did, or
+			// when no step on the connection waits any more (the build
+			// answered with fewer replies than recorded: none is coming).
+			if len(c.deferred) == 0 || (r.owed[c.deferred[0]] > c.finished && !c.broken && len(c.pending) > 0) {
+				continue
+			}
+			held := c.deferred
+			c.deferred = nil
+			for k, i := range held {
+				r.process(i)
+				if len(c.deferred) > 0 || r.stop {
+					c.deferred = append(c.deferred, held[k+1:]...)
+					break
+				}
+			}
+			again = true
+		}
+	}
+}
+
+// at is the virtual time of a recorded offset.
+func (r *runner) at(offset time.Duration) time.Time {
+	return r.opts.Start.Add(offset).Add(r.shift).UTC()
+}
+
+// advance moves the virtual clock forward to t (or to wherever a clock
+// variant's shift puts it, backwards included) and lets the build observe
+// the move.
+func (r *runner) advance(t time.Time) {
+	if r.clock == nil {
+		return
+	}
+	from := r.clock.Now()
+	if !t.After(from) && !r.jump {
+		// Time never runs backwards in a replay, except where a clock
+		// variant turns it back: a reply that came later (in virtual
+		// time) than recorded pushes what follows later too.
+		return
+	}
+	r.jump = false
+	if err := r.clock.Set(t); err != nil {
+		r.opts.Logger.Error("set clock", "err", err)
+		return
+	}
+	r.settle(from, r.clock.Now(), r.blocked())
+}
+
+// settle lets the build observe a clock move before anything else is
+// sent: where the integration says the build keeps time in a timer of its
+// own (Settler), until the build has turned its event loop on the new
+// time (docs/replay.md, "Settled clocks"), however loaded the machine is.
+func (r *runner) settle(from, to time.Time, blocked bool) {
+	if from.Equal(to) {
+		return
+	}
+	st, ok := r.opts.Codec.(kavach.Settler)
+	need := ok && st.Settle(from, to, blocked)
+	if r.rng != nil {
+		// A perturbed replay: time passes between some moves as on a
+		// loaded machine, and every move is settled.
+		if r.rng.IntN(4) == 0 {
+			time.Sleep(time.Duration(r.rng.IntN(2000)) * time.Microsecond)
+		}
+		need = ok
+	}
+	if need {
+		r.turns(3)
+	}
+}
+
+// turns waits until the build has gone to sleep n more times (turns of
+// its event loop), or its process ended, or a bound of real time passed
+// (a build that never sleeps is busy: a hang is decided elsewhere).
+func (r *runner) turns(n int) {
+	if r.watch.pid <= 0 {
+		time.Sleep(25 * time.Millisecond)
+		return
+	}
+	start := r.watch.sleeps()
+	bound := time.Now().Add(min(r.opts.StepTimeout, 2*time.Second))
+	pause := 50 * time.Microsecond
+	for r.watch.sleeps()-start < n {
+		if r.proc.Exited() != nil || time.Now().After(bound) {
+			return
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
+	}
+}
+
+// blocked reports whether a step is waiting for a reply.
+func (r *runner) blocked() bool {
+	for _, c := range r.order {
+		if len(c.pending) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// answered waits until c has the replies of its first want steps, and
+// reports whether it has. It stops waiting, false, once the build is idle
+// without them: they are not coming at this virtual time. A build busy
+// for the step timeout without answering hangs the replay.
+func (r *runner) answered(c *conn, want int) bool {
+	busy := time.Now()
+	for {
+		r.poll()
+		if c.finished >= want || c.broken || c.closed || r.stop {
+			return true
+		}
+		if r.wait(time.Millisecond) {
+			continue
+		}
+		if r.idle() {
+			// No step waits on c: the build answered with fewer replies
+			// than recorded, and what is missing is not coming.
+			return len(c.pending) == 0
+		}
+		if time.Since(busy) > r.opts.StepTimeout {
+			r.hung(fmt.Sprintf("the build worked for %s of real time without answering", r.opts.StepTimeout), r.oldest())
+			return true
+		}
+	}
+}
+
+// wait waits up to d of real time for a reader to frame a reply or end;
+// it reports whether one did.
+func (r *runner) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.wake:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// idle reports whether the build has done everything it will do until a
+// timer or a request wakes it, and every reply it sent has been framed:
+// no thread of it running, twice, a moment apart, with no reply in
+// between and no byte unread on any connection.
+func (r *runner) idle() bool {
+	if r.watch.pid <= 0 {
+		// No process to watch (a launcher of another kind): a reply that
+		// has not come within a while is taken as not coming.
+		return !r.wait(50 * time.Millisecond)
+	}
+	for range 2 {
+		n := r.frames.Load()
+		if r.watch.busy() || r.unread() {
+			return false
+		}
+		time.Sleep(200 * time.Microsecond)
+		if r.frames.Load() != n || len(r.wake) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// unread reports whether a connection has bytes its reader has not framed.
+func (r *runner) unread() bool {
+	for _, c := range r.order {
+		if c.reading.Load() {
+			return true
+		}
+		if c.nc != nil && !c.closed && inQueue(c.nc) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// drain runs after the last event: the steps still waiting (the recorded
+// failure, often) get their replies, their close or their timeout. While
+// the build is idle and a step waits, virtual time flows: to the reply's
+// recorded time first, then on in steps the build observes, until the
+// step's timeout has run out in virtual time.
+func (r *runner) drain(ctx context.Context) {
+	busy := time.Now()
+	for !r.stop {
+		if ctx.Err() != nil {
+			r.interrupted(ctx)
+			return
+		}
+		r.poll()
+		r.flush()
+		if r.stop || !r.outstanding() {
+			return
+		}
+		if r.wait(time.Millisecond) {
+			busy = time.Now()
+			continue
+		}
+		if !r.idle() {
+			if time.Since(busy) > r.opts.StepTimeout {
+				r.hung(fmt.Sprintf("the build worked for %s of real time without answering", r.opts.StepTimeout), r.outstandingSteps()...)
+			}
+			continue
+		}
+		busy = time.Now()
+		next, late := r.flow()
+		if len(late) > 0 {
+			r.hung(fmt.Sprintf("no reply within %s of virtual time", r.opts.StepTimeout), late...)
+			return
+		}
+		if r.clock == nil {
+			// Real time (a build that cannot be faked): time flows by itself.
+			r.wait(10 * time.Millisecond)
+			continue
+		}
+		from := r.clock.Now()
+		if err := r.clock.Set(next); err != nil {
+			r.opts.Logger.Error("set clock", "err", err)
+		}
+		r.settle(from, r.clock.Now(), true)
+	}
+}
+
+// flow picks the next virtual time while the build is idle and steps
+// wait: the earliest recorded reply time still ahead, else a step of an
+// eighth of the time waited so far (at least a millisecond), never past
+// the first step's timeout. It returns the steps whose timeout has run
+// out instead, if any.
+func (r *runner) flow() (time.Time, []int) {
+	var (
+		now      time.Time
+		next     time.Time
+		deadline time.Time
+		late     []int
+		sent     time.Time
+	)
+	if r.clock != nil {
+		now = r.clock.Now()
+	} else {
+		now = time.Now()
+	}
+	for _, i := range r.outstandingSteps() {
+		s := r.tr.Steps[i]
+		recorded := r.at(r.due[i])
+		d := later(s.Virtual, recorded).Add(r.opts.StepTimeout)
+		if r.clock == nil {
+			d = s.Wall.Add(r.opts.StepTimeout)
+		}
+		if !now.Before(d) {
+			late = append(late, i)
+			continue
+		}
+		if deadline.IsZero() || d.Before(deadline) {
+			deadline = d
+		}
+		if recorded.After(now) && (next.IsZero() || recorded.Before(next)) {
+			next = recorded
+		}
+		if sent.IsZero() || s.Virtual.Before(sent) {
+			sent = s.Virtual
+		}
+	}
+	if len(late) > 0 || deadline.IsZero() {
+		return now, late
+	}
+	if next.IsZero() {
+		step := max(now.Sub(sent)/8, time.Millisecond)
+		next = now.Add(step)
+	}
+	if next.After(deadline) {
+		next = deadline
+	}
+	return next, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// outstanding reports whether a step waits for a reply or an event is
+// held back.
+func (r *runner) outstanding() bool {
+	for _, c := range r.order {
+		if len(c.pending) > 0 || len(c.deferred) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// outstandingSteps are the oldest waiting step of each connection.
+func (r *runner) outstandingSteps() []int {
+	var out []int
+	for _, c := range r.order {
+		if len(c.pending) > 0 {
+			out = append(out, c.pending[0].step)
+		}
+	}
+	return out
+}
+
+// oldest is the earliest step waiting anywhere, or -1.
+func (r *runner) oldest() int {
+	best := -1
+	for _, i := range r.outstandingSteps() {
+		if best < 0 || i < best {
+			best = i
+		}
+	}
+	return best
+}
+
+// hung marks steps as hangs and stops the replay there.
+func (r *runner) hung(why string, steps ...int) {
+	first := -1
+	for _, i := range steps {
+		if i < 0 {
+			continue
+		}
+		s := &r.tr.Steps[i]
+		if s.Outcome.Kind == "" {
+			s.Outcome = kavach.Outcome{Kind: kavach.Hang, Detail: why}
+		}
+		if first < 0 || i < first {
+			first = i
+		}
+	}
+	if first >= 0 {
+		r.tr.Stopped = fmt.Sprintf("step %d hung: %s", r.tr.Steps[first].N, why)
+	}
+	r.stop = true
+}
+
+func (r *runner) interrupted(ctx context.Context) {
+	r.tr.Stopped = "interrupted: " + context.Cause(ctx).Error()
+	r.stop = true
+}
+
 func (r *runner) dial(id uint64) *conn {
 	if c := r.conns[id]; c != nil {
 		return c
 	}
-	c := &conn{id: id, ready: make(chan struct{}, 1)}
+	c := &conn{id: id}
 	r.conns[id] = c
+	r.order = append(r.order, c)
 	nc, err := net.DialTimeout("tcp", r.proc.Addr(), r.opts.StepTimeout)
 	if err != nil {
-		c.err = err
+		c.err, c.broken = err, true
 		return c
 	}
 	c.nc = nc
-	go c.read(r.opts.Codec)
+	go r.read(c)
 	return c
 }
 
-// read frames replies until the connection ends.
-func (c *conn) read(codec kavach.Codec) {
+// read frames replies on c until the connection ends.
+func (r *runner) read(c *conn) {
 	buf := make([]byte, 64<<10)
 	var data []byte
 	raw := false
 	for {
 		n, err := c.nc.Read(buf)
+		if n > 0 {
+			c.reading.Store(true)
+		}
 		data = append(data, buf[:n]...)
 		for len(data) > 0 {
-			m, serr := codec.SplitResponse(data)
+			m, serr := r.opts.Codec.SplitResponse(data)
 			if raw || serr != nil {
 				raw, m = true, len(data)
 			}
 			if m == 0 {
 				break
 			}
-			c.push(append([]byte(nil), data[:m]...), nil)
+			r.push(c, append([]byte(nil), data[:m]...), nil)
 			data = data[m:]
 		}
 		if err != nil {
-			c.push(nil, err)
+			r.push(c, nil, err)
+			c.reading.Store(false)
 			return
 		}
+		// Bytes of a frame not yet whole are still being written by
+		// the build: the reader holds them only while it frames.
+		c.reading.Store(false)
 	}
 }
 
-func (c *conn) push(frame []byte, err error) {
+func (r *runner) push(c *conn, frame []byte, err error) {
 	c.mu.Lock()
 	if err != nil {
 		c.err = err
@@ -285,67 +747,63 @@ func (c *conn) push(frame []byte, err error) {
 		c.frames = append(c.frames, frame)
 	}
 	c.mu.Unlock()
+	r.frames.Add(1)
 	select {
-	case c.ready <- struct{}{}:
+	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-// next returns the next reply, or the reason there is none: the
-// connection closed (errClosed) or the timeout passed (errTimeout).
-func (c *conn) next(timeout time.Duration) ([]byte, error) {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
+// poll attaches every framed reply to its step, the way kavach.Steps
+// does, and notices connections the build ended.
+func (r *runner) poll() {
+	for _, c := range r.order {
 		c.mu.Lock()
-		if len(c.frames) > 0 {
-			f := c.frames[0]
-			c.frames = c.frames[1:]
-			c.mu.Unlock()
-			return f, nil
-		}
-		err := c.err
+		frames, err := c.frames, c.err
+		c.frames = nil
 		c.mu.Unlock()
-		if err != nil || c.nc == nil {
-			return nil, errClosed
+		for _, f := range frames {
+			r.attach(c, f)
 		}
-		select {
-		case <-c.ready:
-		case <-deadline.C:
-			return nil, errTimeout
+		if err != nil && !c.broken && !c.closed && c.nc != nil {
+			c.broken = true
+			if len(c.pending) > 0 {
+				r.crashed(c, "connection closed by the build")
+			}
 		}
 	}
 }
 
-var (
-	errClosed  = errors.New("connection closed")
-	errTimeout = errors.New("timeout")
-)
+func (r *runner) attach(c *conn, frame []byte) {
+	if len(c.pending) == 0 || r.opts.Codec.IsPush(frame) {
+		if i, ok := r.last[c.id]; ok {
+			r.addReply(&r.tr.Steps[i], frame)
+		}
+		return
+	}
+	w := &c.pending[0]
+	s := &r.tr.Steps[w.step]
+	r.addReply(s, frame)
+	if w.left--; w.left == 0 {
+		c.pending = c.pending[1:]
+		c.finished++
+		r.finish(s)
+		if r.clock != nil {
+			s.Answered = r.clock.Now()
+		}
+	}
+}
 
-func (r *runner) send(ev kavach.Event, i int) {
+// send sends a request as step i. With wait false the step is only
+// marked as sent (the build is gone).
+func (r *runner) send(ev kavach.Event, i int, write bool) {
 	s := &r.tr.Steps[i]
 	c := r.dial(ev.Conn)
-	virtual := r.opts.Start.Add(ev.Offset)
-	if r.opts.Shift != nil {
-		virtual = virtual.Add(r.opts.Shift(s.N))
-	}
-	s.Virtual, s.Ran = virtual.UTC(), true
-	r.last[ev.Conn] = i
+	s.Virtual, s.Ran, s.Wall = r.at(ev.Offset), true, time.Now()
 	if r.clock != nil {
-		from := r.clock.Now()
-		if err := r.clock.Set(virtual); err != nil {
-			r.opts.Logger.Error("set clock", "err", err)
-		}
-		if st, ok := r.opts.Codec.(kavach.Settler); ok {
-			if d := st.Settle(from, r.clock.Now()); d > 0 {
-				time.Sleep(d)
-			}
-		}
+		s.Virtual = r.clock.Now()
 	}
-	data := ev.Data
-	if r.opts.Prepare != nil && ev.Flags&kavach.ParseError == 0 {
-		data = r.opts.Prepare(data)
-	}
+	r.last[ev.Conn] = i
 	replies := 1
 	if ev.Flags&kavach.ParseError == 0 {
 		replies = r.opts.Codec.Replies(ev.Data)
@@ -353,9 +811,16 @@ func (r *runner) send(ev kavach.Event, i int) {
 	if replies > 0 {
 		c.pending = append(c.pending, waiting{step: i, left: replies})
 	}
+	if !write {
+		return
+	}
 	if c.nc == nil {
 		r.crashed(c, "could not connect: "+c.err.Error())
 		return
+	}
+	data := ev.Data
+	if r.opts.Prepare != nil && ev.Flags&kavach.ParseError == 0 {
+		data = r.opts.Prepare(data)
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(r.opts.StepTimeout))
 	if _, err := c.nc.Write(data); err != nil {
@@ -363,42 +828,17 @@ func (r *runner) send(ev kavach.Event, i int) {
 	}
 }
 
-// await takes n replies on c (n < 0: until no step on c is waiting),
-// attaching each to its step the way kavach.Steps does.
-func (r *runner) await(c *conn, n int) {
-	for n != 0 && !r.stop {
-		if n < 0 && len(c.pending) == 0 {
-			return
-		}
-		frame, err := c.next(r.opts.StepTimeout)
-		switch err {
-		case errClosed:
-			r.crashed(c, "connection closed by the build")
-			return
-		case errTimeout:
-			if len(c.pending) == 0 {
-				return // the recording saw a reply (a push) the build did not send
-			}
-			s := &r.tr.Steps[c.pending[0].step]
-			s.Outcome = kavach.Outcome{Kind: kavach.Hang, Detail: fmt.Sprintf("no reply within %s", r.opts.StepTimeout)}
-			r.tr.Stopped = fmt.Sprintf("step %d hung: no reply within %s", s.N, r.opts.StepTimeout)
-			r.stop = true
-			return
-		}
-		n--
-		if len(c.pending) == 0 || r.opts.Codec.IsPush(frame) {
-			if i, ok := r.last[c.id]; ok {
-				r.addReply(&r.tr.Steps[i], frame)
-			}
-			continue
-		}
-		w := &c.pending[0]
-		r.addReply(&r.tr.Steps[w.step], frame)
-		if w.left--; w.left == 0 {
-			c.pending = c.pending[1:]
-			r.finish(&r.tr.Steps[w.step])
-		}
+// hangUp closes c where the recorded client closed it. A step still
+// waiting on it gets what it got: the client did not wait for more.
+func (r *runner) hangUp(c *conn) {
+	c.closed = true
+	if c.nc != nil {
+		c.nc.Close()
 	}
+	for _, w := range c.pending {
+		r.finish(&r.tr.Steps[w.step])
+	}
+	c.pending = nil
 }
 
 func (r *runner) addReply(s *StepResult, frame []byte) {
@@ -442,10 +882,7 @@ func (r *runner) crashed(c *conn, why string) {
 	conns := []*conn{c}
 	if exit != nil {
 		// The process is gone: every step waiting anywhere crashed.
-		conns = conns[:0]
-		for _, other := range r.conns {
-			conns = append(conns, other)
-		}
+		conns = r.order
 	}
 	for _, c := range conns {
 		for _, w := range c.pending {
@@ -474,7 +911,7 @@ func (r *runner) exitSoon() *kavach.Exit {
 }
 
 func (r *runner) closeAll() {
-	for _, c := range r.conns {
+	for _, c := range r.order {
 		if c.nc != nil {
 			c.nc.Close()
 		}

@@ -53,10 +53,10 @@ func events(steps ...step) []kavach.Event {
 		}
 		add(kavach.Event{Conn: s.conn, Dir: kavach.Request, Offset: s.at, Data: redis.AppendCommand(nil, b...)})
 		if s.replay != "" {
-			add(kavach.Event{Conn: s.conn, Dir: kavach.Response, Offset: s.at + time.Millisecond, Data: []byte(s.replay)})
+			add(kavach.Event{Conn: s.conn, Dir: kavach.Response, Offset: s.at, Data: []byte(s.replay)})
 		}
 		if s.closed {
-			add(kavach.Event{Conn: s.conn, Dir: kavach.Close, Offset: s.at + time.Millisecond, Data: []byte("server")})
+			add(kavach.Event{Conn: s.conn, Dir: kavach.Close, Offset: s.at, Data: []byte("server")})
 		}
 	}
 	return evs
@@ -150,10 +150,10 @@ func TestVirtualClock(t *testing.T) {
 	for n, want := range map[int]string{
 		2: "(nil)",
 		4: "(integer) 99",
-		5: `1) "` + strconv.FormatInt(unix+4, 10) + `" 2) "500000"`,
+		5: `1) "` + strconv.FormatInt(unix+4, 10) + `" 2) "500499"`,
 		6: "(integer) 60",
 		7: "(integer) -2",
-		8: `1) "` + strconv.FormatInt(unix+3600, 10) + `" 2) "0"`,
+		8: `1) "` + strconv.FormatInt(unix+3600, 10) + `" 2) "500"`,
 	} {
 		if got := reply(tr, n); got != want {
 			t.Errorf("step %d = %s, want %s", n, got, want)
@@ -186,7 +186,7 @@ func TestVirtualClock(t *testing.T) {
 	if got := reply(shifted, 4); got != "(integer) -2" {
 		t.Errorf("TTL a day later = %s, want -2 (expired)", got)
 	}
-	if got, want := reply(shifted, 5), `1) "`+strconv.FormatInt(unix+4+86400, 10)+`" 2) "500000"`; got != want {
+	if got, want := reply(shifted, 5), `1) "`+strconv.FormatInt(unix+4+86400, 10)+`" 2) "500499"`; got != want {
 		t.Errorf("TIME a day later = %s, want %s", got, want)
 	}
 }

@@ -12,6 +12,8 @@ command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null || need
 ls /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 >/dev/null 2>&1 || need+=(libfaketime)
 command -v nutcracker >/dev/null || need+=(nutcracker)
 command -v zstd >/dev/null || need+=(zstd)
+# Tests replay under load: stress-ng saturates the cores beside them.
+command -v stress-ng >/dev/null || need+=(stress-ng)
 if [ ${#need[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo=sudo

@@ -204,17 +204,15 @@ func random(t any) any {
 	return "<random>"
 }
 
-// Settle lets Redis's timer run (SettleTicks of its period at hz 100,
-// which DefaultArgs set) after the virtual clock crossed into another
-// second: Redis caches its LRU clock, at one-second resolution, and
-// refreshes it only in that timer, so without a tick a key created right
-// after a jump would carry the old second (OBJECT IDLETIME off by the jump).
-func (Codec) Settle(from, to time.Time) time.Duration {
-	if from.Unix() == to.Unix() {
-		return 0
+// Settle asks for a turn of Redis's timer after the virtual clock moved
+// into another second (Redis caches its LRU clock and its Unix time, at
+// one-second resolution, and refreshes them only in that timer, so without
+// a turn a key created right after a jump would carry the old second:
+// OBJECT IDLETIME off by the jump), and after any move while a client is
+// blocked (its timeout fires in that timer, or just before sleeping).
+func (Codec) Settle(from, to time.Time, blocked bool) bool {
+	if from.Equal(to) {
+		return false
 	}
-	return SettleTicks * 10 * time.Millisecond
+	return blocked || from.Unix() != to.Unix()
 }
-
-// SettleTicks is how many timer periods Settle waits.
-const SettleTicks = 2.5

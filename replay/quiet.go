@@ -1,0 +1,115 @@
+package replay
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// A build is watched through /proc, never through its protocol: a request
+// Kavach sent of its own would be counted by the service (command
+// statistics, client lists) and change what later steps answer. Two
+// things are read:
+//
+//   - whether any thread of the build's process tree is running or
+//     runnable (state R, or D in the kernel): while one is, the build is
+//     still working on what it was sent, however long the machine's load
+//     makes that take; when none is, it has done all it will do until a
+//     timer or a request wakes it;
+//   - how many times the build's threads went to sleep (voluntary context
+//     switches): a service with an event loop sleeps once per turn of the
+//     loop, so after the virtual clock moved, three more sleeps mean that
+//     at least two whole turns ran on the new time — its timer among them
+//     (Redis refreshes its cached clock and fires blocked clients'
+//     timeouts there).
+//
+// Both are read from the process and its descendants (a build may be a
+// script that runs the service).
+
+// watch observes one build process tree.
+type watch struct {
+	pid int
+}
+
+// tree returns the pids of the process tree rooted at w.pid, the root
+// first. A process that is gone is skipped.
+func (w watch) tree() []int {
+	pids := []int{w.pid}
+	for i := 0; i < len(pids) && i < 64; i++ {
+		for _, tid := range tasks(pids[i]) {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pids[i]) + "/task/" + tid + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, c)
+				}
+			}
+		}
+	}
+	return pids
+}
+
+func tasks(pid int) []string {
+	d, err := os.Open("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	return names
+}
+
+// busy reports whether a thread of the build is running or runnable.
+func (w watch) busy() bool {
+	if w.pid <= 0 {
+		return false
+	}
+	for _, pid := range w.tree() {
+		for _, tid := range tasks(pid) {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/stat")
+			if err != nil {
+				continue
+			}
+			i := bytes.LastIndexByte(b, ')')
+			if i < 0 || i+2 >= len(b) {
+				continue
+			}
+			switch b[i+2] {
+			case 'R', 'D':
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sleeps is the number of times the build's threads went to sleep.
+func (w watch) sleeps() int {
+	if w.pid <= 0 {
+		return 0
+	}
+	n := 0
+	for _, pid := range w.tree() {
+		for _, tid := range tasks(pid) {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/status")
+			if err != nil {
+				continue
+			}
+			const key = "\nvoluntary_ctxt_switches:"
+			i := bytes.Index(b, []byte(key))
+			if i < 0 {
+				continue
+			}
+			rest := b[i+len(key):]
+			if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+				rest = rest[:j]
+			}
+			v, _ := strconv.Atoi(strings.TrimSpace(string(rest)))
+			n += v
+		}
+	}
+	return n
+}
