@@ -620,7 +620,8 @@ func (r *runner) flow() (time.Time, []int) {
 	if next.After(deadline) {
 		next = deadline
 	}
-	return next, nil
+	// The clock moves in whole milliseconds: never less than one.
+	return later(next, now.Add(time.Millisecond)), nil
 }
 
 func later(a, b time.Time) time.Time {
@@ -765,7 +766,9 @@ func (r *runner) poll() {
 		for _, f := range frames {
 			r.attach(c, f)
 		}
-		if err != nil && !c.broken && !c.closed && c.nc != nil {
+		if err != nil && !c.closed && c.nc != nil {
+			// Steps waiting on a connection the build ended (sent before
+			// or after it did) get no reply: they crashed.
 			c.broken = true
 			if len(c.pending) > 0 {
 				r.crashed(c, "connection closed by the build")
@@ -900,12 +903,29 @@ func (r *runner) crashed(c *conn, why string) {
 	}
 }
 
-// exitSoon waits briefly for the build to be reaped, and returns its exit
-// evidence if it has exited.
+// exitSoon waits for the build to be reaped, if it is dying, and returns
+// its exit evidence if it has exited. A build that is still working (a
+// crash report being written, however slowly on a loaded machine) is
+// waited for, up to the step timeout; one that is idle with the
+// connection closed (it closed it on purpose) is not.
 func (r *runner) exitSoon() *kavach.Exit {
-	select {
-	case <-r.proc.Done():
-	case <-time.After(200 * time.Millisecond):
+	bound := time.NewTimer(r.opts.StepTimeout)
+	defer bound.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	calm := 0
+	for calm < 5 {
+		select {
+		case <-r.proc.Done():
+			return r.proc.Exited()
+		case <-bound.C:
+			return r.proc.Exited()
+		case <-tick.C:
+		}
+		calm++
+		if r.watch.busy() {
+			calm = 0
+		}
 	}
 	return r.proc.Exited()
 }
