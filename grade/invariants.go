@@ -37,6 +37,12 @@ func checkInvariants(set *invariants.Set, codec kavach.Codec, tr *replay.Trace) 
 	return c
 }
 
+// Violated is, per step of a trace, the invariants of set it violates
+// (kavach replay judges an invariant failure with it).
+func Violated(set *invariants.Set, codec kavach.Codec, tr *replay.Trace) map[int][]string {
+	return checkInvariants(set, codec, tr).violated
+}
+
 // message is the first violation message at step n, or "".
 func (c checked) message(n int) string {
 	for _, r := range c.results {

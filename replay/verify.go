@@ -13,7 +13,7 @@ const (
 	StatusNotFailed   = "not-failed"    // the failing step did not fail the recorded way
 	StatusNotRun      = "not-run"       // the replay stopped before this step
 	StatusAfterFailed = "after-failure" // after the failing step: shown, not judged
-	StatusUnjudged    = "not-judged"    // the failing step of an invariant failure: kavach diff checks invariants
+	StatusUnjudged    = "not-judged"    // the failing step of an invariant failure, with no invariants to judge it
 )
 
 // StepCheck is one step of a trace judged against the recording.
@@ -39,8 +39,18 @@ type Verification struct {
 // Verify judges a trace against the recording: steps before the failure
 // (all steps, when none is marked) must give the recorded output, noise
 // aside; the failing step must fail with the recorded signature. Steps
-// after the failure are listed but not judged.
+// after the failure are listed but not judged, except that a crash or a
+// hang where the recording has neither never reproduces it. The failing
+// step of an invariant failure cannot be judged here: it counts against
+// the replay (see VerifyInvariant).
 func Verify(recorded []StepResult, failure *kavach.Failure, tr *Trace, noise Noise) Verification {
+	return VerifyInvariant(recorded, failure, tr, noise, nil)
+}
+
+// VerifyInvariant is Verify where violated says whether the failure's
+// invariant is violated at a step of the trace, so that an invariant
+// failure can be judged reproduced.
+func VerifyInvariant(recorded []StepResult, failure *kavach.Failure, tr *Trace, noise Noise, violated func(step int) bool) Verification {
 	v := Verification{Reproduced: true}
 	for i, want := range recorded {
 		c := StepCheck{Step: want.N, Recorded: want.Outcome}
@@ -49,11 +59,20 @@ func Verify(recorded []StepResult, failure *kavach.Failure, tr *Trace, noise Noi
 			got = tr.Steps[i]
 			c.Outcome = got.Outcome
 		}
+		broke := got.Ran && (got.Outcome.Kind == kavach.Crash || got.Outcome.Kind == kavach.Hang) && got.Outcome.Kind != want.Outcome.Kind
 		switch {
+		case failure != nil && want.N > failure.Step && broke:
+			c.Status = StatusDifferent
+			c.Diffs = []Diff{{Step: want.N, Path: "outcome", Want: want.Outcome.String(), Got: got.Outcome.String()}}
 		case failure != nil && want.N > failure.Step:
 			c.Status = StatusAfterFailed
 		case !got.Ran:
 			c.Status = StatusNotRun
+		case failure != nil && want.N == failure.Step && failure.Oracle.Invariant != "" && violated != nil:
+			c.Status = StatusNotFailed
+			if violated(want.N) {
+				c.Status = StatusReproduced
+			}
 		case failure != nil && want.N == failure.Step && failure.Oracle.Invariant != "":
 			c.Status = StatusUnjudged
 		case failure != nil && want.N == failure.Step:
@@ -72,7 +91,7 @@ func Verify(recorded []StepResult, failure *kavach.Failure, tr *Trace, noise Noi
 				c.Status = StatusEqual
 			}
 		}
-		if c.Status == StatusDifferent || c.Status == StatusNotFailed || c.Status == StatusNotRun {
+		if c.Status == StatusDifferent || c.Status == StatusNotFailed || c.Status == StatusNotRun || c.Status == StatusUnjudged {
 			if v.FirstDifferent == 0 {
 				v.FirstDifferent = c.Step
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,6 +51,7 @@ func TestScripts(t *testing.T) {
 		"REDIS_OFFBYONE":     redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOffByOne)...),
 		"REDIS_STRLEN_OLD":   redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenOld)...),
 		"REDIS_STRLEN_SHORT": redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenShortWrong)...),
+		"REDIS_BLOCK_LATE":   redisbuild.MustBuild(t, incidents.PatchPaths([]string{"block-timeout-late.patch"})...),
 	}
 	// The GETRANGE incident, recorded once on the old build; each script
 	// gets a copy as getrange.kavach.
@@ -229,7 +231,27 @@ func TestShowGolden(t *testing.T) {
 var scriptCommands = map[string]func(){
 	"waitfile": waitfileMain,
 	"rcmd":     rcmdMain,
+	"rcli":     rcliMain,
 	"noprocs":  noprocsMain,
+}
+
+// rcliMain: rcli ADDRFILE LINE... — pipe the lines into a stock redis-cli
+// connected to the address in ADDRFILE: one connection, each command sent
+// once the one before was answered; its output is printed.
+func rcliMain() {
+	addr, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	host, port, _ := strings.Cut(strings.TrimSpace(string(addr)), ":")
+	cmd := exec.Command("redis-cli", "-h", host, "-p", port)
+	cmd.Stdin = strings.NewReader(strings.Join(os.Args[2:], "\n") + "\n")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "redis-cli:", err)
+		os.Exit(1)
+	}
 }
 
 // waitfileMain: waitfile FILE — wait up to 20 s for FILE to exist.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -26,11 +28,14 @@ func replayCommand() *cli.Command {
 			"prints per step whether the build gave the recorded output. The build is replayed\n"+
 			"--runs times (default 2): fields that differ between the runs are noise, listed and\n"+
 			"not counted. Exit 0 when every step reproduced the recording (the recorded failure\n"+
-			"counts when it recurs), 1 when a step differed, 2 when it could not replay.\n"+
+			"counts when it recurs: an invariant failure when the invariant is violated there),\n"+
+			"1 when a step differed (or crashed or hung where the recording did not), 2 when it\n"+
+			"could not replay.\n"+
 			"For a fixture whose secrets were redacted, set KAVACH_REDIS_SECRET to the password.",
 			"kavach replay ./redis-server-old incident.kavach --json"),
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the traces and the verdict per step as JSON"},
+			&cli.StringFlag{Name: "invariants", Usage: "invariants `FILE` that judges an invariant failure (default: embedded in the fixture, or beside it)"},
 			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
 			&cli.IntFlag{Name: "runs", Value: 2, Usage: "replay `N` times; fields that differ between runs are noise"},
 			&cli.BoolFlag{Name: "real-time", Usage: "do not fake the clock (gaps are compressed)"},
@@ -63,7 +68,21 @@ func replayCommand() *cli.Command {
 			recorded := replay.Recorded(fx.Events, in.codec, in.classifier(), in.normalizer())
 			// Noise: what differs between this build's own replays.
 			noise := replay.FindNoise(traces[0].Steps, 0, traces[1:]...)
-			v := replay.Verify(recorded, fx.Failure, traces[0], noise)
+			var violated func(int) bool
+			if f := fx.Failure; f != nil && f.Oracle.Invariant != "" {
+				set, err := loadInvariants(c.String("invariants"), fx)
+				if err != nil {
+					return err
+				}
+				if set == nil || !set.Has(f.Oracle.Invariant) {
+					return usagef("", "fixture %s: its failure is invariant %q, which no invariants file declares: pass --invariants FILE", fx.Path, f.Oracle.Invariant)
+				}
+				v := grade.Violated(set, in.codec, traces[0])
+				violated = func(n int) bool {
+					return slices.Contains(v[n], f.Oracle.Invariant)
+				}
+			}
+			v := replay.VerifyInvariant(recorded, fx.Failure, traces[0], noise, violated)
 			if c.Bool("json") {
 				enc := json.NewEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")

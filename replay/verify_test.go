@@ -1,0 +1,48 @@
+package replay_test
+
+import (
+	"testing"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/replay"
+)
+
+// TestVerifyNeverReproducesABreakAfterTheFailure: steps after the failure
+// are not compared, but a crash or a hang there, where the recording
+// answered, means the replay did not reproduce the recording; and an
+// invariant failure is reproduced only where the invariant is violated.
+func TestVerifyNeverReproducesABreakAfterTheFailure(t *testing.T) {
+	ok := kavach.Outcome{Kind: kavach.OK}
+	rec := []replay.StepResult{
+		{N: 1, Ran: true, Outcome: ok, Output: []any{"a"}},
+		{N: 2, Ran: true, Outcome: kavach.Outcome{Kind: kavach.Error, Class: "ERR"}, Output: []any{"e"}},
+		{N: 3, Ran: true, Outcome: ok, Output: []any{"c"}},
+	}
+	failure := &kavach.Failure{Step: 2, Oracle: kavach.Oracle{Kind: kavach.Error, Class: "ERR"}, Signature: "error:ERR"}
+	trace := func(third kavach.Outcome, output string) *replay.Trace {
+		return &replay.Trace{Steps: []replay.StepResult{rec[0], rec[1], {N: 3, Ran: true, Outcome: third, Output: []any{output}}}}
+	}
+	if v := replay.Verify(rec, failure, trace(ok, "other"), replay.Noise{}); !v.Reproduced {
+		t.Errorf("an answer after the failure that differs is not judged: %+v", v)
+	}
+	for _, broke := range []kavach.OutcomeKind{kavach.Hang, kavach.Crash} {
+		v := replay.Verify(rec, failure, trace(kavach.Outcome{Kind: broke}, ""), replay.Noise{})
+		if v.Reproduced || v.FirstDifferent != 3 {
+			t.Errorf("a %s after the failure where the recording answered: reproduced %v, first different %d", broke, v.Reproduced, v.FirstDifferent)
+		}
+	}
+
+	inv := &kavach.Failure{Step: 2, Oracle: kavach.Oracle{Invariant: "right"}, Signature: "invariant:right"}
+	if v := replay.Verify(rec, inv, trace(ok, "c"), replay.Noise{}); v.Reproduced {
+		t.Error("an invariant failure with nothing to judge it counted as reproduced")
+	}
+	for _, tc := range []struct {
+		violated bool
+		want     bool
+	}{{true, true}, {false, false}} {
+		v := replay.VerifyInvariant(rec, inv, trace(ok, "c"), replay.Noise{}, func(n int) bool { return tc.violated && n == 2 })
+		if v.Reproduced != tc.want {
+			t.Errorf("invariant violated %v at the failing step: reproduced %v", tc.violated, v.Reproduced)
+		}
+	}
+}
