@@ -40,6 +40,7 @@ func diffCommand() *cli.Command {
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` cannot be graded"},
 			&cli.BoolFlag{Name: "fail-fast", Usage: "stop running variants on the new build after the first it fails"},
 			&cli.BoolFlag{Name: "brief", Usage: "print one line: the verdict and the report's path"},
+			trustFlag(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -50,7 +51,7 @@ func diffCommand() *cli.Command {
 			req := diffRequest{
 				Old: a[0], New: a[1], Fixture: a[2], Invariants: c.String("invariants"),
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
-				FailFast: c.Bool("fail-fast"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
+				FailFast: c.Bool("fail-fast"), TrustLaunch: c.Bool("trust-fixture-launch"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
 			}
 			if isTerminal(c.App.ErrWriter) {
 				req.Progress = func(done, total int) {
@@ -99,6 +100,9 @@ type diffRequest struct {
 	StepTimeout       time.Duration
 	StartTimeout      time.Duration
 	Progress          func(done, total int)
+	// TrustLaunch starts the builds with every launch argument the fixture
+	// recorded (--trust-fixture-launch); otherwise they pass an allowlist.
+	TrustLaunch bool
 }
 
 // runDiff grades a new build against a fixture: the one code path of
@@ -106,6 +110,9 @@ type diffRequest struct {
 func runDiff(ctx context.Context, r diffRequest) (*grade.Report, error) {
 	fx, in, err := loadFixture(r.Fixture)
 	if err != nil {
+		return nil, err
+	}
+	if err := in.checkLaunch(fx, r.TrustLaunch, r.Old, r.New); err != nil {
 		return nil, err
 	}
 	set, err := loadInvariants(r.Invariants, fx)

@@ -35,6 +35,7 @@ func replayCommand() *cli.Command {
 			&cli.IntFlag{Name: "runs", Value: 2, Usage: "replay `N` times; fields that differ between runs are noise"},
 			&cli.BoolFlag{Name: "real-time", Usage: "do not fake the clock (gaps are compressed)"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
+			trustFlag(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -48,6 +49,9 @@ func replayCommand() *cli.Command {
 			}
 			if c.Int("runs") < 1 {
 				return usagef("", "--runs %d: need at least 1", c.Int("runs"))
+			}
+			if err := in.checkLaunch(fx, c.Bool("trust-fixture-launch"), a[0]); err != nil {
+				return err
 			}
 			opts := replayOptions(fx, in, c.Duration("step-timeout"), c.Duration("start-timeout"))
 			opts.RealTime = c.Bool("real-time")

@@ -27,6 +27,7 @@ func variantsCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the generator"},
 			&cli.StringFlag{Name: "build", Usage: "learn request types from the old build at `PATH`"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON Lines, one variant per line"},
+			trustFlag(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -47,6 +48,9 @@ func variantsCommand() *cli.Command {
 			}
 			var schema kavach.Schema
 			if b := c.String("build"); b != "" {
+				if err := in.checkLaunch(fx, c.Bool("trust-fixture-launch"), b); err != nil {
+					return err
+				}
 				l := in.launcher(10 * time.Second)
 				learner, ok := l.(kavach.SchemaLearner)
 				if !ok {

@@ -237,9 +237,11 @@ func Unredact(request []byte, secret string) []byte {
 }
 
 // Launcher starts redis-server and valkey-server builds: a free loopback
-// port, a fresh directory, persistence off, user arguments after Kavach's
-// own (so they win). Ready when PING answers; stopped with SHUTDOWN NOSAVE,
-// then SIGTERM, then SIGKILL of the process group.
+// port, a fresh directory, persistence off. The launch's arguments come
+// after Kavach's defaults (so they win over those) and before its safety
+// settings (which win over them: see SafetyArgs). Ready when PING answers;
+// stopped with SHUTDOWN NOSAVE, then SIGTERM, then SIGKILL of the process
+// group.
 type Launcher struct {
 	// Env is added to the build's environment (libfaketime's variables, say).
 	Env []string
@@ -247,10 +249,9 @@ type Launcher struct {
 	StartTimeout time.Duration
 }
 
-// DefaultArgs are the arguments Kavach starts every Redis build with.
+// DefaultArgs are the arguments Kavach starts every Redis build with,
+// before the launch's own.
 var DefaultArgs = []string{
-	"--port", "{port}", "--bind", "127.0.0.1", "--dir", "{dir}",
-	"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", "",
 	"--hz", "100", // a timer tick every 10 ms: see Codec.Settle
 }
 
@@ -279,6 +280,7 @@ func (l Launcher) spawn(launch kavach.Launch) kavach.Spawn {
 	return kavach.Spawn{
 		Launch:       launch,
 		Defaults:     DefaultArgs,
+		Safety:       SafetyArgs,
 		Env:          l.Env,
 		StartTimeout: l.StartTimeout,
 		Ready:        ping,
