@@ -34,6 +34,9 @@ type Session struct {
 	Grace time.Duration
 	// Volatile is written into the fixture's header (fixtures.Header.Volatile).
 	Volatile []string
+	// RedactArgs, when set, removes secrets from the launch arguments
+	// written to the fixture's header (the build gets them as given).
+	RedactArgs func(args []string) []string
 }
 
 // Result is what a finished recording holds.
@@ -75,6 +78,11 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 		upstream = proc.Addr()
 		h.Build = &fixtures.Build{Path: s.Launch.Path, SHA256: sum, Version: s.Launcher.Version(upstream)}
 		h.Launch = s.Launch
+		if s.RedactArgs != nil {
+			hl := *s.Launch
+			hl.Args = s.RedactArgs(hl.Args)
+			h.Launch = &hl
+		}
 		res.Build = h.Build
 	} else {
 		h.Upstream = upstream

@@ -27,6 +27,13 @@ type integration struct {
 	checkArgs func(args []string) error
 	// checkBuild refuses, before it starts, a build of another protocol.
 	checkBuild func(path string) error
+	// redactArgs removes secrets from launch arguments written to a
+	// fixture, unredactArgs puts one back for a replay; nil: none.
+	redactArgs   func(args []string) []string
+	unredactArgs func(args []string, secret string) []string
+	// secretParams is the redactor that also redacts these query
+	// parameters (--redact-param); nil: the protocol has none.
+	secretParams func(names []string) kavach.Redactor
 }
 
 // integrations lists the protocols Kavach speaks, registered here
@@ -39,6 +46,11 @@ func integrations() map[string]integration {
 			unredact:   redis.Unredact,
 			checkArgs:  redis.CheckArgs,
 			checkBuild: redis.CheckBuild,
+			redactArgs: func(a []string) []string {
+				out, _ := redis.RedactArgs(a)
+				return out
+			},
+			unredactArgs: redis.UnredactArgs,
 		},
 		axum.Protocol: {
 			codec:      axum.Codec{},
@@ -46,6 +58,9 @@ func integrations() map[string]integration {
 			volatile:   func(f []string) kavach.Codec { return axum.Codec{Volatile: f} },
 			checkArgs:  axum.CheckArgs,
 			checkBuild: axum.CheckBuild,
+			secretParams: func(names []string) kavach.Redactor {
+				return axum.Codec{SecretParams: names}
+			},
 		},
 	}
 }

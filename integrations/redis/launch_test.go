@@ -21,6 +21,8 @@ func TestCheckArgs(t *testing.T) {
 		{"--HASH-MAX-LISTPACK-ENTRIES", "0", "--list-max-listpack-size", "-2"},
 		{"--save", "", "--appendonly", "no", "--bind", "127.0.0.1"},
 		{"--client-output-buffer-limit", "pubsub", "32mb", "8mb", "60"},
+		{"--enable-debug-command", "yes"},
+		{"--requirepass", "<redacted>"},
 	} {
 		if err := CheckArgs(args); err != nil {
 			t.Errorf("CheckArgs(%q) = %v, want allowed", args, err)
@@ -45,7 +47,8 @@ func TestCheckArgs(t *testing.T) {
 		{[]string{"--user", "bob", "on", ">pw", "+@all"}, "--user bob on >pw +@all", "user"},
 		{[]string{"--aclfile", "/tmp/users.acl"}, "--aclfile /tmp/users.acl", "user"},
 		{[]string{"--rename-command", "CONFIG", ""}, `--rename-command CONFIG ""`, "user"},
-		{[]string{"--enable-debug-command", "yes"}, "--enable-debug-command yes", "user"},
+		{[]string{"--enable-protected-configs", "yes"}, "--enable-protected-configs yes", "user"},
+		{[]string{"--enable-module-command", "yes"}, "--enable-module-command yes", "module"},
 		{[]string{"--save", "60", "1"}, "--save 60 1", "persistence"},
 		{[]string{"--appendonly", "yes"}, "--appendonly yes", "persistence"},
 		{[]string{"--replicaof", "10.0.0.1", "6379"}, "--replicaof 10.0.0.1 6379", "replication"},

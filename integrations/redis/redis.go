@@ -151,8 +151,33 @@ func (Codec) Redact(request []byte) ([]byte, string) {
 		return request, ""
 	}
 	args := c.Args
+	hide, what := secretArgs(c)
+	if len(hide) == 0 {
+		return request, ""
+	}
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = a
+		if hide[i] {
+			if len(a) > 0 && strings.IndexByte("><#!", a[0]) >= 0 && c.Name == "ACL" {
+				out[i] = append([]byte{a[0]}, Redacted...)
+			} else {
+				out[i] = []byte(Redacted)
+			}
+		}
+	}
+	return AppendCommand(nil, out...), strings.Join(what, ", ")
+}
+
+// secretArgs says which arguments of a command are secrets (by index) and
+// what they are, for the note.
+func secretArgs(c Command) (map[int]bool, []string) {
+	args := c.Args
 	hide := map[int]bool{}
 	var what []string
+	if len(args) < 2 {
+		return hide, nil
+	}
 	switch c.Name {
 	case "AUTH":
 		hide[len(args)-1] = true // AUTH pass, or AUTH user pass
@@ -198,21 +223,7 @@ func (Codec) Redact(request []byte) ([]byte, string) {
 			}
 		}
 	}
-	if len(hide) == 0 {
-		return request, ""
-	}
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		out[i] = a
-		if hide[i] {
-			if len(a) > 0 && strings.IndexByte("><#!", a[0]) >= 0 && c.Name == "ACL" {
-				out[i] = append([]byte{a[0]}, Redacted...)
-			} else {
-				out[i] = []byte(Redacted)
-			}
-		}
-	}
-	return AppendCommand(nil, out...), strings.Join(what, ", ")
+	return hide, what
 }
 
 // Unredact puts secret back where Redact left Redacted, for replaying a
