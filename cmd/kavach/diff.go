@@ -61,6 +61,9 @@ func diffCommand() *cli.Command {
 					}
 				}
 			}
+			if err := checkOut(c.String("out")); err != nil {
+				return err
+			}
 			rep, err := runDiff(c.Context, req)
 			if err != nil {
 				return err
@@ -108,6 +111,9 @@ type diffRequest struct {
 // runDiff grades a new build against a fixture: the one code path of
 // `kavach diff` and of the MCP tool.
 func runDiff(ctx context.Context, r diffRequest) (*grade.Report, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
 	fx, in, err := loadFixture(r.Fixture)
 	if err != nil {
 		return nil, err
@@ -130,6 +136,40 @@ func runDiff(ctx context.Context, r diffRequest) (*grade.Report, error) {
 		opts.InvariantsFile = set.File
 	}
 	return grade.Run(ctx, fx, buildLaunch(fx, r.Old), buildLaunch(fx, r.New), opts)
+}
+
+// check refuses numbers that mean nothing: negative counts, timeouts that
+// are not positive. Zero variants (none), zero minimum (no evidence
+// needed) and zero jobs (one per core) mean something.
+func (r diffRequest) check() error {
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"--variants", r.Variants}, {"--min-variants", r.MinVariants}, {"-j", r.Jobs}} {
+		if n.v < 0 {
+			return usagef("", "%s %d: need 0 or more", n.flag, n.v)
+		}
+	}
+	return checkTimeouts(map[string]time.Duration{"--step-timeout": r.StepTimeout, "--start-timeout": r.StartTimeout})
+}
+
+// checkTimeouts refuses a timeout that is not positive.
+func checkTimeouts(timeouts map[string]time.Duration) error {
+	for _, flag := range []string{"--step-timeout", "--start-timeout"} {
+		if d, ok := timeouts[flag]; ok && d <= 0 {
+			return usagef("", "%s %v: need a positive duration, such as 5s", flag, d)
+		}
+	}
+	return nil
+}
+
+// checkOut refuses, before grading, a report path that cannot be written
+// as a file: an existing directory.
+func checkOut(out string) error {
+	if st, err := os.Stat(out); out != "" && err == nil && st.IsDir() {
+		return usagef("", "--out %s is a directory: give the report's file name, such as %s", out, filepath.Join(out, "report.json"))
+	}
+	return nil
 }
 
 // verdictExit maps a verdict kind to the exit status of DESIGN §3.
@@ -164,9 +204,11 @@ func writeReport(path string, rep *grade.Report) error {
 	}
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write report: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil

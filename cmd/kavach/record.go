@@ -45,6 +45,9 @@ func recordCommand() *cli.Command {
 			if !ok {
 				return usagef("", "protocol %q: Kavach records %s", c.String("protocol"), strings.Join(protocols(), ", "))
 			}
+			if err := checkTimeouts(map[string]time.Duration{"--start-timeout": c.Duration("start-timeout")}); err != nil {
+				return err
+			}
 			if len(c.StringSlice("redact-param")) > 0 && in.secretParams == nil {
 				return usagef("", "--redact-param: the %s protocol has no query parameters", c.String("protocol"))
 			}

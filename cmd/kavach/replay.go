@@ -50,6 +50,9 @@ func replayCommand() *cli.Command {
 			if c.Int("runs") < 1 {
 				return usagef("", "--runs %d: need at least 1", c.Int("runs"))
 			}
+			if err := checkTimeouts(map[string]time.Duration{"--step-timeout": c.Duration("step-timeout"), "--start-timeout": c.Duration("start-timeout")}); err != nil {
+				return err
+			}
 			if err := in.checkLaunch(fx, c.Bool("trust-fixture-launch"), a[0]); err != nil {
 				return err
 			}

@@ -35,6 +35,9 @@ func variantsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if n := c.Int("variants"); n < 0 {
+				return usagef("", "--variants %d: need 0 or more", n)
+			}
 			fx, in, err := loadFixture(path)
 			if err != nil {
 				return err
