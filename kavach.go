@@ -257,6 +257,11 @@ type RawRedactor interface {
 	RedactRaw(data []byte, request bool) (out []byte, note string)
 }
 
+// RedactedRaw is what the recorder writes in place of raw bytes it could
+// not redact piece by piece (they follow a secret, or a secret word was
+// cut in two by a read), followed by their length.
+const RedactedRaw = "<redacted raw bytes>"
+
 // Launch is how to start one build: the executable and its arguments,
 // where "{port}" and "{dir}" are replaced by a free loopback port and a
 // fresh directory. No shell is involved.

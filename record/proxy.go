@@ -325,6 +325,7 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 		pending []byte // bytes read but not yet a whole message
 		batch   []message
 		mode    rawMode
+		rs      rawState
 	)
 	for {
 		n, rerr := src.Read(buf)
@@ -333,20 +334,20 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 			batch = batch[:0]
 			switch mode {
 			case rawRest:
-				batch = append(batch, p.rawMessage(dir, chunk))
+				batch = append(batch, p.rawMessage(dir, &rs, chunk, true))
 			case rawLine:
 				// The unparsable line goes on: raw up to its end.
 				i := bytes.IndexByte(chunk, '\n') + 1
 				if i == 0 {
-					batch = append(batch, p.rawMessage(dir, chunk))
+					batch = append(batch, p.rawMessage(dir, &rs, chunk, false))
 					break
 				}
-				batch = append(batch, p.rawMessage(dir, chunk[:i]))
+				batch = append(batch, p.rawMessage(dir, &rs, chunk[:i], false))
 				pending = append(pending[:0], chunk[i:]...)
-				pending, mode, batch = p.frames(c.id, dir, split, pending, batch)
+				pending, mode, batch = p.frames(c.id, dir, split, pending, batch, &rs)
 			default:
 				pending = append(pending, chunk...)
-				pending, mode, batch = p.frames(c.id, dir, split, pending, batch)
+				pending, mode, batch = p.frames(c.id, dir, split, pending, batch, &rs)
 			}
 			p.record(c, dir, batch)
 			if _, err := dst.Write(chunk); err != nil {
@@ -359,7 +360,7 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 		if rerr != nil {
 			if len(pending) > 0 {
 				// The stream ended inside a message: keep what there was.
-				p.record(c, dir, []message{p.rawMessage(dir, pending)})
+				p.record(c, dir, []message{p.rawMessage(dir, &rs, pending, mode == rawRest)})
 			}
 			if errors.Is(rerr, net.ErrClosed) && p.ctx.Err() != nil {
 				return proxyClosed
@@ -395,21 +396,21 @@ const (
 // taken. Bytes the codec cannot frame are one raw message up to where the
 // codec says framing can start again (kavach.Resyncer), or to the end of
 // the connection.
-func (p *Proxy) frames(conn uint64, dir kavach.Direction, split func([]byte) (int, error), data []byte, batch []message) ([]byte, rawMode, []message) {
+func (p *Proxy) frames(conn uint64, dir kavach.Direction, split func([]byte) (int, error), data []byte, batch []message, rs *rawState) ([]byte, rawMode, []message) {
 	for len(data) > 0 {
 		n, err := split(data)
 		if err != nil {
-			rs, ok := p.opts.Codec.(kavach.Resyncer)
+			resyncer, ok := p.opts.Codec.(kavach.Resyncer)
 			i := 0
 			if ok {
-				i, ok = rs.Resync(data, dir == kavach.Request)
+				i, ok = resyncer.Resync(data, dir == kavach.Request)
 			}
 			if !ok || i <= 0 || i > len(data) {
 				p.log.Warn("unparsable bytes, the rest of the direction recorded raw", "conn", conn, "dir", dir, "err", err)
-				return nil, rawRest, append(batch, p.rawMessage(dir, data))
+				return nil, rawRest, append(batch, p.rawMessage(dir, rs, data, true))
 			}
 			p.log.Warn("unparsable bytes, recorded raw", "conn", conn, "dir", dir, "bytes", i, "err", err)
-			batch = append(batch, p.rawMessage(dir, data[:i]))
+			batch = append(batch, p.rawMessage(dir, rs, data[:i], false))
 			lineEnded := data[i-1] == '\n'
 			if data = data[i:]; len(data) == 0 {
 				if lineEnded {
@@ -422,11 +423,12 @@ func (p *Proxy) frames(conn uint64, dir kavach.Direction, split func([]byte) (in
 		if n == 0 {
 			if len(data) > p.opts.MaxFrame {
 				p.log.Warn("message larger than the limit, recorded raw", "conn", conn, "dir", dir, "bytes", len(data))
-				return nil, rawRest, append(batch, p.rawMessage(dir, data))
+				return nil, rawRest, append(batch, p.rawMessage(dir, rs, data, true))
 			}
 			break
 		}
 		m := message{data: data[:n]}
+		rs.tail = rs.tail[:0] // a raw message after this one does not follow the last
 		if dir == kavach.Request {
 			m.replies = p.opts.Codec.Replies(m.data)
 			if rr, ok := p.opts.Redactor.(kavach.ReplyRedactor); ok && rr.ReplyMayHoldSecret(m.data) {
@@ -449,15 +451,52 @@ func (p *Proxy) frames(conn uint64, dir kavach.Direction, split func([]byte) (in
 	return data, framed, batch
 }
 
+// rawState is what redacting a direction's raw bytes remembers from one
+// raw message to the next: the end of the last one (a secret word may be
+// cut by a read), and whether the raw rest of the direction has shown a
+// secret word (its arguments may come in the next read).
+type rawState struct {
+	tail   []byte
+	sticky bool
+}
+
+// rawTail is how much of the last raw message is kept to find a secret
+// word cut in two by a read.
+const rawTail = 32
+
 // rawMessage is bytes the codec could not frame, with what looks like a
-// secret in them replaced when the redactor can do that.
-func (p *Proxy) rawMessage(dir kavach.Direction, data []byte) message {
+// secret in them replaced when the redactor can do that (by pattern). In
+// the raw rest of a direction (rest), once a secret was seen, and whenever
+// one is cut by a read, the whole message is replaced: what follows it
+// cannot be told apart from its arguments.
+func (p *Proxy) rawMessage(dir kavach.Direction, rs *rawState, data []byte, rest bool) message {
 	m := message{flags: kavach.ParseError, data: data}
-	if rr, ok := p.opts.Redactor.(kavach.RawRedactor); ok {
-		if out, note := rr.RedactRaw(data, dir == kavach.Request); note != "" {
-			m.data, m.flags, m.note = out, kavach.ParseError|kavach.Redacted, note
-		}
+	rr, ok := p.opts.Redactor.(kavach.RawRedactor)
+	if !ok {
+		return m
 	}
+	req := dir == kavach.Request
+	whole := func(why string) {
+		m.data, m.flags, m.note = []byte(fmt.Sprintf("%s (%d bytes)", kavach.RedactedRaw, len(data))), kavach.ParseError|kavach.Redacted, why
+	}
+	out, note := rr.RedactRaw(data, req)
+	cut := false
+	if note == "" && len(rs.tail) > 0 {
+		_, jointNote := rr.RedactRaw(append(append([]byte(nil), rs.tail...), data...), req)
+		_, tailNote := rr.RedactRaw(rs.tail, req)
+		cut = jointNote != "" && tailNote == ""
+	}
+	switch {
+	case rest && rs.sticky:
+		whole("raw bytes after a secret")
+	case cut:
+		whole("a secret cut by a read in raw bytes")
+		rs.sticky = rs.sticky || rest
+	case note != "":
+		m.data, m.flags, m.note = out, kavach.ParseError|kavach.Redacted, note
+		rs.sticky = rs.sticky || rest
+	}
+	rs.tail = append(rs.tail[:0], data[max(0, len(data)-rawTail):]...)
 	return m
 }
 
