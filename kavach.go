@@ -230,6 +230,42 @@ type Redactor interface {
 	Redact(request []byte) (out []byte, note string)
 }
 
+// ReplyRedactor is an optional Redactor interface: replace secrets in a
+// response before it is written (a CONFIG GET requirepass reply, an error
+// echoing a password, a Set-Cookie header). request is the request the
+// response answers, as the client sent it (not redacted); nil when the
+// response answers none (a push).
+type ReplyRedactor interface {
+	// ReplyMayHoldSecret reports whether the replies to this request may
+	// hold a secret that only the request tells; the proxy keeps a copy of
+	// such requests for RedactReply.
+	ReplyMayHoldSecret(request []byte) bool
+	RedactReply(request, response []byte) (out []byte, note string)
+}
+
+// Resyncer is an optional Codec interface: where framing can start again
+// after bytes it cannot frame, as the service itself goes on. data starts
+// with the bytes SplitRequest (or SplitResponse) refused. n > 0: data[:n]
+// are unframable and framing resumes at n (when n == len(data) and data
+// does not end a line, the rest of the line is unframable too). ok false:
+// the rest of the direction is unframable (the service closes, say).
+type Resyncer interface {
+	Resync(data []byte, request bool) (n int, ok bool)
+}
+
+// RawRedactor is an optional Redactor interface for bytes the codec could
+// not frame: it replaces what looks like a secret by pattern (the argument
+// after AUTH, an Authorization header's value however it is spelled),
+// erring towards replacing too much.
+type RawRedactor interface {
+	RedactRaw(data []byte, request bool) (out []byte, note string)
+}
+
+// RedactedRaw is what the recorder writes in place of raw bytes it could
+// not redact piece by piece (they follow a secret, or a secret word was
+// cut in two by a read), followed by their length.
+const RedactedRaw = "<redacted raw bytes>"
+
 // Launch is how to start one build: the executable and its arguments,
 // where "{port}" and "{dir}" are replaced by a free loopback port and a
 // fresh directory. No shell is involved.

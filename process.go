@@ -25,6 +25,11 @@ type Spawn struct {
 	// the service lets a later argument override an earlier one). "{port}"
 	// and "{dir}" are replaced in both.
 	Defaults []string
+	// Safety come after Launch.Args, so that they always win: what keeps a
+	// build on the loopback interface, in its fresh directory, without
+	// persistence, whatever a fixture or a user asks. "{port}" and "{dir}"
+	// are replaced in them too.
+	Safety []string
 	// Env is added to the build's environment (which is otherwise Kavach's
 	// own); "{port}" and "{dir}" are replaced in it too (PORT={port}).
 	Env []string
@@ -131,7 +136,8 @@ func (s Spawn) start() (*Spawned, error) {
 		}
 		return out
 	}
-	cmd := exec.Command(path, append(expand(s.Defaults), expand(s.Launch.Args)...)...)
+	args := append(append(expand(s.Defaults), expand(s.Launch.Args)...), expand(s.Safety)...)
+	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), expand(s.Env)...), expand(s.Launch.Env)...)
 	// Its own process group, so Stop reaches everything it forks; and

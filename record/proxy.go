@@ -1,12 +1,14 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,8 +23,10 @@ type Options struct {
 	Codec kavach.Codec
 	// Classifier classifies replies for FailOn. Nil: FailOn cannot be used.
 	Classifier kavach.Classifier
-	// Redactor removes secrets from requests before they are written.
-	// Nil: nothing is redacted.
+	// Redactor removes secrets from requests before they are written; if it
+	// is also a kavach.ReplyRedactor, from responses too, and if it is a
+	// kavach.RawRedactor, from bytes the codec could not frame. Nil:
+	// nothing is redacted.
 	Redactor kavach.Redactor
 	// FailOn, when it is an error oracle, makes the first reply that it
 	// fires on the incident's failure. Nil: only crashes are recorded as
@@ -68,6 +72,12 @@ type waitStep struct {
 	step    int
 	left    int
 	request []byte
+	// orig is the request as the client sent it, kept when the replies to
+	// it may hold a secret that only the request tells (see ReplyRedactor).
+	orig []byte
+	// raw: the request was bytes the codec could not frame; its replies
+	// are redacted by pattern too (a service may echo them).
+	raw bool
 }
 
 // Stats count what a proxy recorded.
@@ -301,8 +311,10 @@ func closeWrite(c net.Conn) {
 // the bytes as whole messages of direction dir: the messages of each read
 // are written to the fixture before its bytes are forwarded, so a reply
 // can never precede its request in the fixture. Bytes the codec cannot
-// frame are forwarded unchanged and recorded raw, marked ParseError, and
-// so is the rest of that direction. It reports why it ended.
+// frame are forwarded unchanged and recorded raw, marked ParseError (with
+// what looks like a secret in them redacted); framing starts again where
+// the codec says the service goes on (kavach.Resyncer), else the rest of
+// the direction is raw, and so it is after a message over the size limit. It reports why it ended.
 func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.Reader) copyEnd {
 	split := p.opts.Codec.SplitRequest
 	if dir == kavach.Response {
@@ -312,18 +324,30 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 	var (
 		pending []byte // bytes read but not yet a whole message
 		batch   []message
-		raw     bool
+		mode    rawMode
+		rs      rawState
 	)
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
 			batch = batch[:0]
-			if raw {
-				batch = append(batch, message{flags: kavach.ParseError, data: chunk})
-			} else {
+			switch mode {
+			case rawRest:
+				batch = append(batch, p.rawMessage(dir, &rs, chunk, true))
+			case rawLine:
+				// The unparsable line goes on: raw up to its end.
+				i := bytes.IndexByte(chunk, '\n') + 1
+				if i == 0 {
+					batch = append(batch, p.rawMessage(dir, &rs, chunk, false))
+					break
+				}
+				batch = append(batch, p.rawMessage(dir, &rs, chunk[:i], false))
+				pending = append(pending[:0], chunk[i:]...)
+				pending, mode, batch = p.frames(c.id, dir, split, pending, batch, &rs)
+			default:
 				pending = append(pending, chunk...)
-				pending, raw, batch = p.frames(c.id, dir, split, pending, batch)
+				pending, mode, batch = p.frames(c.id, dir, split, pending, batch, &rs)
 			}
 			p.record(c, dir, batch)
 			if _, err := dst.Write(chunk); err != nil {
@@ -336,7 +360,7 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 		if rerr != nil {
 			if len(pending) > 0 {
 				// The stream ended inside a message: keep what there was.
-				p.record(c, dir, []message{{flags: kavach.ParseError, data: pending}})
+				p.record(c, dir, []message{p.rawMessage(dir, &rs, pending, mode == rawRest)})
 			}
 			if errors.Is(rerr, net.ErrClosed) && p.ctx.Err() != nil {
 				return proxyClosed
@@ -353,28 +377,63 @@ type message struct {
 	data    []byte
 	replies int    // for a request: how many replies it expects
 	push    bool   // for a response: unsolicited
-	note    string // for a request: what was redacted
+	note    string // what was redacted
+	orig    []byte // for a request: a copy as sent, when its replies may hold a secret
 }
 
+// rawMode is how a direction's next bytes are taken after bytes the codec
+// could not frame.
+type rawMode int
+
+const (
+	framed  rawMode = iota // framing messages
+	rawLine                // raw to the end of the current line, then framing again
+	rawRest                // raw to the end of the connection (a message over the size limit)
+)
+
 // frames appends every whole message at the front of data to batch, and
-// returns the bytes left over and whether the direction has gone raw.
-func (p *Proxy) frames(conn uint64, dir kavach.Direction, split func([]byte) (int, error), data []byte, batch []message) ([]byte, bool, []message) {
+// returns the bytes left over and how the direction's next bytes are to be
+// taken. Bytes the codec cannot frame are one raw message up to where the
+// codec says framing can start again (kavach.Resyncer), or to the end of
+// the connection.
+func (p *Proxy) frames(conn uint64, dir kavach.Direction, split func([]byte) (int, error), data []byte, batch []message, rs *rawState) ([]byte, rawMode, []message) {
 	for len(data) > 0 {
 		n, err := split(data)
 		if err != nil {
-			p.log.Warn("unparsable bytes, recorded raw", "conn", conn, "dir", dir, "err", err)
-			return nil, true, append(batch, message{flags: kavach.ParseError, data: data})
+			resyncer, ok := p.opts.Codec.(kavach.Resyncer)
+			i := 0
+			if ok {
+				i, ok = resyncer.Resync(data, dir == kavach.Request)
+			}
+			if !ok || i <= 0 || i > len(data) {
+				p.log.Warn("unparsable bytes, the rest of the direction recorded raw", "conn", conn, "dir", dir, "err", err)
+				return nil, rawRest, append(batch, p.rawMessage(dir, rs, data, true))
+			}
+			p.log.Warn("unparsable bytes, recorded raw", "conn", conn, "dir", dir, "bytes", i, "err", err)
+			batch = append(batch, p.rawMessage(dir, rs, data[:i], false))
+			lineEnded := data[i-1] == '\n'
+			if data = data[i:]; len(data) == 0 {
+				if lineEnded {
+					return data[:0], framed, batch
+				}
+				return nil, rawLine, batch
+			}
+			continue
 		}
 		if n == 0 {
 			if len(data) > p.opts.MaxFrame {
 				p.log.Warn("message larger than the limit, recorded raw", "conn", conn, "dir", dir, "bytes", len(data))
-				return nil, true, append(batch, message{flags: kavach.ParseError, data: data})
+				return nil, rawRest, append(batch, p.rawMessage(dir, rs, data, true))
 			}
 			break
 		}
 		m := message{data: data[:n]}
+		rs.tail = rs.tail[:0] // a raw message after this one does not follow the last
 		if dir == kavach.Request {
 			m.replies = p.opts.Codec.Replies(m.data)
+			if rr, ok := p.opts.Redactor.(kavach.ReplyRedactor); ok && rr.ReplyMayHoldSecret(m.data) {
+				m.orig = bytes.Clone(m.data)
+			}
 			if p.opts.Redactor != nil {
 				if out, note := p.opts.Redactor.Redact(m.data); note != "" {
 					m.data, m.flags, m.note = out, kavach.Redacted, note
@@ -387,9 +446,58 @@ func (p *Proxy) frames(conn uint64, dir kavach.Direction, split func([]byte) (in
 		data = data[n:]
 	}
 	if len(data) == 0 {
-		return data[:0], false, batch
+		return data[:0], framed, batch
 	}
-	return data, false, batch
+	return data, framed, batch
+}
+
+// rawState is what redacting a direction's raw bytes remembers from one
+// raw message to the next: the end of the last one (a secret word may be
+// cut by a read), and whether the raw rest of the direction has shown a
+// secret word (its arguments may come in the next read).
+type rawState struct {
+	tail   []byte
+	sticky bool
+}
+
+// rawTail is how much of the last raw message is kept to find a secret
+// word cut in two by a read.
+const rawTail = 32
+
+// rawMessage is bytes the codec could not frame, with what looks like a
+// secret in them replaced when the redactor can do that (by pattern). In
+// the raw rest of a direction (rest), once a secret was seen, and whenever
+// one is cut by a read, the whole message is replaced: what follows it
+// cannot be told apart from its arguments.
+func (p *Proxy) rawMessage(dir kavach.Direction, rs *rawState, data []byte, rest bool) message {
+	m := message{flags: kavach.ParseError, data: data}
+	rr, ok := p.opts.Redactor.(kavach.RawRedactor)
+	if !ok {
+		return m
+	}
+	req := dir == kavach.Request
+	whole := func(why string) {
+		m.data, m.flags, m.note = []byte(fmt.Sprintf("%s (%d bytes)", kavach.RedactedRaw, len(data))), kavach.ParseError|kavach.Redacted, why
+	}
+	out, note := rr.RedactRaw(data, req)
+	cut := false
+	if note == "" && len(rs.tail) > 0 {
+		_, jointNote := rr.RedactRaw(append(append([]byte(nil), rs.tail...), data...), req)
+		_, tailNote := rr.RedactRaw(rs.tail, req)
+		cut = jointNote != "" && tailNote == ""
+	}
+	switch {
+	case rest && rs.sticky:
+		whole("raw bytes after a secret")
+	case cut:
+		whole("a secret cut by a read in raw bytes")
+		rs.sticky = rs.sticky || rest
+	case note != "":
+		m.data, m.flags, m.note = out, kavach.ParseError|kavach.Redacted, note
+		rs.sticky = rs.sticky || rest
+	}
+	rs.tail = append(rs.tail[:0], data[max(0, len(data)-rawTail):]...)
+	return m
 }
 
 // record writes the messages of one read under one lock, and keeps the
@@ -398,12 +506,15 @@ func (p *Proxy) record(c *proxyConn, dir kavach.Direction, batch []message) {
 	if len(batch) == 0 {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rr, ok := p.opts.Redactor.(kavach.ReplyRedactor); ok && dir == kavach.Response {
+		p.redactReplies(rr, c, batch)
+	}
 	evs := make([]kavach.Event, len(batch))
 	for i, m := range batch {
 		evs[i] = kavach.Event{Conn: c.id, Dir: dir, Flags: m.flags, Data: m.data}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	now := time.Since(p.start)
 	for i := range evs {
 		evs[i].Offset = now
@@ -429,6 +540,8 @@ func (p *Proxy) record(c *proxyConn, dir kavach.Direction, batch []message) {
 				if p.opts.FailOn != nil {
 					w.request = append([]byte(nil), m.data...)
 				}
+				w.orig = m.orig
+				w.raw = m.flags&kavach.ParseError != 0
 				c.pending = append(c.pending, w)
 			}
 			continue
@@ -446,6 +559,39 @@ func (p *Proxy) record(c *proxyConn, dir kavach.Direction, batch []message) {
 		}
 		if w.left--; w.left == 0 {
 			c.pending = c.pending[1:]
+		}
+	}
+}
+
+// redactReplies redacts the responses of batch, each with the request it
+// answers as the client sent it (when kept), pairing them as record does
+// without changing the pending requests. p.mu must be held.
+func (p *Proxy) redactReplies(rr kavach.ReplyRedactor, c *proxyConn, batch []message) {
+	k, left := 0, 0
+	for i := range batch {
+		m := &batch[i]
+		var req []byte
+		raw := false
+		if k < len(c.pending) && (!m.push || m.flags&kavach.ParseError != 0) {
+			if left == 0 {
+				left = c.pending[k].left
+			}
+			req, raw = c.pending[k].orig, c.pending[k].raw
+			if left--; left == 0 {
+				k++
+			}
+		}
+		if m.flags&kavach.ParseError != 0 {
+			continue // redacted by pattern already
+		}
+		if out, note := rr.RedactReply(req, m.data); note != "" {
+			m.data, m.flags, m.note = out, m.flags|kavach.Redacted, note
+		}
+		if rw, ok := rr.(kavach.RawRedactor); ok && raw {
+			if out, note := rw.RedactRaw(m.data, false); note != "" {
+				m.data, m.flags = out, m.flags|kavach.Redacted
+				m.note = strings.TrimPrefix(m.note+", ", ", ") + "the reply to unframable bytes, by pattern"
+			}
 		}
 	}
 }

@@ -34,6 +34,9 @@ type Session struct {
 	Grace time.Duration
 	// Volatile is written into the fixture's header (fixtures.Header.Volatile).
 	Volatile []string
+	// RedactArgs, when set, removes secrets from the launch arguments
+	// written to the fixture's header (the build gets them as given).
+	RedactArgs func(args []string) []string
 }
 
 // Result is what a finished recording holds.
@@ -75,6 +78,11 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 		upstream = proc.Addr()
 		h.Build = &fixtures.Build{Path: s.Launch.Path, SHA256: sum, Version: s.Launcher.Version(upstream)}
 		h.Launch = s.Launch
+		if s.RedactArgs != nil {
+			hl := *s.Launch
+			hl.Args = s.RedactArgs(hl.Args)
+			h.Launch = &hl
+		}
 		res.Build = h.Build
 	} else {
 		h.Upstream = upstream
@@ -86,15 +94,21 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	}
 	opts := s.Proxy
 	opts.Fixture, opts.Upstream = w, upstream
+	// A recording that fails before its proxy serves anyone leaves no
+	// file: there is nothing in it, and a rerun must not find it there.
+	abandon := func() {
+		w.Close(fixtures.End{Reason: "did not start"})
+		os.Remove(s.Out)
+	}
 	p, err := Start(opts, h.Start)
 	if err != nil {
-		w.Close(fixtures.End{Reason: "proxy did not start"})
+		abandon()
 		return res, err
 	}
 	if s.ReadyFile != "" {
 		if err := writeAtomic(s.ReadyFile, p.Addr().String()+"\n"); err != nil {
 			p.Close()
-			w.Close(fixtures.End{Reason: "ready file not written"})
+			abandon()
 			return res, err
 		}
 	}
@@ -128,9 +142,11 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 func writeAtomic(path, content string) error {
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -29,6 +29,12 @@
 #                         crates.io with the directory source, offline.
 #   axum/target/          CARGO_TARGET_DIR shared by all builds, so that a
 #                         new set of patches only recompiles the service.
+#                         The service's own artefacts are removed before
+#                         each build (cargo clean -p) and its sources are
+#                         stamped with the build's time, so that cargo, which
+#                         judges freshness by modification times, can never
+#                         take another key's binary for this one; the build
+#                         fails unless cargo says it compiled the service.
 #   axum/work/            the crate copy being built (under the build lock).
 #   axum/build-KEY/       one build: axum-service, build.log, manifest.
 #                         KEY = sha256 of the build recipe, the cargo and
@@ -62,7 +68,7 @@ roots=(librust-axum-dev librust-tokio-dev librust-serde-dev librust-serde-json-d
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 profile=dev
 # Part of every build key: change it when the way of building changes.
-recipe="kavach-axum-build/1 patch -p1 --fuzz=0; cargo build --offline --profile $profile"
+recipe="kavach-axum-build/2 patch -p1 --fuzz=0; cargo build --offline --profile $profile"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 srcdir=$(cd "$here/../examples/axum-service" 2>/dev/null && pwd -P) ||
@@ -360,6 +366,19 @@ for p in ${patches[@]+"${patches[@]}"}; do
 	applied=$((applied + 1))
 done
 
+# The tar copy keeps the original modification times, which can be older
+# than the previous key's build in the shared target directory: cargo would
+# call that build fresh. Stamp the sources now and remove the service's
+# artefacts (its dependencies stay), so that this key's binary is compiled
+# from this key's sources.
+find "$tree" -type f -exec touch {} +
+echo "== cargo clean -p axum-service" >>"$log"
+(cd "$tree" && CARGO_HOME="$cargo_home" CARGO_TARGET_DIR="$adir/target" CARGO_TERM_COLOR=never \
+	cargo clean --offline -p axum-service) >>"$log" 2>&1 || {
+	tail_log "$log"
+	die "cargo clean -p axum-service failed (log: $log)"
+}
+
 say "building axum-service${patches[0]+ with ${#patches[@]} patch(es)} (a minute or so when the crates are not built yet; log: $log)"
 start=$SECONDS
 echo "== cargo build --offline --profile $profile" >>"$log"
@@ -380,6 +399,8 @@ fi
 built=$adir/target/debug/axum-service
 [ -x "$built" ] || die "cargo build produced no $built (log: $log)"
 crates=$(grep -c '^ *Compiling ' "$log" || true)
+grep -q '^ *Compiling axum-service ' "$log" ||
+	die "cargo did not compile axum-service: the binary would not come from this key's sources (log: $log)"
 
 tmpout=$adir/.tmp-out
 mkdir "$tmpout"

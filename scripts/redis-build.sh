@@ -22,8 +22,9 @@
 # downloads the source (a few MB) and each new key takes about a minute to
 # build. KAVACH_REDIS_REFRESH=1 asks apt again for the newest source version.
 #
-# Safe to run concurrently: each key is built in a temporary directory under a
-# lock (flock) and moved into place in one rename.
+# Each key is built from a fresh copy of the source (no object file of
+# another key can be taken for this one's), in a temporary directory under a
+# lock (flock), and moved into place in one rename: safe to run concurrently.
 set -euo pipefail
 
 # stdout is only for the result: everything else, children included, goes to

@@ -40,6 +40,7 @@ func diffCommand() *cli.Command {
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` cannot be graded"},
 			&cli.BoolFlag{Name: "fail-fast", Usage: "stop running variants on the new build after the first it fails"},
 			&cli.BoolFlag{Name: "brief", Usage: "print one line: the verdict and the report's path"},
+			trustFlag(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -50,7 +51,7 @@ func diffCommand() *cli.Command {
 			req := diffRequest{
 				Old: a[0], New: a[1], Fixture: a[2], Invariants: c.String("invariants"),
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
-				FailFast: c.Bool("fail-fast"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
+				FailFast: c.Bool("fail-fast"), TrustLaunch: c.Bool("trust-fixture-launch"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
 			}
 			if isTerminal(c.App.ErrWriter) {
 				req.Progress = func(done, total int) {
@@ -59,6 +60,9 @@ func diffCommand() *cli.Command {
 						fmt.Fprint(c.App.ErrWriter, "\r\033[K")
 					}
 				}
+			}
+			if err := checkOut(c.String("out")); err != nil {
+				return err
 			}
 			rep, err := runDiff(c.Context, req)
 			if err != nil {
@@ -99,13 +103,22 @@ type diffRequest struct {
 	StepTimeout       time.Duration
 	StartTimeout      time.Duration
 	Progress          func(done, total int)
+	// TrustLaunch starts the builds with every launch argument the fixture
+	// recorded (--trust-fixture-launch); otherwise they pass an allowlist.
+	TrustLaunch bool
 }
 
 // runDiff grades a new build against a fixture: the one code path of
 // `kavach diff` and of the MCP tool.
 func runDiff(ctx context.Context, r diffRequest) (*grade.Report, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
 	fx, in, err := loadFixture(r.Fixture)
 	if err != nil {
+		return nil, err
+	}
+	if err := in.checkLaunch(fx, r.TrustLaunch, r.Old, r.New); err != nil {
 		return nil, err
 	}
 	set, err := loadInvariants(r.Invariants, fx)
@@ -123,6 +136,40 @@ func runDiff(ctx context.Context, r diffRequest) (*grade.Report, error) {
 		opts.InvariantsFile = set.File
 	}
 	return grade.Run(ctx, fx, buildLaunch(fx, r.Old), buildLaunch(fx, r.New), opts)
+}
+
+// check refuses numbers that mean nothing: negative counts, timeouts that
+// are not positive. Zero variants (none), zero minimum (no evidence
+// needed) and zero jobs (one per core) mean something.
+func (r diffRequest) check() error {
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"--variants", r.Variants}, {"--min-variants", r.MinVariants}, {"-j", r.Jobs}} {
+		if n.v < 0 {
+			return usagef("", "%s %d: need 0 or more", n.flag, n.v)
+		}
+	}
+	return checkTimeouts(map[string]time.Duration{"--step-timeout": r.StepTimeout, "--start-timeout": r.StartTimeout})
+}
+
+// checkTimeouts refuses a timeout that is not positive.
+func checkTimeouts(timeouts map[string]time.Duration) error {
+	for _, flag := range []string{"--step-timeout", "--start-timeout"} {
+		if d, ok := timeouts[flag]; ok && d <= 0 {
+			return usagef("", "%s %v: need a positive duration, such as 5s", flag, d)
+		}
+	}
+	return nil
+}
+
+// checkOut refuses, before grading, a report path that cannot be written
+// as a file: an existing directory.
+func checkOut(out string) error {
+	if st, err := os.Stat(out); out != "" && err == nil && st.IsDir() {
+		return usagef("", "--out %s is a directory: give the report's file name, such as %s", out, filepath.Join(out, "report.json"))
+	}
+	return nil
 }
 
 // verdictExit maps a verdict kind to the exit status of DESIGN §3.
@@ -157,9 +204,11 @@ func writeReport(path string, rep *grade.Report) error {
 	}
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write report: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil

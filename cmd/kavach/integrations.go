@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/integrations/axum"
 	"github.com/kavach-dev/kavach/integrations/redis"
 )
@@ -18,6 +22,18 @@ type integration struct {
 	// volatile is the codec that also leaves out the fixture's declared
 	// volatile fields; nil: the integration has none to declare.
 	volatile func(fields []string) kavach.Codec
+	// checkArgs vets the launch arguments a fixture recorded (fixtures are
+	// untrusted: see docs/security.md).
+	checkArgs func(args []string) error
+	// checkBuild refuses, before it starts, a build of another protocol.
+	checkBuild func(path string) error
+	// redactArgs removes secrets from launch arguments written to a
+	// fixture, unredactArgs puts one back for a replay; nil: none.
+	redactArgs   func(args []string) []string
+	unredactArgs func(args []string, secret string) []string
+	// secretParams is the redactor that also redacts these query
+	// parameters (--redact-param); nil: the protocol has none.
+	secretParams func(names []string) kavach.Redactor
 }
 
 // integrations lists the protocols Kavach speaks, registered here
@@ -25,14 +41,26 @@ type integration struct {
 func integrations() map[string]integration {
 	return map[string]integration{
 		redis.Protocol: {
-			codec:    redis.Codec{},
-			launcher: func(d time.Duration) kavach.Launcher { return redis.Launcher{StartTimeout: d} },
-			unredact: redis.Unredact,
+			codec:      redis.Codec{},
+			launcher:   func(d time.Duration) kavach.Launcher { return redis.Launcher{StartTimeout: d} },
+			unredact:   redis.Unredact,
+			checkArgs:  redis.CheckArgs,
+			checkBuild: redis.CheckBuild,
+			redactArgs: func(a []string) []string {
+				out, _ := redis.RedactArgs(a)
+				return out
+			},
+			unredactArgs: redis.UnredactArgs,
 		},
 		axum.Protocol: {
-			codec:    axum.Codec{},
-			launcher: func(d time.Duration) kavach.Launcher { return axum.Launcher{StartTimeout: d} },
-			volatile: func(f []string) kavach.Codec { return axum.Codec{Volatile: f} },
+			codec:      axum.Codec{},
+			launcher:   func(d time.Duration) kavach.Launcher { return axum.Launcher{StartTimeout: d} },
+			volatile:   func(f []string) kavach.Codec { return axum.Codec{Volatile: f} },
+			checkArgs:  axum.CheckArgs,
+			checkBuild: axum.CheckBuild,
+			secretParams: func(names []string) kavach.Redactor {
+				return axum.Codec{SecretParams: names}
+			},
 		},
 	}
 }
@@ -56,4 +84,29 @@ func (in integration) normalizer() kavach.Normalizer {
 // integration knows it (show then prints printable bytes).
 func codecFor(protocol string) kavach.Codec {
 	return integrations()[protocol].codec
+}
+
+// checkLaunch vets what starting builds for a fixture would do, before any
+// starts: each build must not be a program of another protocol, and the
+// launch arguments the fixture recorded must pass the integration's
+// allowlist unless trust is set (--trust-fixture-launch).
+func (in integration) checkLaunch(fx *fixtures.Fixture, trust bool, builds ...string) error {
+	for _, b := range builds {
+		if err := in.checkBuild(b); err != nil {
+			return fmt.Errorf("%w; the fixture %s is %s: give a build that speaks it", err, fx.Path, fx.Header.Protocol)
+		}
+	}
+	if trust || fx.Header.Launch == nil {
+		return nil
+	}
+	if err := in.checkArgs(fx.Header.Launch.Args); err != nil {
+		return fmt.Errorf("fixture %s: %w", fx.Path, err)
+	}
+	return nil
+}
+
+// trustFlag is --trust-fixture-launch, on the commands that start builds
+// with a fixture's launch arguments.
+func trustFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "trust-fixture-launch", Usage: "start builds with every launch argument the fixture recorded (by default only those that change the behaviour under test; Kavach's loopback, directory and persistence settings still win)"}
 }

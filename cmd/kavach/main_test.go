@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -233,6 +234,53 @@ var scriptCommands = map[string]func(){
 	"rcmd":     rcmdMain,
 	"rcli":     rcliMain,
 	"noprocs":  noprocsMain,
+	"relaunch": relaunchMain,
+}
+
+// relaunchMain: relaunch IN OUT ARG... — copy the fixture IN to OUT with
+// its recorded launch arguments replaced by ARG... (a hostile fixture).
+func relaunchMain() {
+	if err := relaunch(os.Args[1], os.Args[2], os.Args[3:]); err != nil {
+		fmt.Fprintln(os.Stderr, "relaunch:", err)
+		os.Exit(1)
+	}
+}
+
+func relaunch(in, out string, args []string) error {
+	r, err := fixtures.Open(in)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	h := r.Header()
+	l := kavach.Launch{Path: "/opt/redis/old/redis-server"}
+	if h.Launch != nil {
+		l = *h.Launch
+	}
+	l.Args = args
+	h.Launch = &l
+	w, err := fixtures.Create(out, h)
+	if err != nil {
+		return err
+	}
+	var end fixtures.End
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if rec.Kind == fixtures.KindEnd {
+			end = *rec.End
+			continue
+		}
+		if err := w.Write(rec); err != nil {
+			return err
+		}
+	}
+	return w.Close(end)
 }
 
 // rcliMain: rcli ADDRFILE LINE... — pipe the lines into a stock redis-cli
@@ -341,4 +389,53 @@ func findProc(s string) (pid string, cmdline []byte) {
 		return e.Name(), bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})
 	}
 	return "", nil
+}
+
+// TestHostileFixturesRefused: a fixture's hostile launch arguments are
+// refused by replay, diff and variants, naming the argument, before any
+// build starts (the build here leaves a mark when it runs).
+func TestHostileFixturesRefused(t *testing.T) {
+	dir := t.TempDir()
+	data, err := sampleFixture("resp", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := filepath.Join(dir, "sample.kavach")
+	if err := os.WriteFile(sample, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(dir, "started")
+	build := filepath.Join(dir, "build.sh")
+	if err := os.WriteFile(build, []byte("#!/bin/sh\ntouch "+mark+"\nexec sleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bind", "0.0.0.0", "--protected-mode", "no"}, "--bind 0.0.0.0 refused: a network setting"},
+		{[]string{"--hz", "10", "--dir", "/etc", "--dbfilename", "x"}, "--dir /etc refused: a filesystem setting"},
+		{[]string{"--dbfilename", "x.rdb"}, "--dbfilename x.rdb refused: a filesystem setting"},
+		{[]string{"--loadmodule", "/tmp/m.so"}, "--loadmodule /tmp/m.so refused: a module setting"},
+	} {
+		fx := filepath.Join(dir, "hostile.kavach")
+		os.Remove(fx)
+		if err := relaunch(sample, fx, tc.args); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range [][]string{
+			{"replay", build, fx},
+			{"diff", build, build, fx},
+			{"variants", "--build", build, fx},
+		} {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"kavach"}, cmd...), nil, &stdout, &stderr)
+			if code != exitCannot || !strings.Contains(stderr.String(), "fixture launch argument "+tc.want) {
+				t.Errorf("kavach %s with %q: exit %d, %s; want exit 2 naming %q", cmd[0], tc.args, code, stderr.String(), tc.want)
+			}
+		}
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("a build was started for a refused fixture")
+	}
 }

@@ -389,6 +389,9 @@ func (in mcpDiffInput) check() error {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return fmt.Errorf("%q: directory %s does not exist%s: give a path in an existing directory, or leave it out for a temporary file", "out", dir, relativeTo(dir))
 		}
+		if st, err := os.Stat(in.Out); err == nil && st.IsDir() {
+			return fmt.Errorf("%q: %s is a directory: give the report's file name, or leave it out for a temporary file", "out", in.Out)
+		}
 	}
 	return nil
 }

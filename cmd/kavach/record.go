@@ -35,6 +35,7 @@ func recordCommand() *cli.Command {
 			&cli.BoolFlag{Name: "keep-secrets", Usage: "do not redact passwords"},
 			&cli.StringFlag{Name: "ready-file", Usage: "write the listening address to `FILE` once ready"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every connection"},
+			&cli.StringSliceFlag{Name: "redact-param", Usage: "also redact the HTTP query parameter `NAME` (token, api_key and access_token always are; repeatable)"},
 			&cli.StringSliceFlag{Name: "volatile", Usage: "a response header `NAME` that changes on every response: not compared on replay (repeatable)"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
 		},
@@ -43,6 +44,12 @@ func recordCommand() *cli.Command {
 			in, ok := integrations()[c.String("protocol")]
 			if !ok {
 				return usagef("", "protocol %q: Kavach records %s", c.String("protocol"), strings.Join(protocols(), ", "))
+			}
+			if err := checkTimeouts(map[string]time.Duration{"--start-timeout": c.Duration("start-timeout")}); err != nil {
+				return err
+			}
+			if len(c.StringSlice("redact-param")) > 0 && in.secretParams == nil {
+				return usagef("", "--redact-param: the %s protocol has no query parameters", c.String("protocol"))
 			}
 			s := record.Session{
 				Out:       c.String("out"),
@@ -65,6 +72,10 @@ func recordCommand() *cli.Command {
 			}
 			if r, ok := in.codec.(kavach.Redactor); ok && !c.Bool("keep-secrets") {
 				s.Proxy.Redactor = r
+				if params := c.StringSlice("redact-param"); len(params) > 0 && in.secretParams != nil {
+					s.Proxy.Redactor = in.secretParams(params)
+				}
+				s.RedactArgs = in.redactArgs
 			}
 			if f := c.String("fail-on"); f != "" {
 				o, err := kavach.ParseOracle(f)

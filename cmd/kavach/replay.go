@@ -40,6 +40,7 @@ func replayCommand() *cli.Command {
 			&cli.IntFlag{Name: "runs", Value: 2, Usage: "replay `N` times; fields that differ between runs are noise"},
 			&cli.BoolFlag{Name: "real-time", Usage: "do not fake the clock (gaps are compressed)"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
+			trustFlag(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -54,6 +55,12 @@ func replayCommand() *cli.Command {
 			if c.Int("runs") < 1 {
 				return usagef("", "--runs %d: need at least 1", c.Int("runs"))
 			}
+			if err := checkTimeouts(map[string]time.Duration{"--step-timeout": c.Duration("step-timeout"), "--start-timeout": c.Duration("start-timeout")}); err != nil {
+				return err
+			}
+			if err := in.checkLaunch(fx, c.Bool("trust-fixture-launch"), a[0]); err != nil {
+				return err
+			}
 			opts := replayOptions(fx, in, c.Duration("step-timeout"), c.Duration("start-timeout"))
 			opts.RealTime = c.Bool("real-time")
 			launch := buildLaunch(fx, a[0])
@@ -65,7 +72,7 @@ func replayCommand() *cli.Command {
 				}
 				traces = append(traces, tr)
 			}
-			recorded := replay.Recorded(fx.Events, in.codec, in.classifier(), in.normalizer())
+			recorded := replay.Recorded(fx.Events, in.codec, in.classifier(), opts.Normalizer)
 			// Noise: what differs between this build's own replays.
 			noise := replay.FindNoise(traces[0].Steps, 0, traces[1:]...)
 			var violated func(int) bool
@@ -119,11 +126,17 @@ func loadFixture(path string) (*fixtures.Fixture, integration, error) {
 	return fx, in, nil
 }
 
-// buildLaunch starts BUILD the way the fixture's old build was started.
+// buildLaunch starts BUILD the way the fixture's old build was started,
+// with the secret of KAVACH_REDIS_SECRET put back where recording
+// redacted one from the arguments (--requirepass).
 func buildLaunch(fx *fixtures.Fixture, build string) kavach.Launch {
 	l := kavach.Launch{Path: build}
 	if fx.Header.Launch != nil {
 		l.Args = fx.Header.Launch.Args
+		in := integrations()[fx.Header.Protocol]
+		if secret := os.Getenv("KAVACH_REDIS_SECRET"); secret != "" && in.unredactArgs != nil {
+			l.Args = in.unredactArgs(l.Args, secret)
+		}
 	}
 	return l
 }
@@ -133,10 +146,50 @@ func replayOptions(fx *fixtures.Fixture, in integration, timeout, startTimeout t
 		Codec: in.codec, Classifier: in.classifier(), Normalizer: in.normalizer(), Launcher: in.launcher(startTimeout),
 		StepTimeout: timeout, Start: fx.Header.Start,
 	}
-	if secret := os.Getenv("KAVACH_REDIS_SECRET"); secret != "" && in.unredact != nil {
+	secret := os.Getenv("KAVACH_REDIS_SECRET")
+	if secret != "" && in.unredact != nil {
 		opts.Prepare = func(b []byte) []byte { return in.unredact(b, secret) }
 	}
+	// A fixture with redactions compares replies as they were written:
+	// with the secrets in them redacted the same way.
+	if rr, ok := in.codec.(kavach.ReplyRedactor); ok && len(fx.Redactions) > 0 && opts.Normalizer != nil {
+		opts.Normalizer = redactingNormalizer{n: opts.Normalizer, rr: rr, in: in, secret: secret}
+	}
 	return opts
+}
+
+// redactingNormalizer redacts a reply (see kavach.ReplyRedactor) before
+// normalizing it, so that a replayed reply holding a secret compares equal
+// to the recorded one, where recording redacted it. The request is taken
+// with the secret put back, so that an echo of it is found.
+type redactingNormalizer struct {
+	n      kavach.Normalizer
+	rr     kavach.ReplyRedactor
+	in     integration
+	secret string
+}
+
+func (r redactingNormalizer) Normalize(request, response []byte) any {
+	req := request
+	if r.secret != "" && r.in.unredact != nil {
+		req = r.in.unredact(request, r.secret)
+	}
+	var full []byte
+	if r.rr.ReplyMayHoldSecret(req) {
+		full = req
+	}
+	if out, note := r.rr.RedactReply(full, response); note != "" {
+		response = out
+	}
+	// The reply to bytes the codec cannot frame, by pattern, as recording did.
+	if rw, ok := r.rr.(kavach.RawRedactor); ok {
+		if n, err := r.in.codec.SplitRequest(request); err != nil || n != len(request) {
+			if out, note := rw.RedactRaw(response, false); note != "" {
+				response = out
+			}
+		}
+	}
+	return r.n.Normalize(request, response)
 }
 
 func printReplay(w io.Writer, fx *fixtures.Fixture, in integration, tr *replay.Trace, v replay.Verification, noise replay.Noise) {

@@ -27,12 +27,16 @@ func variantsCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the generator"},
 			&cli.StringFlag{Name: "build", Usage: "learn request types from the old build at `PATH`"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON Lines, one variant per line"},
+			trustFlag(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			path, err := oneArg(c, "FIXTURE")
 			if err != nil {
 				return err
+			}
+			if n := c.Int("variants"); n < 0 {
+				return usagef("", "--variants %d: need 0 or more", n)
 			}
 			fx, in, err := loadFixture(path)
 			if err != nil {
@@ -47,6 +51,9 @@ func variantsCommand() *cli.Command {
 			}
 			var schema kavach.Schema
 			if b := c.String("build"); b != "" {
+				if err := in.checkLaunch(fx, c.Bool("trust-fixture-launch"), b); err != nil {
+					return err
+				}
 				l := in.launcher(10 * time.Second)
 				learner, ok := l.(kavach.SchemaLearner)
 				if !ok {

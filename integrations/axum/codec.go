@@ -27,6 +27,9 @@ type Codec struct {
 	// Volatile are more response headers (lower case) that change on
 	// every response and are not compared, beside VolatileHeaders.
 	Volatile []string
+	// SecretParams are more query parameters whose values are secrets,
+	// beside DefaultSecretParams (names compared without case).
+	SecretParams []string
 }
 
 var (
@@ -199,8 +202,9 @@ const Redacted = "<redacted>"
 var secretHeaders = map[string]bool{"authorization": true, "proxy-authorization": true, "cookie": true, "x-api-key": true}
 
 // Redact replaces the values of Authorization, Proxy-Authorization,
-// Cookie and X-Api-Key headers.
-func (Codec) Redact(request []byte) ([]byte, string) {
+// Cookie and X-Api-Key headers, and of the secret query parameters
+// (DefaultSecretParams and SecretParams) in the request line and headers.
+func (c Codec) Redact(request []byte) ([]byte, string) {
 	m, err := Parse(request, true)
 	if err != nil {
 		return request, ""
@@ -212,10 +216,18 @@ func (Codec) Redact(request []byte) ([]byte, string) {
 			what = append(what, h[0]+" header")
 		}
 	}
+	out := request
+	if what != nil {
+		out = encodeKeepingFraming(m)
+	}
+	if red, ok := redactHeadParams(out, c.secretParams()); ok {
+		out = red
+		what = append(what, "secret query parameters")
+	}
 	if what == nil {
 		return request, ""
 	}
-	return encodeKeepingFraming(m), strings.Join(what, ", ")
+	return out, strings.Join(what, ", ")
 }
 
 // encodeKeepingFraming re-encodes a request, keeping a chunked body chunked.

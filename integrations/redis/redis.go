@@ -151,8 +151,33 @@ func (Codec) Redact(request []byte) ([]byte, string) {
 		return request, ""
 	}
 	args := c.Args
+	hide, what := secretArgs(c)
+	if len(hide) == 0 {
+		return request, ""
+	}
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = a
+		if hide[i] {
+			if len(a) > 0 && strings.IndexByte("><#!", a[0]) >= 0 && c.Name == "ACL" {
+				out[i] = append([]byte{a[0]}, Redacted...)
+			} else {
+				out[i] = []byte(Redacted)
+			}
+		}
+	}
+	return AppendCommand(nil, out...), strings.Join(what, ", ")
+}
+
+// secretArgs says which arguments of a command are secrets (by index) and
+// what they are, for the note.
+func secretArgs(c Command) (map[int]bool, []string) {
+	args := c.Args
 	hide := map[int]bool{}
 	var what []string
+	if len(args) < 2 {
+		return hide, nil
+	}
 	switch c.Name {
 	case "AUTH":
 		hide[len(args)-1] = true // AUTH pass, or AUTH user pass
@@ -198,21 +223,7 @@ func (Codec) Redact(request []byte) ([]byte, string) {
 			}
 		}
 	}
-	if len(hide) == 0 {
-		return request, ""
-	}
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		out[i] = a
-		if hide[i] {
-			if len(a) > 0 && strings.IndexByte("><#!", a[0]) >= 0 && c.Name == "ACL" {
-				out[i] = append([]byte{a[0]}, Redacted...)
-			} else {
-				out[i] = []byte(Redacted)
-			}
-		}
-	}
-	return AppendCommand(nil, out...), strings.Join(what, ", ")
+	return hide, what
 }
 
 // Unredact puts secret back where Redact left Redacted, for replaying a
@@ -237,9 +248,11 @@ func Unredact(request []byte, secret string) []byte {
 }
 
 // Launcher starts redis-server and valkey-server builds: a free loopback
-// port, a fresh directory, persistence off, user arguments after Kavach's
-// own (so they win). Ready when PING answers; stopped with SHUTDOWN NOSAVE,
-// then SIGTERM, then SIGKILL of the process group.
+// port, a fresh directory, persistence off. The launch's arguments come
+// after Kavach's defaults (so they win over those) and before its safety
+// settings (which win over them: see SafetyArgs). Ready when PING answers;
+// stopped with SHUTDOWN NOSAVE, then SIGTERM, then SIGKILL of the process
+// group.
 type Launcher struct {
 	// Env is added to the build's environment (libfaketime's variables, say).
 	Env []string
@@ -247,10 +260,9 @@ type Launcher struct {
 	StartTimeout time.Duration
 }
 
-// DefaultArgs are the arguments Kavach starts every Redis build with.
+// DefaultArgs are the arguments Kavach starts every Redis build with,
+// before the launch's own.
 var DefaultArgs = []string{
-	"--port", "{port}", "--bind", "127.0.0.1", "--dir", "{dir}",
-	"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", "",
 	"--hz", "500", // a timer tick every 2 ms (the most Redis allows): see Codec.Settle
 }
 
@@ -279,6 +291,7 @@ func (l Launcher) spawn(launch kavach.Launch) kavach.Spawn {
 	return kavach.Spawn{
 		Launch:       launch,
 		Defaults:     DefaultArgs,
+		Safety:       SafetyArgs,
 		Env:          l.Env,
 		StartTimeout: l.StartTimeout,
 		Ready:        ping,

@@ -9,7 +9,10 @@
 // $HOME/.cache/kavach/rust/registry and the builds under
 // $HOME/.cache/kavach/axum (KAVACH_CACHE_DIR overrides $HOME/.cache/kavach),
 // keyed by the toolchain, the crates, the service's files and the contents of
-// the patches, in order. It needs cargo and rustc on PATH.
+// the patches, in order. Each key's binary is compiled from that key's
+// sources: the script removes the service's artefacts from the shared cargo
+// target directory and stamps the sources before each build, and fails
+// unless cargo compiled the service. It needs cargo and rustc on PATH.
 //
 // Builds can take a minute: the first call on a machine downloads about 280
 // packages (17 MB) and compiles about 50 crates, 15 seconds to a minute on

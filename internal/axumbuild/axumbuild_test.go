@@ -3,6 +3,7 @@ package axumbuild
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -405,4 +407,67 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestKeysBuildFromTheirOwnSources builds two keys in alternating order,
+// each for the first time, and checks that each binary does what its
+// patches say. The keys differ only in an extra file that cargo never reads
+// (a nonce, so that every run builds afresh) and, for one of them, a patch
+// making POST /api/v1/items answer 200: the unpatched key's sources are
+// older than the patched key's build, which a target directory judged
+// fresh by modification times took for up to date and answered with the
+// patched binary.
+func TestKeysBuildFromTheirOwnSources(t *testing.T) {
+	t.Parallel()
+	create200, err := filepath.Abs("testdata/create-200.patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		name    string
+		patches []string
+		status  int
+	}
+	var bins []string
+	for round := range 2 {
+		for _, k := range []key{
+			{"create-200", []string{create200}, 200},
+			{"base", nil, 201},
+		} {
+			patches := append(k.patches, noncePatch(t, fmt.Sprintf("%s-%d", k.name, round)))
+			bin := MustBuild(t, patches...)
+			// Fresh keys, used by this test alone.
+			t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
+			s := startServer(t, bin, nil)
+			s.expect(t, "POST", "/api/v1/items", `{"name":"pen","price_cents":1001,"quantity":3}`, k.status,
+				`{"id":1,"name":"pen","price_cents":1001,"quantity":3,"unit_price_cents":333}`)
+			bins = append(bins, bin)
+		}
+	}
+	// The two keys' binaries are not the same bytes.
+	if a, b := fileSum(t, bins[0]), fileSum(t, bins[1]); a == b {
+		t.Errorf("the create-200 and base builds are byte-identical (sha256 %s)", a)
+	}
+}
+
+// noncePatch writes a patch that adds a file cargo never reads, with a
+// content unique to this run: a build key of its own, built afresh.
+func noncePatch(t *testing.T, name string) string {
+	t.Helper()
+	nonce := fmt.Sprintf("%s %d %d", name, os.Getpid(), time.Now().UnixNano())
+	p := filepath.Join(t.TempDir(), name+".patch")
+	text := "--- /dev/null\n+++ b/nonce.txt\n@@ -0,0 +1 @@\n+" + nonce + "\n"
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
 }

@@ -383,3 +383,49 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestKeysBuildFromTheirOwnSources asks for two keys in alternating order,
+// the pristine source and the planted faults (which other tests build too;
+// on a cold cache this test may be the one building them), and checks that
+// each binary does what its patches say and that each build's manifest
+// names its own patches: no key is answered with another key's build.
+func TestKeysBuildFromTheirOwnSources(t *testing.T) {
+	t.Parallel()
+	type key struct {
+		patches []string
+		pong    string
+	}
+	keys := []key{{nil, "+PONG"}, {plantedPatches, "+PONG-PATCHED"}}
+	var bins []string
+	for range 2 {
+		for _, k := range keys {
+			bin := MustBuild(t, k.patches...)
+			s := startServer(t, bin, nil)
+			expect(t, s, k.pong, "PING")
+			expect(t, s, "$hello", "ECHO", "hello")
+			s.stop(t)
+
+			manifest, err := os.ReadFile(filepath.Join(filepath.Dir(bin), "manifest"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, line := range strings.Split(string(manifest), "\n") {
+				if f := strings.Fields(line); len(f) == 3 && f[0] == "patch" {
+					got = append(got, filepath.Base(f[2]))
+				}
+			}
+			var want []string
+			for _, p := range k.patches {
+				want = append(want, filepath.Base(p))
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("%s: manifest names patches %q, want %q", bin, got, want)
+			}
+			bins = append(bins, bin)
+		}
+	}
+	if bins[0] == bins[1] || bins[0] != bins[2] || bins[1] != bins[3] {
+		t.Errorf("builds in alternating order: %q; want two distinct paths, each given again", bins)
+	}
+}

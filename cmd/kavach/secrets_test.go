@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/axumbuild"
+	"github.com/kavach-dev/kavach/internal/redisbuild"
+)
+
+// recording is `kavach record` running in this process.
+type recording struct {
+	fixture string
+	addr    string
+	cancel  context.CancelFunc
+	done    chan int
+	stderr  *lockedBuffer
+}
+
+// startRecording runs kavach record with args (after --protocol, --out and
+// --ready-file) and waits for its address.
+func startRecordingCmd(t *testing.T, protocol string, args ...string) *recording {
+	t.Helper()
+	dir := t.TempDir()
+	r := &recording{fixture: filepath.Join(dir, "secrets.kavach"), done: make(chan int, 1), stderr: &lockedBuffer{}}
+	ready := filepath.Join(dir, "addr")
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	argv := append([]string{"kavach", "record", "--protocol", protocol, "--out", r.fixture, "--ready-file", ready}, args...)
+	go func() { r.done <- run(ctx, argv, nil, io.Discard, r.stderr) }()
+	t.Cleanup(func() { r.stop(t) })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(ready); err == nil {
+			r.addr = strings.TrimSpace(string(b))
+			return r
+		}
+		select {
+		case code := <-r.done:
+			r.done <- code
+			t.Fatalf("kavach record exited %d before it was ready:\n%s", code, r.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kavach record not ready after 30s:\n%s", r.stderr)
+		}
+	}
+}
+
+// stop ends the recording as Ctrl-C does and waits for it.
+func (r *recording) stop(t *testing.T) {
+	r.cancel()
+	code := <-r.done
+	r.done <- code
+	if code != 0 {
+		t.Errorf("kavach record exited %d:\n%s", code, r.stderr)
+	}
+}
+
+// assertNoSecret decompresses the fixture with zstd -dc, as a person
+// would, and fails if any secret appears in it or in its raw bytes.
+func assertNoSecret(t *testing.T, fixture string, secrets map[string]string) []byte {
+	t.Helper()
+	plain, err := exec.Command("zstd", "-dc", fixture).Output()
+	if err != nil {
+		t.Fatalf("zstd -dc %s: %v", fixture, err)
+	}
+	raw, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, s := range secrets {
+		if bytes.Contains(plain, []byte(s)) || bytes.Contains(raw, []byte(s)) {
+			i := bytes.Index(plain, []byte(s))
+			t.Errorf("the fixture holds the %s %q (decompressed, near: %q)", what, s, plain[max(0, i-80):min(len(plain), i+80)])
+		}
+	}
+	if !bytes.Contains(plain, []byte("<redacted>")) {
+		t.Errorf("no <redacted> in the fixture: nothing was redacted")
+	}
+	return plain
+}
+
+func sha256hex(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
+
+// TestSecretCorpusRedis records secret-bearing traffic through the real
+// proxy in front of a real redis-server started with a password: no
+// planted secret reaches the fixture, and the fixture replays with
+// KAVACH_REDIS_SECRET.
+func TestSecretCorpusRedis(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	const (
+		pw      = "planted-requirepass-7f3a"
+		master  = "planted-masterauth-42c8"
+		alice   = "planted-alice-pw-9c1e"
+		badHash = "planted-bad-hash-5e1d"
+		rawPw   = "planted-raw-pw-77aa"
+	)
+	secrets := map[string]string{
+		"password": pw, "masterauth": master, "ACL password": alice, "ACL hash rule": badHash,
+		"password after unframable bytes": rawPw,
+		"password hash":                   sha256hex(pw), "ACL password hash": sha256hex(alice),
+	}
+	rec := startRecordingCmd(t, "resp", "--", build, "--requirepass", pw)
+	conn, err := net.DialTimeout("tcp", rec.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	var pending []byte
+	send := func(req string) string {
+		t.Helper()
+		if _, err := conn.Write([]byte(req)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64<<10)
+		for {
+			if n, err := redis.Split(pending); err == nil && n > 0 {
+				reply := string(pending[:n])
+				pending = pending[n:]
+				return reply
+			}
+			n, err := conn.Read(buf)
+			pending = append(pending, buf[:n]...)
+			if err != nil {
+				t.Fatalf("%q: %v (read %q)", req, err, pending)
+			}
+		}
+	}
+	command := func(args ...string) string {
+		t.Helper()
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		return send(string(redis.AppendCommand(nil, b...)))
+	}
+	expect := func(got, want string) {
+		t.Helper()
+		if !strings.Contains(got, want) {
+			t.Errorf("reply %q, want it to hold %q", got, want)
+		}
+	}
+	expect(command("AUTH", pw), "+OK")
+	expect(command("CONFIG", "GET", "requirepass"), pw)
+	expect(command("CONFIG", "SET", "masterauth", master), "+OK")
+	expect(command("CONFIG", "GET", "*auth*"), master)
+	expect(command("CONFIG", "GET", "*pass*"), pw)
+	expect(command("ACL", "SETUSER", "alice", "on", ">"+alice, "~*", "+@all"), "+OK")
+	expect(command("ACL", "SETUSER", "bob", "#"+badHash), badHash) // the error echoes the rule
+	expect(command("ACL", "LIST"), sha256hex(alice))
+	expect(command("ACL", "GETUSER", "alice"), sha256hex(alice))
+	// Bytes the codec cannot frame, which Redis answers and goes on.
+	expect(send("$-5\r\n"), "-ERR unknown command")
+	expect(command("AUTH", pw), "+OK")
+	expect(send("$-5 AUTH "+rawPw+"\r\n"), rawPw) // the error echoes the arguments
+	expect(send("AUTH default "+pw+"\r\n"), "+OK")
+	// RESP3: maps.
+	expect(command("HELLO", "3", "AUTH", "default", pw), "proto")
+	expect(command("CONFIG", "GET", "requirepass"), pw)
+	expect(command("CONFIG", "GET", "masterauth"), master)
+	expect(command("ACL", "GETUSER", "alice"), sha256hex(alice))
+	expect(command("ACL", "LIST"), sha256hex(pw))
+	expect(command("PING"), "PONG")
+	conn.Close()
+	rec.stop(t)
+
+	plain := assertNoSecret(t, rec.fixture, secrets)
+	fx, err := fixtures.Load(rec.fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fx.Header.Launch == nil || strings.Join(fx.Header.Launch.Args, " ") != "--requirepass <redacted>" {
+		t.Errorf("launch arguments in the header: %+v", fx.Header.Launch)
+	}
+	t.Logf("%d redactions, %d bytes decompressed", len(fx.Redactions), len(plain))
+
+	// The fixture replays: the secret is put back from the environment,
+	// in the launch arguments and the requests, and replies holding it
+	// compare as they were written.
+	t.Setenv("KAVACH_REDIS_SECRET", pw)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"kavach", "replay", build, rec.fixture}, nil, &stdout, &stderr); code != 0 {
+		t.Errorf("kavach replay exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "result    reproduced") {
+		t.Errorf("replay:\n%s", stdout.String())
+	}
+}
+
+// TestSecretCorpusHTTP records secret-bearing requests to the axum service
+// through the real proxy: headers, query parameters (the defaults and one
+// added with --redact-param), and a header spelled with a space before its
+// colon, which the codec cannot frame.
+func TestSecretCorpusHTTP(t *testing.T) {
+	build := axumbuild.MustBuild(t)
+	secrets := map[string]string{
+		"bearer token": "planted-bearer-1a2b", "cookie": "planted-cookie-3c4d", "api key header": "planted-xapikey-5e6f",
+		"token parameter": "planted-token-7a8b", "api_key parameter": "planted-apikey-9c0d",
+		"access_token parameter": "planted-access-1e2f", "added parameter": "planted-session-3a4b",
+		"spaced Authorization": "planted-spaced-5c6d", "spaced cookie": "planted-spaced-cookie-7e8f",
+	}
+	rec := startRecordingCmd(t, "http", "--redact-param", "session_key", "--", build, "--port", "{port}")
+	client := &http.Client{Timeout: 10 * time.Second}
+	get := func(path string, headers map[string]string) {
+		t.Helper()
+		req, err := http.NewRequest("GET", "http://"+rec.addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s: %d", path, resp.StatusCode)
+		}
+	}
+	get("/health", map[string]string{"Authorization": "Bearer " + secrets["bearer token"], "Cookie": "sid=" + secrets["cookie"],
+		"X-Api-Key": secrets["api key header"]})
+	get("/api/v1/items?token="+secrets["token parameter"]+"&api_key="+secrets["api_key parameter"], nil)
+	get("/api/v1/items?page=1&access_token="+secrets["access_token parameter"]+"&session_key="+secrets["added parameter"], nil)
+	client.CloseIdleConnections()
+
+	// A space before the colon: not HTTP/1.1 to the codec (nor to the
+	// service, which answers 400 and closes).
+	conn, err := net.DialTimeout("tcp", rec.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET /health HTTP/1.1\r\nHost: x\r\nAuthorization : Bearer %s\r\nCookie : sid=%s\r\n\r\n",
+		secrets["spaced Authorization"], secrets["spaced cookie"])
+	reply, _ := io.ReadAll(conn)
+	conn.Close()
+	if !bytes.HasPrefix(reply, []byte("HTTP/1.1 400")) {
+		t.Errorf("the service answered the spaced header with %q, want a 400", reply)
+	}
+	rec.stop(t)
+	assertNoSecret(t, rec.fixture, secrets)
+
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"kavach", "replay", build, rec.fixture}, nil, &stdout, &stderr); code != 0 {
+		t.Errorf("kavach replay exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+}

@@ -1,0 +1,306 @@
+package redis
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+
+	"github.com/kavach-dev/kavach"
+)
+
+var (
+	_ kavach.Resyncer      = Codec{}
+	_ kavach.ReplyRedactor = Codec{}
+	_ kavach.RawRedactor   = Codec{}
+)
+
+// secretConfig are the configuration parameters whose values are secrets.
+var secretConfig = map[string]bool{"requirepass": true, "masterauth": true}
+
+// ReplyMayHoldSecret: CONFIG GET (requirepass, masterauth), ACL LIST and
+// ACL GETUSER (password hashes), and any command with a secret argument
+// (its error replies may echo it).
+func (Codec) ReplyMayHoldSecret(request []byte) bool {
+	name, ok := peekName(request)
+	return !ok || nameIn(name, "AUTH", "HELLO", "MIGRATE", "CONFIG", "ACL")
+}
+
+// RedactReply replaces secrets in a reply: the values of requirepass and
+// masterauth in a CONFIG GET reply (an array of pairs in RESP2, a map in
+// RESP3), the password hashes of ACL LIST and ACL GETUSER, and, in a
+// reply to a command with a secret argument (AUTH, ACL SETUSER >pass...),
+// every copy of that argument (an error echoing the rule). A reply it
+// cannot parse is returned unchanged (the proxy redacts unframable bytes by
+// pattern).
+func (Codec) RedactReply(request, response []byte) ([]byte, string) {
+	if request == nil {
+		return response, ""
+	}
+	c, err := ParseCommand(request)
+	if err != nil || len(c.Args) < 2 {
+		return response, ""
+	}
+	v, err := Parse(response)
+	if err != nil {
+		return response, ""
+	}
+	sub := strings.ToUpper(string(c.Args[1]))
+	changed := false
+	var what string
+	switch {
+	case c.Name == "CONFIG" && sub == "GET":
+		changed = redactPairs(&v, func(key []byte) bool { return secretConfig[strings.ToLower(string(key))] })
+		what = "CONFIG GET secret value"
+	case c.Name == "ACL" && sub == "LIST":
+		changed = mapStrings(&v, func(s []byte) []byte { return passwordHash.ReplaceAll(s, []byte("#"+Redacted)) })
+		what = "ACL LIST password hash"
+	case c.Name == "ACL" && sub == "GETUSER":
+		changed = redactPairs(&v, func(key []byte) bool { return strings.EqualFold(string(key), "passwords") })
+		what = "ACL GETUSER password hashes"
+	}
+	// An echo of a secret argument, anywhere in the reply.
+	hide, _ := secretArgs(c)
+	for i := range hide {
+		for _, secret := range secretForms(c.Args[i]) {
+			if mapStrings(&v, func(s []byte) []byte { return bytes.ReplaceAll(s, secret, []byte(Redacted)) }) {
+				changed, what = true, "a secret argument echoed in the reply"
+			}
+		}
+	}
+	if !changed {
+		return response, ""
+	}
+	return v.Append(nil), what
+}
+
+// secretForms are the strings a secret argument may be echoed as: the
+// argument, and for an ACL rule (>pass, #hash) its value too. Empty and
+// one-byte values are left out (replacing every such byte would say
+// nothing and wreck the reply).
+func secretForms(arg []byte) [][]byte {
+	var out [][]byte
+	if len(arg) > 1 {
+		out = append(out, arg)
+	}
+	if len(arg) > 2 && strings.IndexByte("><#!", arg[0]) >= 0 {
+		out = append(out, arg[1:])
+	}
+	return out
+}
+
+// passwordHash is a password rule with its SHA-256 hash, as ACL LIST
+// shows it.
+var passwordHash = regexp.MustCompile(`#[0-9a-fA-F]{64}`)
+
+// redactPairs replaces, in a map or a flat array of pairs (at the top or
+// nested one level), the value of each key for which secret is true; a
+// value that is a list has its elements replaced. It reports a change.
+func redactPairs(v *Value, secret func(key []byte) bool) bool {
+	changed := false
+	switch v.Kind {
+	case KindMap, KindArray:
+		for i := 0; i+1 < len(v.Elems); i += 2 {
+			k := v.Elems[i]
+			if (k.Kind == KindBulk || k.Kind == KindSimple || k.Kind == KindVerbatim) && secret(k.Str) {
+				if replaceLeaves(&v.Elems[i+1]) {
+					changed = true
+				}
+			}
+		}
+		// CONFIG GET of several patterns in RESP3 nests nothing, but an
+		// array of maps (a proxy's fan-out) does.
+		for i := range v.Elems {
+			if e := &v.Elems[i]; e.Kind == KindMap {
+				changed = redactPairs(e, secret) || changed
+			}
+		}
+	}
+	return changed
+}
+
+// replaceLeaves replaces every non-empty string in v with Redacted.
+func replaceLeaves(v *Value) bool {
+	return mapStrings(v, func(s []byte) []byte {
+		if len(s) == 0 {
+			return s
+		}
+		return []byte(Redacted)
+	})
+}
+
+// mapStrings applies f to every string in v (simple and bulk strings,
+// errors, verbatim strings), recursively, and reports a change.
+func mapStrings(v *Value, f func([]byte) []byte) bool {
+	changed := false
+	switch v.Kind {
+	case KindSimple, KindError, KindBulk, KindBulkError, KindVerbatim:
+		if v.Str != nil {
+			if s := f(v.Str); !bytes.Equal(s, v.Str) {
+				if v.Kind == KindSimple || v.Kind == KindError {
+					s = bytes.ReplaceAll(bytes.ReplaceAll(s, []byte("\r"), nil), []byte("\n"), nil)
+				}
+				v.Str, changed = s, true
+			}
+		}
+	case KindArray, KindSet, KindPush, KindMap:
+		for i := range v.Elems {
+			changed = mapStrings(&v.Elems[i], f) || changed
+		}
+	}
+	for i := range v.Attrs {
+		changed = mapStrings(&v.Attrs[i], f) || changed
+	}
+	return changed
+}
+
+// rawSecretWords are the words after which raw bytes may carry a secret.
+var rawSecretWords = []string{"AUTH", "AUTH2", "HELLO", "REQUIREPASS", "MASTERAUTH", "SETUSER", "MIGRATE"}
+
+// RedactRaw redacts by pattern in bytes the codec could not frame: from
+// the first word that may introduce a secret (AUTH, AUTH2, HELLO,
+// REQUIREPASS, MASTERAUTH, SETUSER, MIGRATE, any case) to the end of the
+// bytes, every word but RESP headers ("*3", "$5") and the words themselves
+// becomes Redacted; and in any case every ACL password rule ("#" and 64 hex
+// digits). It errs towards replacing too much: these bytes are garbage to
+// the codec, kept only to be sent again as they were.
+func (Codec) RedactRaw(data []byte, request bool) ([]byte, string) {
+	out := passwordHash.ReplaceAll(data, []byte("#"+Redacted))
+	note := ""
+	if !bytes.Equal(out, data) {
+		note = "password hashes in unframable bytes"
+	}
+	upper := asciiUpper(out)
+	first := -1
+	for _, w := range rawSecretWords {
+		for off := 0; ; {
+			i := bytes.Index(upper[off:], []byte(w))
+			if i < 0 {
+				break
+			}
+			i += off
+			end := i + len(w)
+			if (i == 0 || !isWordByte(upper[i-1])) && (end == len(upper) || !isWordByte(upper[end])) {
+				if first < 0 || i < first {
+					first = i
+				}
+				break
+			}
+			off = i + 1
+		}
+	}
+	if first < 0 {
+		return out, note
+	}
+	res := append([]byte(nil), out[:first]...)
+	rest := out[first:]
+	for len(rest) > 0 {
+		// Separators as they are; each word that is not a RESP header or
+		// a secret-introducing word becomes Redacted.
+		i := 0
+		for i < len(rest) && isSpace(rest[i]) {
+			i++
+		}
+		res = append(res, rest[:i]...)
+		rest = rest[i:]
+		j := 0
+		for j < len(rest) && !isSpace(rest[j]) {
+			j++
+		}
+		if j == 0 {
+			continue
+		}
+		word := rest[:j]
+		rest = rest[j:]
+		if respHeader.Match(word) || isSecretWord(word) {
+			res = append(res, word...)
+		} else {
+			res = append(res, Redacted...)
+		}
+	}
+	return res, "arguments after a secret word in unframable bytes"
+}
+
+var respHeader = regexp.MustCompile(`^[*$][0-9-]+$`)
+
+func isSecretWord(w []byte) bool {
+	for _, s := range rawSecretWords {
+		if strings.EqualFold(string(w), s) {
+			return true
+		}
+	}
+	return false
+}
+
+func isWordByte(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '_' || b == '-'
+}
+
+// secretFlags are the launch arguments whose value is a secret.
+var secretFlags = map[string]bool{"--requirepass": true, "--masterauth": true}
+
+// RedactArgs replaces the secrets in a build's launch arguments before they
+// are written to a fixture's header: the value of --requirepass and
+// --masterauth, and the password rules of --user (>pass, <pass, #hash,
+// !hash). The second result says whether anything was replaced.
+func RedactArgs(args []string) ([]string, bool) {
+	out := append([]string(nil), args...)
+	changed := false
+	inUser := false
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if strings.HasPrefix(a, "--") {
+			inUser = strings.EqualFold(a, "--user")
+			if secretFlags[strings.ToLower(a)] && i+1 < len(out) && out[i+1] != Redacted {
+				out[i+1], changed = Redacted, true
+				i++
+			}
+			continue
+		}
+		if inUser && len(a) > 1 && strings.IndexByte("><#!", a[0]) >= 0 && a[1:] != Redacted {
+			out[i], changed = a[:1]+Redacted, true
+		}
+	}
+	return out, changed
+}
+
+// UnredactArgs puts secret back where RedactArgs left Redacted.
+func UnredactArgs(args []string, secret string) []string {
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if a == Redacted {
+			out[i] = secret
+		} else if len(a) == len(Redacted)+1 && a[1:] == Redacted {
+			out[i] = a[:1] + secret
+		}
+	}
+	return out
+}
+
+// Resync goes on as Redis does after a request it cannot parse: a line
+// that does not start a multibulk ("*") is an inline command to Redis,
+// which answers it (an unknown command, say) and reads the next line, so
+// framing resumes after that line. A broken multibulk makes Redis answer a
+// protocol error and close the connection: the rest is raw. Replies that
+// cannot be framed leave the rest raw.
+func (Codec) Resync(data []byte, request bool) (int, bool) {
+	if !request || len(data) == 0 || data[0] == '*' {
+		return 0, false
+	}
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, true
+	}
+	return len(data), true
+}
+
+// asciiUpper upper-cases ASCII letters only, so that offsets stay those of
+// b (bytes.ToUpper rewrites invalid UTF-8).
+func asciiUpper(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}

@@ -1,0 +1,131 @@
+package redis
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestRedactReply(t *testing.T) {
+	const pw = "s3cret-pw"
+	hash := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		name          string
+		request       []byte
+		reply, want   string
+		wantUnchanged bool
+	}{
+		{"CONFIG GET RESP2", cmd("CONFIG", "GET", "requirepass"),
+			"*2\r\n$11\r\nrequirepass\r\n$9\r\n" + pw + "\r\n", "*2\r\n$11\r\nrequirepass\r\n$10\r\n<redacted>\r\n", false},
+		{"CONFIG GET RESP3 map", cmd("config", "get", "*pass*"),
+			"%2\r\n$11\r\nrequirepass\r\n$9\r\n" + pw + "\r\n$10\r\nmasterauth\r\n$0\r\n\r\n",
+			"%2\r\n$11\r\nrequirepass\r\n$10\r\n<redacted>\r\n$10\r\nmasterauth\r\n$0\r\n\r\n", false},
+		{"CONFIG GET other", cmd("CONFIG", "GET", "maxmemory"), "*2\r\n$9\r\nmaxmemory\r\n$1\r\n0\r\n", "", true},
+		{"ACL LIST", cmd("ACL", "LIST"),
+			"*1\r\n$" + itoa(len("user default on #"+hash+" ~* &* +@all")) + "\r\nuser default on #" + hash + " ~* &* +@all\r\n",
+			"*1\r\n$" + itoa(len("user default on #<redacted> ~* &* +@all")) + "\r\nuser default on #<redacted> ~* &* +@all\r\n", false},
+		{"ACL GETUSER RESP3", cmd("ACL", "GETUSER", "alice"),
+			"%2\r\n+flags\r\n~1\r\n+on\r\n+passwords\r\n*1\r\n$64\r\n" + hash + "\r\n",
+			"%2\r\n+flags\r\n~1\r\n+on\r\n+passwords\r\n*1\r\n$10\r\n<redacted>\r\n", false},
+		{"ACL SETUSER echo", cmd("ACL", "SETUSER", "bob", "#"+pw),
+			"-ERR Error in ACL SETUSER modifier '#" + pw + "': The password hash must be exactly 64 characters\r\n",
+			"-ERR Error in ACL SETUSER modifier '<redacted>': The password hash must be exactly 64 characters\r\n", false},
+		{"AUTH error", cmd("AUTH", pw), "-WRONGPASS invalid username-password pair\r\n", "", true},
+		{"GET", cmd("GET", "requirepass"), "$2\r\npw\r\n", "", true},
+	} {
+		codec := Codec{}
+		if !codec.ReplyMayHoldSecret(tc.request) && !tc.wantUnchanged {
+			t.Errorf("%s: ReplyMayHoldSecret false", tc.name)
+		}
+		out, note := codec.RedactReply(tc.request, []byte(tc.reply))
+		if tc.wantUnchanged {
+			if note != "" || string(out) != tc.reply {
+				t.Errorf("%s: RedactReply = %q, %q; want unchanged", tc.name, out, note)
+			}
+			continue
+		}
+		if string(out) != tc.want || note == "" {
+			t.Errorf("%s: RedactReply = %q (%q), want %q", tc.name, out, note, tc.want)
+		}
+		if n, err := Split(out); err != nil || n != len(out) {
+			t.Errorf("%s: redacted reply is not one frame: %d, %v", tc.name, n, err)
+		}
+	}
+}
+
+func itoa(n int) string {
+	return strings.TrimSpace(strings.TrimPrefix(string(AppendInt(nil, int64(n))), ":"))
+}
+
+func TestRedactRaw(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"$-5 AUTH hunter2\r\n", "$-5 AUTH <redacted>\r\n"},
+		{"*2\r\n$4\r\nAUTH\r\n$x\r\nhunter2\r\n", "*2\r\n$4\r\nAUTH\r\n<redacted>\r\n<redacted>\r\n"},
+		{"-ERR unknown command '$-5', with args beginning with: 'auth' 'hunter2' \r\n",
+			"-ERR unknown command '$-5', with args beginning with: '<redacted> <redacted> \r\n"},
+		{"user x #" + strings.Repeat("0f", 32), "user x #<redacted>"},
+	} {
+		out, note := Codec{}.RedactRaw([]byte(tc.in), true)
+		if string(out) != tc.want || note == "" {
+			t.Errorf("RedactRaw(%q) = %q (%q), want %q", tc.in, out, note, tc.want)
+		}
+	}
+	if out, note := (Codec{}).RedactRaw([]byte("$-5\r\n"), true); string(out) != "$-5\r\n" || note != "" {
+		t.Errorf("RedactRaw of harmless garbage = %q, %q", out, note)
+	}
+}
+
+// FuzzRedactRaw: never panics, and a secret following AUTH on the same
+// line never survives.
+func FuzzRedactRaw(f *testing.F) {
+	f.Add([]byte("$-5\r\n"), "hunter2")
+	f.Add([]byte("*2\r\n$4\r\nauth\r\n"), "pw")
+	f.Fuzz(func(t *testing.T, prefix []byte, secret string) {
+		if len(secret) < 2 || strings.ContainsAny(secret, " \t\r\n") || strings.Contains(Redacted, secret) {
+			return
+		}
+		if isSecretWord([]byte(secret)) || respHeader.MatchString(secret) || bytes.Contains(prefix, []byte(secret)) {
+			return
+		}
+		data := append(append(bytes.Clone(prefix), " AUTH "...), secret+"\r\n"...)
+		out, _ := Codec{}.RedactRaw(data, true)
+		if bytes.Contains(out, []byte(secret)) {
+			t.Fatalf("RedactRaw(%q) = %q: the secret survived", data, out)
+		}
+	})
+}
+
+func TestResync(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		request bool
+		n       int
+		ok      bool
+	}{
+		{"$-5\r\n*1\r\n$4\r\nPING\r\n", true, 5, true},
+		{"$-5", true, 3, true},
+		{"*2\r\n$x\r\n", true, 0, false},
+		{"$-5\r\n", false, 0, false},
+	} {
+		n, ok := Codec{}.Resync([]byte(tc.in), tc.request)
+		if n != tc.n || ok != tc.ok {
+			t.Errorf("Resync(%q, %v) = %d, %v; want %d, %v", tc.in, tc.request, n, ok, tc.n, tc.ok)
+		}
+	}
+}
+
+func TestRedactArgs(t *testing.T) {
+	args := []string{"--requirepass", "pw1", "--hz", "10", "--user", "bob", "on", ">pw2", "#" + strings.Repeat("a", 64), "~*", "--masterauth", "pw3"}
+	out, changed := RedactArgs(args)
+	want := []string{"--requirepass", "<redacted>", "--hz", "10", "--user", "bob", "on", "><redacted>", "#<redacted>", "~*", "--masterauth", "<redacted>"}
+	if !changed || strings.Join(out, " ") != strings.Join(want, " ") {
+		t.Errorf("RedactArgs = %q, want %q", out, want)
+	}
+	if args[1] != "pw1" {
+		t.Error("RedactArgs changed its input")
+	}
+	back := UnredactArgs(out[:4], "S")
+	if strings.Join(back, " ") != "--requirepass S --hz 10" {
+		t.Errorf("UnredactArgs = %q", back)
+	}
+}
