@@ -233,10 +233,13 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	fmt.Fprintf(w, "report: %s\n", reportPath)
 }
 
+// hintIndent indents the lines of a hint after its first.
+const hintIndent = "      "
+
 // printHint prints diffHint's hint, if there is one, as printDiff shows it.
 func printHint(w io.Writer, rep *grade.Report, a []string) {
 	if h := diffHint(rep, a); h != "" {
-		fmt.Fprintf(w, "hint: %s\n", indent(h, "      "))
+		fmt.Fprintf(w, "hint: %s\n", indent(h, hintIndent))
 	}
 }
 

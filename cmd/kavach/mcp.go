@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
@@ -46,16 +47,14 @@ func mcpCommand() *cli.Command {
 	}
 }
 
-// mcpTransport is the SDK's stdio transport when the command runs on the
-// process's own stdin and stdout, else the same protocol on the app's streams.
+// mcpTransport is MCP's stdio transport on the app's streams (the
+// process's stdin and stdout when run as a command), one that answers bad
+// input with errors instead of ending (lineTransport).
 func mcpTransport(r io.Reader, w io.Writer) mcp.Transport {
-	if r == os.Stdin && w == os.Stdout {
-		return &mcp.StdioTransport{}
-	}
 	if r == nil {
 		r = strings.NewReader("")
 	}
-	return &mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}}
+	return &lineTransport{r: io.NopCloser(r), w: nopWriteCloser{w}}
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -124,7 +123,13 @@ const mcpUsage = "Call " + mcpToolName + ` with {"old": "PATH", "new": "PATH", "
 func mcpUsageHint(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if r, ok := res.(*mcp.CallToolResult); ok && r.IsError && len(r.Content) == 1 {
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) && strings.HasPrefix(rpcErr.Message, "unknown tool") {
+			e := *rpcErr
+			e.Message += ": kavach mcp serves one tool. " + mcpUsage
+			return res, &e
+		}
+		if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError && len(r.Content) == 1 {
 			if t, ok := r.Content[0].(*mcp.TextContent); ok && strings.HasPrefix(t.Text, `validating "arguments"`) {
 				t.Text += "\n" + mcpUsage
 			}
@@ -349,9 +354,24 @@ func (o *mcpDiffOutput) conciseFindings() {
 	o.Findings = []grade.Finding{f}
 }
 
+// cutEachLine cuts the long lines of printDiff's text: requests, values,
+// log lines. The hint (its first line and the lines indented under it)
+// and the report's line are kept whole: they hold the commands and the
+// path an agent runs next, which a cut would break.
 func cutEachLine(s string, max int) string {
 	lines := strings.Split(s, "\n")
+	inHint := false
 	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "hint: "):
+			inHint = true
+			continue
+		case inHint && strings.HasPrefix(l, hintIndent):
+			continue
+		case strings.HasPrefix(l, "report: "):
+			continue
+		}
+		inHint = false
 		lines[i] = cutString(l, max)
 	}
 	return strings.Join(lines, "\n")

@@ -164,6 +164,31 @@ func TestMCP(t *testing.T) {
 		}
 	})
 
+	t.Run("long paths are not cut", func(t *testing.T) {
+		// The concise text cuts long lines, but never the command the hint
+		// says to run next, nor the report's path.
+		long := filepath.Join(dir, strings.Repeat("incident-", 12), strings.Repeat("incident-", 12))
+		if err := os.MkdirAll(long, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fx := filepath.Join(long, "getrange.kavach")
+		b, err := os.ReadFile(fixture)
+		if err == nil {
+			err = os.WriteFile(fx, b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		report := filepath.Join(long, "report.json")
+		res, _ := callDiff(t, ctx, session, "", map[string]any{"old": old, "new": strlen, "fixture": fx, "out": report, "variants": 0})
+		text := res.Content[0].(*mcp.TextContent).Text
+		for _, want := range []string{"kavach show " + fx + " --step 3\n", "report: " + report + "\n"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("text does not hold %q whole:\n%s", want, text)
+			}
+		}
+	})
+
 	t.Run("diverged full", func(t *testing.T) {
 		_, out := callDiff(t, ctx, session, "", map[string]any{"old": old, "new": strlen, "fixture": fixture, "detail": "full", "variants": 8, "min_variants": 1})
 		if out.Verdict != "diverged@3" || len(out.Findings) < 2 || out.MoreFindings != 0 {
