@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,6 +41,7 @@ func diffCommand() *cli.Command {
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` cannot be graded"},
 			&cli.BoolFlag{Name: "fail-fast", Usage: "stop running variants on the new build after the first it fails"},
 			&cli.BoolFlag{Name: "brief", Usage: "print one line: the verdict and the report's path"},
+			&cli.BoolFlag{Name: "below-floor", Usage: "grade with options below the fixture's floor (set with kavach mark): never fixed, at best unverified(below-floor: ...)"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -51,16 +53,20 @@ func diffCommand() *cli.Command {
 				Old: a[0], New: a[1], Fixture: a[2], Invariants: c.String("invariants"),
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
 				FailFast: c.Bool("fail-fast"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
+				BelowFloor: c.Bool("below-floor"),
 			}
-			if isTerminal(c.App.ErrWriter) {
-				req.Progress = func(done, total int) {
-					fmt.Fprintf(c.App.ErrWriter, "\rkavach: %d of %d done", done, total)
-					if done == total {
-						fmt.Fprint(c.App.ErrWriter, "\r\033[K")
-					}
-				}
+			if err := checkDiffPaths(req, c.String("out")); err != nil {
+				return err
+			}
+			if p, ok := c.App.ErrWriter.(*progressLine); ok {
+				req.Progress = p.gradeProgress()
 			}
 			rep, err := runDiff(c.Context, req)
+			var below *grade.BelowFloorError
+			if errors.As(err, &below) {
+				return usagef("raise --variants or --min-variants, or use the floor's --seed (see 'kavach show "+req.Fixture+"');\n"+
+					"--below-floor grades anyway, but then the verdict is never fixed", "%v (set with kavach mark)", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -72,6 +78,8 @@ func diffCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
+				// stdout is the report; where it was written goes to stderr.
+				fmt.Fprintf(c.App.ErrWriter, "kavach: report: %s\n", out)
 				enc := json.NewEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(rep); err != nil {
@@ -98,6 +106,7 @@ type diffRequest struct {
 	FailFast          bool
 	StepTimeout       time.Duration
 	StartTimeout      time.Duration
+	BelowFloor        bool // grade below the fixture's floor
 	Progress          func(done, total int)
 }
 
@@ -118,6 +127,7 @@ func runDiff(ctx context.Context, r diffRequest) (*grade.Report, error) {
 		StepTimeout: ropts.StepTimeout, Prepare: ropts.Prepare,
 		Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs,
 		FailFast: r.FailFast, Invariants: set, Progress: r.Progress,
+		BelowFloor: r.BelowFloor, StartTimeout: r.StartTimeout,
 	}
 	if set != nil {
 		opts.InvariantsFile = set.File
@@ -257,6 +267,10 @@ func diffHint(rep *grade.Report, a []string) string {
 		if strings.HasPrefix(rep.Parts.Reason, "not-reproduced") {
 			return fmt.Sprintf("the old build does not fail the way the recording did, so the fix cannot be judged.\n"+
 				"Check that OLD is the build the fixture was recorded on: kavach replay %s %s", a[0], fixture)
+		}
+		if below := ev.Floor.Below(); below != "" && strings.HasPrefix(rep.Parts.Reason, "below-floor") {
+			return fmt.Sprintf("every check passed, but with options below the fixture's floor (%s):\n"+
+				"only a grade at or above the floor can call it fixed. Grade it again without --below-floor.", below)
 		}
 		return fmt.Sprintf("every check passed, but only %d variants of the incident fail the old build the recorded way\n"+
 			"(%d needed): the evidence is too thin to call it fixed. Record a richer incident, raise --variants,\n"+

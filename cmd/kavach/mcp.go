@@ -115,7 +115,7 @@ func serveMCP(ctx context.Context, t mcp.Transport) error {
 // mcpUsage says how to call the tool.
 const mcpUsage = "Call " + mcpToolName + ` with {"old": "PATH", "new": "PATH", "fixture": "PATH"}, paths of the old build, ` +
 	"the new build and the incident's fixture, and optionally the other fields of its input schema " +
-	`(variants, min_variants, seed, jobs, fail_fast, step_timeout_ms, start_timeout_ms, invariants, out, detail: "concise" or "full").`
+	`(variants, min_variants, seed, jobs, fail_fast, step_timeout_ms, start_timeout_ms, invariants, out, below_floor, detail: "concise" or "full").`
 
 // mcpUsageHint adds how to call the tool to the SDK's own errors for
 // arguments that do not match the input schema (a missing field, a wrong
@@ -181,6 +181,7 @@ type mcpDiffInput struct {
 	StartTimeoutMS int    `json:"start_timeout_ms,omitempty" jsonschema:"a build not ready within this many milliseconds cannot be graded"`
 	Detail         string `json:"detail,omitempty" jsonschema:"concise: the headline finding only, long values cut (about 2,000 tokens at most); full: every finding, uncut"`
 	Out            string `json:"out,omitempty" jsonschema:"where to write the full JSON report (default: a new file in the temporary directory)"`
+	BelowFloor     bool   `json:"below_floor,omitempty" jsonschema:"grade with options below the fixture's floor: the verdict is then never fixed, at best unverified(below-floor: ...)"`
 }
 
 // mcpDiffOutput is the tool's result: the report's verdict and findings,
@@ -206,7 +207,7 @@ func mcpSchemas() (in, out *jsonschema.Schema, err error) {
 	}
 	def := diffDefaults()
 	for name, v := range map[string]any{
-		"variants": def.Variants, "min_variants": def.MinVariants, "seed": def.Seed, "jobs": 0, "fail_fast": false,
+		"variants": def.Variants, "min_variants": def.MinVariants, "seed": def.Seed, "jobs": 0, "fail_fast": false, "below_floor": false,
 		"step_timeout_ms": def.StepTimeout.Milliseconds(), "start_timeout_ms": def.StartTimeout.Milliseconds(), "detail": "concise",
 	} {
 		b, err := json.Marshal(v)
@@ -276,8 +277,14 @@ func mcpDiff(ctx context.Context, req *mcp.CallToolRequest, in mcpDiffInput) (*m
 		StepTimeout:  time.Duration(in.StepTimeoutMS) * time.Millisecond,
 		StartTimeout: time.Duration(in.StartTimeoutMS) * time.Millisecond,
 		Progress:     mcpProgress(ctx, req),
+		BelowFloor:   in.BelowFloor,
 	}
 	rep, err := runDiff(ctx, r)
+	var below *grade.BelowFloorError
+	if errors.As(err, &below) {
+		return nil, mcpDiffOutput{}, fmt.Errorf("%w (the floor was set with kavach mark): raise variants or min_variants, or use the "+
+			"floor's seed, or leave them out for the defaults; below_floor: true grades anyway, but then the verdict is never fixed", err)
+	}
 	if err != nil {
 		return nil, mcpDiffOutput{}, fmt.Errorf("kavach could not grade (exit status 2 on the command line): %w", err)
 	}
@@ -405,9 +412,8 @@ func (in mcpDiffInput) check() error {
 		return fmt.Errorf("%q is %q: use \"concise\" (the headline finding, the default) or \"full\" (every finding)", "detail", in.Detail)
 	}
 	if in.Out != "" {
-		dir := filepath.Dir(in.Out)
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("%q: directory %s does not exist%s: give a path in an existing directory, or leave it out for a temporary file", "out", dir, relativeTo(dir))
+		if err := checkOut(in.Out); err != nil {
+			return fmt.Errorf("%q: %w; or leave it out for a temporary file", "out", err)
 		}
 	}
 	return nil
@@ -422,7 +428,7 @@ func relativeTo(path string) string {
 	if err != nil {
 		return ""
 	}
-	return " (relative paths are taken from the server's working directory, " + wd + ")"
+	return " (relative paths are taken from kavach's working directory, " + wd + ")"
 }
 
 // mcpProgress sends a progress notification each time a replay or a
@@ -437,23 +443,16 @@ func mcpProgress(ctx context.Context, req *mcp.CallToolRequest) func(done, total
 		return nil
 	}
 	var (
-		mu           sync.Mutex
-		n, base, end int
-		phase        = "replays of the fixture"
+		mu     sync.Mutex
+		phases progressPhases
 	)
 	return func(_, total int) {
 		mu.Lock()
 		defer mu.Unlock()
-		if n >= end { // the previous phase is over: a new one starts
-			if end > 0 {
-				phase = "variants"
-			}
-			base, end = n, n+total
-		}
-		n++
+		ph := phases.next(total)
 		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-			ProgressToken: token, Progress: float64(n), Total: float64(end),
-			Message: fmt.Sprintf("%s: %d of %d done", phase, n-base, end-base),
+			ProgressToken: token, Progress: float64(ph.Overall), Total: float64(ph.OverallOf),
+			Message: fmt.Sprintf("%s: %d of %d done", ph.Name, ph.Done, ph.Total),
 		})
 	}
 }

@@ -226,6 +226,38 @@ func TestMCP(t *testing.T) {
 		os.Remove(out.Report)
 	})
 
+	t.Run("floor", func(t *testing.T) {
+		// A fixture with a floor: weaker options are refused, unless
+		// below_floor, and then a passing fix is unverified, not fixed.
+		fx := filepath.Join(dir, "floored.kavach")
+		b, err := os.ReadFile(fixture)
+		if err == nil {
+			err = os.WriteFile(fx, b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(ctx, []string{"kavach", "mark", fx, "--floor-min-variants", "10", "--floor-variants", "64"}, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("kavach mark: exit %d: %s", code, stderr.String())
+		}
+		weak := map[string]any{"old": old, "new": pristine, "fixture": fx, "variants": 8, "min_variants": 1}
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: mcpToolName, Arguments: weak})
+		if err != nil || !res.IsError {
+			t.Fatalf("below the floor: %v %+v, want a tool error", err, res)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "below the fixture's floor: min_variants 1 < 10, variants 8 < 64") ||
+			!strings.Contains(text, "below_floor: true") {
+			t.Errorf("refusal %q does not say what is below the floor and how to grade anyway", text)
+		}
+		weak["below_floor"] = true
+		_, out := callDiff(t, ctx, session, "", weak)
+		if out.Verdict != "unverified(below-floor: min_variants 1 < 10; variants 8 < 64)" || out.ExitStatus != 3 {
+			t.Errorf("below_floor: verdict %s, exit status %d; want unverified(below-floor: ...), 3", out.Verdict, out.ExitStatus)
+		}
+		os.Remove(out.Report)
+	})
+
 	t.Run("bad input", func(t *testing.T) {
 		notes := filepath.Join(dir, "notes.txt")
 		if err := os.WriteFile(notes, []byte("not a fixture\n"), 0o644); err != nil {
@@ -239,7 +271,7 @@ func TestMCP(t *testing.T) {
 			{"missing fixture", map[string]any{"old": old, "new": pristine},
 				[]string{`missing properties: ["fixture"]`, `Call kavach_diff with {"old": "PATH", "new": "PATH", "fixture": "PATH"}`}},
 			{"no such fixture", map[string]any{"old": old, "new": pristine, "fixture": "missing.kavach"},
-				[]string{`"fixture": missing.kavach does not exist (relative paths are taken from the server's working directory, ` + dir + `)`,
+				[]string{`"fixture": missing.kavach does not exist (relative paths are taken from kavach's working directory, ` + dir + `)`,
 					"give the path of the incident's fixture file"}},
 			{"no such build", map[string]any{"old": old, "new": filepath.Join(dir, "redis-new"), "fixture": fixture},
 				[]string{`"new": ` + dir + `/redis-new does not exist`, "the new build's executable"}},
