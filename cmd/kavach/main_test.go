@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -78,6 +79,12 @@ func TestScripts(t *testing.T) {
 				env.Setenv(k, v)
 			}
 			env.Setenv("VERIFIER", verifierScript(t))
+			env.Setenv("HARBOR_TEST", harborTestScript(t))
+			hidden, err := filepath.Abs(filepath.Join("..", "..", "examples", "harbor-task", "tests", "hidden_test.sh"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("HARBOR_HIDDEN_TEST", hidden)
 			for name, data := range map[string][]byte{
 				"getrange.kavach":   fixture,
 				"strlen.kavach":     strlenFixture,
@@ -230,6 +237,19 @@ var scriptCommands = map[string]func(){
 	"waitfile": waitfileMain,
 	"rcmd":     rcmdMain,
 	"noprocs":  noprocsMain,
+	"jsonfile": jsonfileMain,
+}
+
+// jsonfileMain: jsonfile FILE — fail unless FILE holds one JSON value.
+func jsonfileMain() {
+	b, err := os.ReadFile(os.Args[1])
+	if err == nil && !json.Valid(b) {
+		err = fmt.Errorf("%s is not JSON:\n%s", os.Args[1], b)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }
 
 // waitfileMain: waitfile FILE — wait up to 20 s for FILE to exist.

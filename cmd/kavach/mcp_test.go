@@ -400,3 +400,14 @@ func verifierScript(t testing.TB) string {
 	}
 	return path
 }
+
+// harborTestScript is the absolute path of the Harbor task template's
+// verifier, examples/harbor-task/tests/test.sh, which scripts run as
+// $HARBOR_TEST.
+func harborTestScript(t testing.TB) string {
+	path, err := filepath.Abs(filepath.Join("..", "..", "examples", "harbor-task", "tests", "test.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
