@@ -21,6 +21,7 @@ func TestImportDirection(t *testing.T) {
 		"invariants":         {"", "fixtures"},
 		"integrations/redis": {""},
 		"integrations/axum":  {""},
+		"recount":            {"grade"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}:{{join .Imports " "}}`, "./...").CombinedOutput()
 	if err != nil {
