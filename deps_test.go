@@ -54,3 +54,17 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestBinaryLinksNoTesting: the shipped kavach command does not link the
+// testing package (nor its flags), which test helpers would drag in.
+func TestBinaryLinksNoTesting(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./cmd/kavach").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "testing" || strings.HasPrefix(dep, "testing/") {
+			t.Errorf("cmd/kavach links %s", dep)
+		}
+	}
+}
