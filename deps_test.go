@@ -1,7 +1,9 @@
 package kavach_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -65,6 +67,25 @@ func TestBinaryLinksNoTesting(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if dep == "testing" || strings.HasPrefix(dep, "testing/") {
 			t.Errorf("cmd/kavach links %s", dep)
+		}
+	}
+}
+
+// TestDocsStandAlone: the project's documents refer to nothing outside
+// the repository (the design is docs/design.md).
+func TestDocsStandAlone(t *testing.T) {
+	files, _ := filepath.Glob("docs/*.md")
+	files = append(files, "README.md", "bench/README.md")
+	more, _ := filepath.Glob("examples/*/README.md")
+	for _, f := range append(files, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "../shared") || strings.Contains(line, "DESIGN") {
+				t.Errorf("%s:%d refers outside the repository: %s", f, i+1, line)
+			}
 		}
 	}
 }

@@ -54,7 +54,7 @@ type Options struct {
 	StartTimeout time.Duration
 }
 
-// Run grades the new build against the fixture (DESIGN §4) and returns
+// Run grades the new build against the fixture (docs/design.md §4) and returns
 // the report. An error means Kavach could not grade: a fixture with no
 // failure, a build that does not start.
 func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*Report, error) {

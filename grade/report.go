@@ -1,5 +1,5 @@
 // Package grade is `kavach diff`: it replays an incident on the old and the
-// new build, gathers the evidence of DESIGN §4, and derives one verdict from
+// new build, gathers the evidence of docs/design.md §4, and derives one verdict from
 // that evidence alone (Derive), so that `kavach verdict` can recompute it
 // from a report.
 package grade
@@ -229,7 +229,7 @@ type InvariantEvidence struct {
 }
 
 // Derive computes the findings and the headline verdict from evidence
-// alone (DESIGN §3): the old build must reproduce the failure, else
+// alone (docs/design.md §3): the old build must reproduce the failure, else
 // unverified(not-reproduced: ...); findings on the fixture's own replay,
 // the earliest by step (at one step: diverged, then still_failing, then
 // invariant_violated); else the failing variant with the lowest K; else

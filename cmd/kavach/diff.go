@@ -135,7 +135,7 @@ func runDiff(ctx context.Context, r diffRequest) (*grade.Report, error) {
 	return grade.Run(ctx, fx, buildLaunch(fx, r.Old), buildLaunch(fx, r.New), opts)
 }
 
-// verdictExit maps a verdict kind to the exit status of DESIGN §3.
+// verdictExit maps a verdict kind to the exit status of docs/design.md §3.
 func verdictExit(kind string) error {
 	switch kind {
 	case grade.Fixed:
