@@ -24,6 +24,7 @@ func TestImportDirection(t *testing.T) {
 		"integrations/redis": {""},
 		"integrations/axum":  {""},
 		"recount":            {"grade"},
+		"example":            {"", "fixtures", "grade", "internal/buildscript", "invariants", "record"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}:{{join .Imports " "}}`, "./...").CombinedOutput()
 	if err != nil {
