@@ -31,4 +31,4 @@ fuzz:
 	$(GO) test -run=XXX -fuzz=FuzzSplit -fuzztime=$(FUZZTIME) ./integrations/axum/
 	$(GO) test -run=XXX -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./invariants/
 	$(GO) test -run=XXX -fuzz=FuzzParseSummary -fuzztime=$(FUZZTIME) ./recount/
-	$(GO) test -run=XXX -fuzz=FuzzLineConn -fuzztime=$(FUZZTIME) ./cmd/kavach/
+	$(GO) test -run=XXX -fuzz=FuzzLineConn -fuzztime=$(FUZZTIME) ./mcpserver/

@@ -24,6 +24,8 @@ func TestImportDirection(t *testing.T) {
 		"integrations/redis": {""},
 		"integrations/axum":  {""},
 		"recount":            {"grade"},
+		"mcpserver":          {"", "grade", "internal/pathcheck"},
+		"internal/pathcheck": {},
 		"example":            {"", "fixtures", "grade", "internal/buildscript", "invariants", "record"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}:{{join .Imports " "}}`, "./...").CombinedOutput()

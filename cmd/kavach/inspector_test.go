@@ -11,6 +11,7 @@ import (
 
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/mcpserver"
 )
 
 // TestMCPInspector drives `kavach mcp` with another client than the Go
@@ -51,8 +52,8 @@ func TestMCPInspector(t *testing.T) {
 			Name string `json:"name"`
 		} `json:"tools"`
 	}
-	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Tools) != 1 || list.Tools[0].Name != mcpToolName {
-		t.Fatalf("tools/list: %v, want the one tool %s:\n%s", err, mcpToolName, out)
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Tools) != 1 || list.Tools[0].Name != mcpserver.ToolName {
+		t.Fatalf("tools/list: %v, want the one tool %s:\n%s", err, mcpserver.ToolName, out)
 	}
 
 	out, err = inspect("--method", "tools/call", "--tool-name", "kavach_grade")
@@ -61,14 +62,14 @@ func TestMCPInspector(t *testing.T) {
 	}
 
 	report := filepath.Join(dir, "report.json")
-	out, err = inspect("--method", "tools/call", "--tool-name", mcpToolName,
+	out, err = inspect("--method", "tools/call", "--tool-name", mcpserver.ToolName,
 		"--tool-arg", "old="+old, "--tool-arg", "new="+strlen, "--tool-arg", "fixture="+fixture, "--tool-arg", "out="+report)
 	if err != nil {
 		t.Fatalf("tools/call: %v\n%s", err, out)
 	}
 	var res struct {
-		IsError    bool          `json:"isError"`
-		Structured mcpDiffOutput `json:"structuredContent"`
+		IsError    bool                 `json:"isError"`
+		Structured mcpserver.DiffOutput `json:"structuredContent"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("tools/call: %v\n%s", err, out)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/mcpserver"
 )
 
 // wire is `kavach mcp` run as a process with the SDK's client on its
@@ -195,7 +196,7 @@ func TestMCPBadInput(t *testing.T) {
 		w.alive(t, ctx)
 	})
 	t.Run("wrong argument type", func(t *testing.T) {
-		res, err := w.session.CallTool(ctx, &mcp.CallToolParams{Name: mcpToolName,
+		res, err := w.session.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolName,
 			Arguments: map[string]any{"old": "a", "new": "b", "fixture": "c", "variants": "many"}})
 		if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "variants") {
 			t.Errorf("variants \"many\": %v %+v; want a tool error about variants", err, res)
@@ -249,7 +250,7 @@ func TestMCPCancel(t *testing.T) {
 	w := startWire(t, ctx, dir)
 
 	callCtx, stopCall := context.WithCancel(ctx)
-	params := &mcp.CallToolParams{Name: mcpToolName, Arguments: map[string]any{"old": old, "new": pristine, "fixture": fixture, "variants": 64, "jobs": 1}}
+	params := &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: map[string]any{"old": old, "new": pristine, "fixture": fixture, "variants": 64, "jobs": 1}}
 	params.SetProgressToken("cancel-me")
 	done := make(chan error, 1)
 	go func() {

@@ -17,6 +17,7 @@ import (
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/mcpserver"
 )
 
 // TestMCP starts `kavach mcp` as an agent's client would, with the SDK's
@@ -69,8 +70,8 @@ func TestMCP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Tools) != 1 || res.Tools[0].Name != mcpToolName {
-			t.Fatalf("tools: %+v, want the one tool %s", res.Tools, mcpToolName)
+		if len(res.Tools) != 1 || res.Tools[0].Name != mcpserver.ToolName {
+			t.Fatalf("tools: %+v, want the one tool %s", res.Tools, mcpserver.ToolName)
 		}
 		tool := res.Tools[0]
 		var in struct {
@@ -242,7 +243,7 @@ func TestMCP(t *testing.T) {
 			t.Fatalf("kavach mark: exit %d: %s", code, stderr.String())
 		}
 		weak := map[string]any{"old": old, "new": pristine, "fixture": fx, "variants": 8, "min_variants": 1}
-		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: mcpToolName, Arguments: weak})
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: weak})
 		if err != nil || !res.IsError {
 			t.Fatalf("below the floor: %v %+v, want a tool error", err, res)
 		}
@@ -283,7 +284,7 @@ func TestMCP(t *testing.T) {
 				[]string{"kavach could not grade", "notes.txt"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: mcpToolName, Arguments: tc.args})
+				res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: tc.args})
 				if err != nil {
 					t.Fatalf("a bad call must be a tool error, not a protocol error: %v", err)
 				}
@@ -304,9 +305,9 @@ func TestMCP(t *testing.T) {
 
 // callDiff calls the tool, with a progress token when token is not "",
 // and returns the result and its structured output.
-func callDiff(t *testing.T, ctx context.Context, s *mcp.ClientSession, token string, args map[string]any) (*mcp.CallToolResult, mcpDiffOutput) {
+func callDiff(t *testing.T, ctx context.Context, s *mcp.ClientSession, token string, args map[string]any) (*mcp.CallToolResult, mcpserver.DiffOutput) {
 	t.Helper()
-	params := &mcp.CallToolParams{Name: mcpToolName, Arguments: args}
+	params := &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: args}
 	if token != "" {
 		params.SetProgressToken(token)
 	}
@@ -317,7 +318,7 @@ func callDiff(t *testing.T, ctx context.Context, s *mcp.ClientSession, token str
 	if res.IsError {
 		t.Fatalf("tool error: %v", res.Content[0].(*mcp.TextContent).Text)
 	}
-	var out mcpDiffOutput
+	var out mcpserver.DiffOutput
 	remarshal(t, res.StructuredContent, &out)
 	return res, out
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/kavach-dev/kavach/grade"
 )
 
 // progressLine is the command's stderr. On a terminal it can draw one
@@ -54,13 +56,13 @@ func (p *progressLine) gradeProgress() func(done, total int) {
 	}
 	var (
 		mu     sync.Mutex
-		phases progressPhases
+		phases grade.Phases
 		began  = p.now() // when the phase began: the previous one's end
 	)
 	return func(_, total int) {
 		mu.Lock()
 		defer mu.Unlock()
-		ph := phases.next(total)
+		ph := phases.Next(total)
 		now := p.now()
 		if ph.Done >= ph.Total {
 			began = now
@@ -85,30 +87,4 @@ func timeLeft(took time.Duration, done, n int) string {
 		return ", under a second left"
 	}
 	return fmt.Sprintf(", about %s left", left.Round(time.Second))
-}
-
-// progressPhases turns grade's progress calls (done of total, once per
-// replay of a batch: the fixture's replays, then the variants) into
-// phases with names and a count that only grows. Callers serialize calls.
-type progressPhases struct {
-	n, base, end int
-	phase        string
-}
-
-type progressPhase struct {
-	Name               string
-	Done, Total        int // within the phase
-	Overall, OverallOf int // across phases so far
-}
-
-func (p *progressPhases) next(total int) progressPhase {
-	if p.n >= p.end { // the previous phase is over: a new one starts
-		p.phase = "replays of the fixture"
-		if p.end > 0 {
-			p.phase = "variants"
-		}
-		p.base, p.end = p.n, p.n+total
-	}
-	p.n++
-	return progressPhase{Name: p.phase, Done: p.n - p.base, Total: p.end - p.base, Overall: p.n, OverallOf: p.end}
 }

@@ -1,4 +1,4 @@
-package main
+package mcpserver
 
 import (
 	"bufio"
@@ -14,14 +14,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// mcpMaxLine bounds one message from the client. The tool's arguments are
+// maxLine bounds one message from the client. The tool's arguments are
 // a few paths and numbers: a line longer than this is a mistake, answered
 // with an error, not buffered.
-const mcpMaxLine = 1 << 20
+const maxLine = 1 << 20
 
 // lineTransport is MCP's stdio transport (one JSON-RPC message a line)
 // made to survive any input: a line that is not JSON, not a JSON-RPC
-// message, a batch, or longer than mcpMaxLine is answered with a JSON-RPC
+// message, a batch, or longer than maxLine is answered with a JSON-RPC
 // error and the server reads on. The SDK's own stdio connection ends the
 // session on the first such line.
 //
@@ -63,7 +63,7 @@ func (c *lineConn) readLoop() {
 	defer close(c.in)
 	br := bufio.NewReaderSize(c.r, 64<<10)
 	for {
-		line, tooLong, err := readLine(br, mcpMaxLine)
+		line, tooLong, err := readLine(br, maxLine)
 		if len(line) > 0 || tooLong {
 			if msg := c.decode(line, tooLong); msg != nil {
 				select {
@@ -103,7 +103,7 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 func (c *lineConn) decode(line []byte, tooLong bool) jsonrpc.Message {
 	switch {
 	case tooLong:
-		c.writeError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes: not read", mcpMaxLine))
+		c.writeError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes: not read", maxLine))
 		return nil
 	case !json.Valid(line):
 		c.writeError(nil, jsonrpc.CodeParseError, "parse error: not JSON (send one JSON-RPC 2.0 message a line)")

@@ -1,4 +1,4 @@
-package main
+package mcpserver
 
 import (
 	"bytes"
@@ -102,7 +102,7 @@ func FuzzLineConn(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}` + "\n"))
 	f.Add([]byte("hello\n[1,2]\n42\n{\"id\": {}}\n"))
 	f.Add([]byte(`{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "x"}}` + "\n"))
-	f.Add([]byte(strings.Repeat("x", mcpMaxLine+10) + "\n{}\n"))
+	f.Add([]byte(strings.Repeat("x", maxLine+10) + "\n{}\n"))
 	f.Fuzz(func(t *testing.T, input []byte) {
 		_, out := readAllMessages(t, input)
 		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
