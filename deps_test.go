@@ -1,7 +1,9 @@
 package kavach_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -21,6 +23,10 @@ func TestImportDirection(t *testing.T) {
 		"invariants":         {"", "fixtures"},
 		"integrations/redis": {""},
 		"integrations/axum":  {""},
+		"recount":            {"grade"},
+		"mcpserver":          {"", "grade", "internal/pathcheck"},
+		"internal/pathcheck": {},
+		"example":            {"", "fixtures", "grade", "internal/buildscript", "invariants", "record"},
 	}
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}:{{join .Imports " "}}`, "./...").CombinedOutput()
 	if err != nil {
@@ -52,4 +58,37 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestBinaryLinksNoTesting: the shipped kavach command does not link the
+// testing package (nor its flags), which test helpers would drag in.
+func TestBinaryLinksNoTesting(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./cmd/kavach").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "testing" || strings.HasPrefix(dep, "testing/") {
+			t.Errorf("cmd/kavach links %s", dep)
+		}
+	}
+}
+
+// TestDocsStandAlone: the project's documents refer to nothing outside
+// the repository (the design is docs/design.md).
+func TestDocsStandAlone(t *testing.T) {
+	files, _ := filepath.Glob("docs/*.md")
+	files = append(files, "README.md", "bench/README.md")
+	more, _ := filepath.Glob("examples/*/README.md")
+	for _, f := range append(files, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "../shared") || strings.Contains(line, "DESIGN") {
+				t.Errorf("%s:%d refers outside the repository: %s", f, i+1, line)
+			}
+		}
+	}
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The diff's benchmark (DESIGN.md §9: "diff: variants replayed in parallel
+# The diff's benchmark (docs/design.md §11: "diff: variants replayed in parallel
 # (-j), each on its own build process; wall time close to (replays × one
 # replay) / cores"). On the GETRANGE incident (internal/redisbuild
 # testdata): the old build asserts on GETRANGE with a start before the

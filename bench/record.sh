@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The recording proxy's benchmark (DESIGN.md §9): redis-benchmark with 50
+# The recording proxy's benchmark (docs/design.md §11): redis-benchmark with 50
 # clients, SET and GET, without pipelining and with -P 16, through four
 # paths to one redis-server, all in this run:
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The replay's benchmark (DESIGN.md §9: "replay: the round-trip rate of a
+# The replay's benchmark (docs/design.md §11: "replay: the round-trip rate of a
 # single client talking to the service directly, within 20%"), and the
-# virtual clock's speed-up (DESIGN.md §6: a long incident replays in
+# virtual clock's speed-up (docs/design.md §6: a long incident replays in
 # seconds). Two parts, all in this run:
 #
 # 1. Rate. One client does N sequential SETs and N sequential GETs

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,9 +45,16 @@ type Options struct {
 	Invariants *invariants.Set
 	// InvariantsFile is recorded in the report's options.
 	InvariantsFile string
+	// BelowFloor grades with options below the fixture's floor (its
+	// Header.Floor), which Run refuses otherwise; such a diff is never
+	// fixed (Derive).
+	BelowFloor bool
+	// StartTimeout is recorded in the report's options; the Launcher
+	// applies it.
+	StartTimeout time.Duration
 }
 
-// Run grades the new build against the fixture (DESIGN §4) and returns
+// Run grades the new build against the fixture (docs/design.md §4) and returns
 // the report. An error means Kavach could not grade: a fixture with no
 // failure, a build that does not start.
 func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*Report, error) {
@@ -56,6 +64,9 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	}
 	if opts.StepTimeout == 0 {
 		opts.StepTimeout = 5 * time.Second
+	}
+	if below := fx.Header.Floor.Below(opts.Variants, opts.MinVariants, opts.Seed); len(below) > 0 && !opts.BelowFloor {
+		return nil, &BelowFloorError{Below: below}
 	}
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.NumCPU()
@@ -102,6 +113,9 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		New:        NewEvidence{Clock: nw.Clock, Stopped: nw.Stopped, Exit: nw.Exit},
 		Variants:   VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}},
 		Invariants: []InvariantEvidence{},
+	}
+	if fl := fx.Header.Floor; fl != nil {
+		ev.Floor = &FloorEvidence{Floor: *fl, Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed}
 	}
 	for _, r := range newInv.results {
 		ev.Invariants = append(ev.Invariants, InvariantEvidence{Name: r.Name, Held: r.Held, FirstStep: r.FirstStep, Message: r.Message})
@@ -151,8 +165,9 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		Builds:        Builds{Old: identify(old, olds[0]), New: identify(new, nw)},
 		Evidence:      ev,
 		Seed:          opts.Seed,
-		Options: Settings{Variants: opts.Variants, MinVariants: opts.MinVariants, Jobs: opts.Jobs,
-			StepTimeoutMS: opts.StepTimeout.Milliseconds(), Invariants: opts.InvariantsFile},
+		Options: Settings{Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed, Jobs: opts.Jobs,
+			FailFast: opts.FailFast, StepTimeoutMS: opts.StepTimeout.Milliseconds(),
+			StartTimeoutMS: opts.StartTimeout.Milliseconds(), Invariants: opts.InvariantsFile, BelowFloor: opts.BelowFloor},
 		KavachVersion: kavach.Version,
 	}
 	for _, d := range durations[:opts.OldRuns] {
@@ -162,6 +177,16 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	rep.DurationsMS.Variants = variantsTook.Milliseconds()
 	rep.DurationsMS.Total = time.Since(began).Milliseconds()
 	return rep, nil
+}
+
+// BelowFloorError is a diff asked for with options below the fixture's
+// floor, and not told to grade below it.
+type BelowFloorError struct {
+	Below []string // "min_variants 1 < 10"
+}
+
+func (e *BelowFloorError) Error() string {
+	return "below the fixture's floor: " + strings.Join(e.Below, ", ")
 }
 
 // runAll replays events on each launch, jobs at a time, and returns the

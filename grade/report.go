@@ -1,5 +1,5 @@
 // Package grade is `kavach diff`: it replays an incident on the old and the
-// new build, gathers the evidence of DESIGN §4, and derives one verdict from
+// new build, gathers the evidence of docs/design.md §4, and derives one verdict from
 // that evidence alone (Derive), so that `kavach verdict` can recompute it
 // from a report.
 package grade
@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -25,6 +27,7 @@ const (
 	VariantFailed      = "variant_failed"
 	Unverified         = "unverified"
 	reasonNotReproduce = "not-reproduced"
+	reasonBelowFloor   = "below-floor"
 )
 
 // Report is what `kavach diff` writes: the verdict, every finding, and
@@ -105,11 +108,15 @@ type Builds struct {
 
 // Settings are the options the diff ran with.
 type Settings struct {
-	Variants      int    `json:"variants"`
-	MinVariants   int    `json:"min_variants"`
-	Jobs          int    `json:"jobs"`
-	StepTimeoutMS int64  `json:"step_timeout_ms"`
-	Invariants    string `json:"invariants,omitempty"`
+	Variants       int    `json:"variants"`
+	MinVariants    int    `json:"min_variants"`
+	Seed           uint64 `json:"seed"`
+	Jobs           int    `json:"jobs"`
+	FailFast       bool   `json:"fail_fast"`
+	StepTimeoutMS  int64  `json:"step_timeout_ms"`
+	StartTimeoutMS int64  `json:"start_timeout_ms,omitempty"`
+	Invariants     string `json:"invariants,omitempty"`
+	BelowFloor     bool   `json:"below_floor"`
 }
 
 // Durations of the diff's parts.
@@ -132,6 +139,26 @@ type Evidence struct {
 	New        NewEvidence         `json:"new"`
 	Variants   VariantsEvidence    `json:"variants"`
 	Invariants []InvariantEvidence `json:"invariants"`
+	// Floor is the fixture's floor and the options graded with, when the
+	// fixture has one: a diff below it is never fixed.
+	Floor *FloorEvidence `json:"floor,omitempty"`
+}
+
+// FloorEvidence is the fixture's floor beside the options a diff asked for.
+type FloorEvidence struct {
+	Floor       fixtures.Floor `json:"floor"`
+	Variants    int            `json:"variants"`
+	MinVariants int            `json:"min_variants"`
+	Seed        uint64         `json:"seed"`
+}
+
+// Below says how the options fall below the floor ("min_variants 1 < 10;
+// variants 8 < 64"), or "".
+func (f *FloorEvidence) Below() string {
+	if f == nil {
+		return ""
+	}
+	return strings.Join(f.Floor.Below(f.Variants, f.MinVariants, f.Seed), "; ")
 }
 
 // OldEvidence is what the old build's replays showed.
@@ -202,11 +229,13 @@ type InvariantEvidence struct {
 }
 
 // Derive computes the findings and the headline verdict from evidence
-// alone (DESIGN §3): the old build must reproduce the failure, else
+// alone (docs/design.md §3): the old build must reproduce the failure, else
 // unverified(not-reproduced: ...); findings on the fixture's own replay,
 // the earliest by step (at one step: diverged, then still_failing, then
 // invariant_violated); else the failing variant with the lowest K; else
-// unverified when fewer than the minimum variants reproduce; else fixed.
+// unverified when fewer than the minimum variants reproduce; else
+// unverified(below-floor: ...) when graded below the fixture's floor;
+// else fixed.
 func Derive(ev Evidence) (Parts, []Finding) {
 	if reason := notReproduced(ev); reason != "" {
 		return Parts{Kind: Unverified, Reason: reasonNotReproduce + ": " + reason}, nil
@@ -266,6 +295,11 @@ func Derive(ev Evidence) (Parts, []Finding) {
 	}
 	if v := ev.Variants; v.Reproducing < v.Min {
 		return Parts{Kind: Unverified, Reason: fmt.Sprintf("variants: %d of %d reproduce, need %d", v.Reproducing, v.Generated, v.Min)}, findings
+	}
+	// Graded more weakly than the fixture allows (--below-floor): the
+	// checks passed, but not the ones the incident asks for.
+	if below := ev.Floor.Below(); below != "" {
+		return Parts{Kind: Unverified, Reason: reasonBelowFloor + ": " + below}, findings
 	}
 	return Parts{Kind: Fixed}, findings
 }

@@ -44,7 +44,7 @@ func learnSchema(fx *fixtures.Fixture, old kavach.Launch, opts Options) (kavach.
 // runVariants generates the variants, replays each on the old build,
 // keeps those that reproduce the failure (or, for regression variants,
 // that the old build handles), and replays the kept ones on the new build
-// (DESIGN §4 steps 4-6), Jobs at a time.
+// (docs/design.md §4, steps 4 and 5), Jobs at a time.
 func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, opts Options) VariantsEvidence {
 	ve := VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
 	variator, ok := opts.Codec.(kavach.Variator)

@@ -298,8 +298,8 @@ type mutation struct {
 	group   string
 }
 
-// fieldMutations changes each field of step n's request in turn (DESIGN
-// §4): numbers to boundaries, neighbours, signs and huge values; strings
+// fieldMutations changes each field of step n's request in turn (design
+// §4, docs/design.md): numbers to boundaries, neighbours, signs and huge values; strings
 // to empty, other values seen, a long value; keys to a missing key and
 // other recorded keys; tokens to the other tokens; any field removed; and,
 // when all is true, fields swapped with requests of the same kind.

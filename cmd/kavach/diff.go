@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,6 +42,7 @@ func diffCommand() *cli.Command {
 			&cli.BoolFlag{Name: "fail-fast", Usage: "stop running variants on the new build after the first it fails"},
 			&cli.BoolFlag{Name: "brief", Usage: "print one line: the verdict and the report's path"},
 			trustFlag(),
+			&cli.BoolFlag{Name: "below-floor", Usage: "grade with options below the fixture's floor (set with kavach mark): never fixed, at best unverified(below-floor: ...)"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -52,19 +54,23 @@ func diffCommand() *cli.Command {
 				Old: a[0], New: a[1], Fixture: a[2], Invariants: c.String("invariants"),
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
 				FailFast: c.Bool("fail-fast"), TrustLaunch: c.Bool("trust-fixture-launch"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
+				BelowFloor: c.Bool("below-floor"),
 			}
-			if isTerminal(c.App.ErrWriter) {
-				req.Progress = func(done, total int) {
-					fmt.Fprintf(c.App.ErrWriter, "\rkavach: %d of %d done", done, total)
-					if done == total {
-						fmt.Fprint(c.App.ErrWriter, "\r\033[K")
-					}
-				}
+			if err := checkDiffPaths(req, c.String("out")); err != nil {
+				return err
+			}
+			if p, ok := c.App.ErrWriter.(*progressLine); ok {
+				req.Progress = p.gradeProgress()
 			}
 			if err := checkOut(c.String("out")); err != nil {
 				return err
 			}
 			rep, err := runDiff(c.Context, req)
+			var below *grade.BelowFloorError
+			if errors.As(err, &below) {
+				return usagef("raise --variants or --min-variants, or use the floor's --seed (see 'kavach show "+req.Fixture+"');\n"+
+					"--below-floor grades anyway, but then the verdict is never fixed", "%v (set with kavach mark)", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -76,6 +82,8 @@ func diffCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
+				// stdout is the report; where it was written goes to stderr.
+				fmt.Fprintf(c.App.ErrWriter, "kavach: report: %s\n", out)
 				enc := json.NewEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(rep); err != nil {
@@ -102,6 +110,7 @@ type diffRequest struct {
 	FailFast          bool
 	StepTimeout       time.Duration
 	StartTimeout      time.Duration
+	BelowFloor        bool // grade below the fixture's floor
 	Progress          func(done, total int)
 	// TrustLaunch starts the builds with every launch argument the fixture
 	// recorded (--trust-fixture-launch); otherwise they pass an allowlist.
@@ -131,6 +140,7 @@ func runDiff(ctx context.Context, r diffRequest) (*grade.Report, error) {
 		StepTimeout: ropts.StepTimeout, Prepare: ropts.Prepare,
 		Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs,
 		FailFast: r.FailFast, Invariants: set, Progress: r.Progress,
+		BelowFloor: r.BelowFloor, StartTimeout: r.StartTimeout,
 	}
 	if set != nil {
 		opts.InvariantsFile = set.File
@@ -172,7 +182,7 @@ func checkOut(out string) error {
 	return nil
 }
 
-// verdictExit maps a verdict kind to the exit status of DESIGN §3.
+// verdictExit maps a verdict kind to the exit status of docs/design.md §3.
 func verdictExit(kind string) error {
 	switch kind {
 	case grade.Fixed:
@@ -260,7 +270,7 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 		printHint(w, rep, a)
 	}
 	fmt.Fprintln(w)
-	ck := checkedOf(rep)
+	ck := rep.Checked()
 	noise := ""
 	if n := len(ev.Noise); n > 0 {
 		var parts []string
@@ -282,10 +292,13 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	fmt.Fprintf(w, "report: %s\n", reportPath)
 }
 
+// hintIndent indents the lines of a hint after its first.
+const hintIndent = "      "
+
 // printHint prints diffHint's hint, if there is one, as printDiff shows it.
 func printHint(w io.Writer, rep *grade.Report, a []string) {
 	if h := diffHint(rep, a); h != "" {
-		fmt.Fprintf(w, "hint: %s\n", indent(h, "      "))
+		fmt.Fprintf(w, "hint: %s\n", indent(h, hintIndent))
 	}
 }
 
@@ -303,6 +316,10 @@ func diffHint(rep *grade.Report, a []string) string {
 		if strings.HasPrefix(rep.Parts.Reason, "not-reproduced") {
 			return fmt.Sprintf("the old build does not fail the way the recording did, so the fix cannot be judged.\n"+
 				"Check that OLD is the build the fixture was recorded on: kavach replay %s %s", a[0], fixture)
+		}
+		if below := ev.Floor.Below(); below != "" && strings.HasPrefix(rep.Parts.Reason, "below-floor") {
+			return fmt.Sprintf("every check passed, but with options below the fixture's floor (%s):\n"+
+				"only a grade at or above the floor can call it fixed. Grade it again without --below-floor.", below)
 		}
 		return fmt.Sprintf("every check passed, but only %d variants of the incident fail the old build the recorded way\n"+
 			"(%d needed): the evidence is too thin to call it fixed. Record a richer incident, raise --variants,\n"+
@@ -331,50 +348,6 @@ func diffHint(rep *grade.Report, a []string) string {
 	return ""
 }
 
-// diffChecked is what a diff checked, in numbers: printDiff's "checked:"
-// lines and the MCP tool's summary.
-type diffChecked struct {
-	StepsCompared      int    `json:"steps_compared" jsonschema:"steps before the failure compared with the recording on the new build"`
-	StepsBeforeFailure int    `json:"steps_before_failure" jsonschema:"steps the fixture has before the failing step"`
-	NoiseFields        int    `json:"noise_fields" jsonschema:"output fields excluded from comparison because they differ between replays of the old build"`
-	FailureStep        int    `json:"failure_step" jsonschema:"the recorded failing step"`
-	FailureSignature   string `json:"failure_signature" jsonschema:"how it failed, e.g. crash or error:WRONGTYPE"`
-	OldOutcome         string `json:"old_outcome" jsonschema:"the old build's outcome at the failing step"`
-	NewOutcome         string `json:"new_outcome" jsonschema:"the new build's outcome at the failing step"`
-	VariantsGenerated  int    `json:"variants_generated" jsonschema:"variants of the incident generated"`
-	VariantsReproduce  int    `json:"variants_reproducing" jsonschema:"of those, failing on the old build the recorded way"`
-	MinVariants        int    `json:"min_variants" jsonschema:"reproducing variants needed to call it fixed"`
-	RegressionVariants int    `json:"regression_variants" jsonschema:"variants of earlier inputs, cut before the failure"`
-	RegressionHandled  int    `json:"regression_handled" jsonschema:"of those, handled by the old build without failing"`
-	VariantsPassing    int    `json:"variants_passing" jsonschema:"kept variants the new build passes"`
-	Invariants         int    `json:"invariants" jsonschema:"invariants checked on every step"`
-	InvariantsHeld     int    `json:"invariants_held" jsonschema:"of those, held on the new build"`
-}
-
-// checkedOf counts what a report's evidence checked.
-func checkedOf(rep *grade.Report) diffChecked {
-	ev := rep.Evidence
-	ck := diffChecked{
-		StepsBeforeFailure: ev.Failure.Step - 1, NoiseFields: len(ev.Noise),
-		FailureStep: ev.Failure.Step, FailureSignature: ev.Failure.Signature,
-		OldOutcome: stepOutcome(ev.Old.Steps, ev.Failure.Step), NewOutcome: stepOutcome(ev.New.Steps, ev.Failure.Step),
-		VariantsGenerated: ev.Variants.Generated, VariantsReproduce: ev.Variants.Reproducing, MinVariants: ev.Variants.Min,
-		RegressionVariants: ev.Variants.Regression, RegressionHandled: ev.Variants.Handled, VariantsPassing: ev.Variants.Passing,
-		Invariants: len(ev.Invariants),
-	}
-	for _, s := range ev.New.Steps {
-		if s.Step < ev.Failure.Step && s.Ran {
-			ck.StepsCompared++
-		}
-	}
-	for _, inv := range ev.Invariants {
-		if inv.Held {
-			ck.InvariantsHeld++
-		}
-	}
-	return ck
-}
-
 // printDiffs shows a finding's differences: against the recording, or,
 // for a variant, against the old build's replay of it.
 func printDiffs(w io.Writer, f grade.Finding) {
@@ -395,18 +368,6 @@ func printDiffs(w io.Writer, f grade.Finding) {
 		}
 		fmt.Fprintf(w, "  %s\n  - %s   (%s)\n  + %s   (new build)\n", d.Path, cutString(d.Want, 120), want, cutString(d.Got, 120))
 	}
-}
-
-func stepOutcome(steps []grade.StepEvidence, n int) string {
-	for _, s := range steps {
-		if s.Step == n {
-			if !s.Ran {
-				return "not run"
-			}
-			return s.Outcome.String()
-		}
-	}
-	return "?"
 }
 
 func cutLines(s string, n int) string {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Exit statuses, as DESIGN §3 defines them. They are mapped from errors
+// Exit statuses, as docs/design.md §3 defines them. They are mapped from errors
 // here and nowhere else.
 const (
 	exitFixed      = 0 // fixed, or any verb that did its job

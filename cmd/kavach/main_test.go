@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -81,6 +82,12 @@ func TestScripts(t *testing.T) {
 				env.Setenv(k, v)
 			}
 			env.Setenv("VERIFIER", verifierScript(t))
+			env.Setenv("HARBOR_TEST", harborTestScript(t))
+			hidden, err := filepath.Abs(filepath.Join("..", "..", "examples", "harbor-task", "tests", "hidden_test.sh"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("HARBOR_HIDDEN_TEST", hidden)
 			for name, data := range map[string][]byte{
 				"getrange.kavach":   fixture,
 				"strlen.kavach":     strlenFixture,
@@ -235,6 +242,8 @@ var scriptCommands = map[string]func(){
 	"rcli":     rcliMain,
 	"noprocs":  noprocsMain,
 	"relaunch": relaunchMain,
+
+	"jsonfile": jsonfileMain,
 }
 
 // relaunchMain: relaunch IN OUT ARG... — copy the fixture IN to OUT with
@@ -298,6 +307,18 @@ func rcliMain() {
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "redis-cli:", err)
+		os.Exit(1)
+	}
+}
+
+// jsonfileMain: jsonfile FILE — fail unless FILE holds one JSON value.
+func jsonfileMain() {
+	b, err := os.ReadFile(os.Args[1])
+	if err == nil && !json.Valid(b) {
+		err = fmt.Errorf("%s is not JSON:\n%s", os.Args[1], b)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }

@@ -20,12 +20,20 @@ func markCommand() *cli.Command {
 		ArgsUsage: "FIXTURE",
 		Description: withExample("Sets the failure of a fixture: step N fails by the oracle crash, hang, error,\n"+
 			"error:CLASS (e.g. error:WRONGTYPE) or invariant:NAME. Replaces any failure recorded.\n"+
-			"The fixture is rewritten to a new file and renamed into place: a failed mark loses nothing.",
-			"kavach mark incident.kavach --step 12 --oracle error:WRONGTYPE"),
+			"Sets the grade's floor with --floor-min-variants, --floor-variants and --floor-seed (each\n"+
+			"replaces the floor as a whole): 'kavach diff' and the MCP tool refuse weaker options\n"+
+			"unless told --below-floor, and then never say fixed. A floor can be set alone, without\n"+
+			"--step and --oracle. The fixture is rewritten to a new file and renamed into place: a\n"+
+			"failed mark loses nothing.",
+			"kavach mark incident.kavach --step 12 --oracle error:WRONGTYPE --floor-min-variants 10 --floor-variants 64 --floor-seed 1"),
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "step", Required: true, Usage: "the failing step `N` (see 'kavach show')"},
-			&cli.StringFlag{Name: "oracle", Required: true, Usage: "how to tell the step failed: crash, hang, error, error:CLASS, invariant:NAME"},
+			&cli.IntFlag{Name: "step", Usage: "the failing step `N` (see 'kavach show'; required with --oracle)"},
+			&cli.StringFlag{Name: "oracle", Usage: "how to tell the step failed: crash, hang, error, error:CLASS, invariant:NAME"},
+			&cli.IntFlag{Name: "floor-min-variants", Usage: "floor: grade with at least `M` reproducing variants needed"},
+			&cli.IntFlag{Name: "floor-variants", Usage: "floor: grade with at least `N` variants generated"},
+			&cli.Uint64Flag{Name: "floor-seed", Usage: "floor: grade with the seed `S` only"},
 			&cli.StringFlag{Name: "invariants", Usage: "embed the invariants `FILE` in the fixture (docs/invariants.md)"},
+			&cli.BoolFlag{Name: "json", Usage: "print what was marked as JSON on stdout"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -33,19 +41,36 @@ func markCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			oracle, err := kavach.ParseOracle(c.String("oracle"))
+			floor, err := markFloor(c)
 			if err != nil {
-				return usagef("", "%v", err)
+				return err
+			}
+			failure := c.IsSet("step") || c.IsSet("oracle")
+			switch {
+			case !failure && floor == nil:
+				return usagef("run 'kavach mark --help' for usage and an example",
+					"Required flags \"step, oracle\" not set (or set a floor with --floor-min-variants, --floor-variants, --floor-seed)")
+			case failure && !(c.IsSet("step") && c.IsSet("oracle")):
+				return usagef("run 'kavach mark --help' for usage and an example", "Required flags \"step, oracle\": give both")
 			}
 			fx, err := fixtures.Load(path)
 			if err != nil {
 				return err
 			}
-			f, err := record.FailureAt(fx, codecFor(fx.Header.Protocol), c.Int("step"), oracle)
-			if err != nil {
-				return usagef("run 'kavach show "+path+"' to see the steps", "%v", err)
+			a := fixtures.Amendment{Floor: floor}
+			var f kavach.Failure
+			var oracle kavach.Oracle
+			if failure {
+				oracle, err = kavach.ParseOracle(c.String("oracle"))
+				if err != nil {
+					return usagef("", "%v", err)
+				}
+				f, err = record.FailureAt(fx, codecFor(fx.Header.Protocol), c.Int("step"), oracle)
+				if err != nil {
+					return usagef("run 'kavach show "+path+"' to see the steps", "%v", err)
+				}
+				a.Failure = &f
 			}
-			a := fixtures.Amendment{Failure: &f}
 			if file := c.String("invariants"); file != "" {
 				src, err := os.ReadFile(file)
 				if err != nil {
@@ -68,8 +93,58 @@ func markCommand() *cli.Command {
 			if err := fixtures.Amend(path, a); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.ErrWriter, "kavach: %s: failure at step %d, signature %s\n", path, f.Step, f.Signature)
+			if c.Bool("json") {
+				out := markJSON{Fixture: path, Floor: floor}
+				if failure {
+					out.Step, out.Signature, out.Oracle = f.Step, f.Signature, c.String("oracle")
+				}
+				if a.Invariants != nil {
+					out.Invariants = a.Invariants.Name
+				}
+				return printJSON(c.App.Writer, out)
+			}
+			if failure {
+				fmt.Fprintf(c.App.ErrWriter, "kavach: %s: failure at step %d, signature %s\n", path, f.Step, f.Signature)
+			}
+			if floor != nil {
+				fmt.Fprintf(c.App.ErrWriter, "kavach: %s: floor %s\n", path, floorString(floor))
+			}
 			return nil
 		},
 	}
+}
+
+// markJSON is `kavach mark --json`'s output.
+type markJSON struct {
+	Fixture    string          `json:"fixture"`
+	Step       int             `json:"step,omitempty"` // the failure marked, if one was
+	Signature  string          `json:"signature,omitempty"`
+	Oracle     string          `json:"oracle,omitempty"`
+	Invariants string          `json:"invariants,omitempty"` // the invariants file embedded
+	Floor      *fixtures.Floor `json:"floor,omitempty"`      // the floor set, if one was
+}
+
+// markFloor is the floor the --floor-* flags set, or nil when none is given.
+func markFloor(c *cli.Context) (*fixtures.Floor, error) {
+	if !c.IsSet("floor-min-variants") && !c.IsSet("floor-variants") && !c.IsSet("floor-seed") {
+		return nil, nil
+	}
+	f := &fixtures.Floor{MinVariants: c.Int("floor-min-variants"), Variants: c.Int("floor-variants")}
+	if f.MinVariants < 0 || f.Variants < 0 {
+		return nil, usagef("", "--floor-min-variants and --floor-variants take a number of variants, 0 or more")
+	}
+	if c.IsSet("floor-seed") {
+		seed := c.Uint64("floor-seed")
+		f.Seed = &seed
+	}
+	return f, nil
+}
+
+// floorString renders a floor as kavach show and mark print it.
+func floorString(f *fixtures.Floor) string {
+	s := fmt.Sprintf("min_variants >= %d, variants >= %d, seed ", f.MinVariants, f.Variants)
+	if f.Seed == nil {
+		return s + "any"
+	}
+	return s + fmt.Sprint(*f.Seed)
 }

@@ -1,34 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
-	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
-	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/mcpserver"
 )
-
-// mcpToolName is the one tool `kavach mcp` serves.
-const mcpToolName = "kavach_diff"
 
 func mcpCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
 		Usage: "serve `kavach diff` to an agent as an MCP tool, over stdio",
-		Description: withExample("Runs a Model Context Protocol server on stdin and stdout with one tool, "+mcpToolName+",\n"+
+		Description: withExample("Runs a Model Context Protocol server on stdin and stdout with one tool, "+mcpserver.ToolName+",\n"+
 			"which grades a new build against an incident exactly as 'kavach diff' does: typed input\n"+
 			"(old, new, fixture, options, detail: concise|full) and typed output (the verdict, the\n"+
 			"headline finding with its diff, a hint, what was checked, the exit status 'kavach diff'\n"+
@@ -41,193 +27,35 @@ func mcpCommand() *cli.Command {
 			if _, err := args(c); err != nil {
 				return err
 			}
-			return serveMCP(c.Context, mcpTransport(c.App.Reader, c.App.Writer))
+			return mcpserver.Serve(c.Context, mcpserver.Transport(c.App.Reader, c.App.Writer), mcpConfig())
 		},
 	}
 }
 
-// mcpTransport is the SDK's stdio transport when the command runs on the
-// process's own stdin and stdout, else the same protocol on the app's streams.
-func mcpTransport(r io.Reader, w io.Writer) mcp.Transport {
-	if r == os.Stdin && w == os.Stdout {
-		return &mcp.StdioTransport{}
-	}
-	if r == nil {
-		r = strings.NewReader("")
-	}
-	return &mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}}
-}
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
-
-// serveMCP serves the tool until the client closes the connection or ctx
-// ends. Gradings still running then are cancelled, and their builds
-// stopped, before it returns.
-func serveMCP(ctx context.Context, t mcp.Transport) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	calls := &inflight{}
-	server := mcp.NewServer(&mcp.Implementation{Name: "kavach", Title: "Kavach", Version: kavach.Version}, &mcp.ServerOptions{
-		Instructions: "Kavach grades a candidate fix of a service against a recorded incident. Call " + mcpToolName +
-			" after each attempt at a fix, with the old build (the one the incident was recorded on), the new build and the " +
-			"fixture; read the verdict and the hint. Only the verdict \"fixed\" means the fix holds.",
-	})
-	in, out, err := mcpSchemas()
-	if err != nil {
-		return err
-	}
-	mcp.AddTool(server, &mcp.Tool{
-		Name:  mcpToolName,
-		Title: "Grade a fix against a recorded incident",
-		Description: "Grades a new build of a service against a recorded incident, as `kavach diff OLD NEW FIXTURE` does: " +
-			"replays the fixture on the old build (which must fail the recorded way) and on the new build, then variants " +
-			"of the incident, and returns one verdict: fixed, diverged@N (the new build answers step N, before the failure, " +
-			"differently from the recording), still_failing@N, invariant_violated(NAME)@N, variant_failed(K)@N (a variant " +
-			"of the incident, or an input the old build handled, fails on the new build) or unverified(REASON) (the evidence " +
-			"is too thin to judge: not your fix's fault). The result holds the headline finding with its diff, a hint saying " +
-			"what to do next, what was checked, and the path of the full JSON report. Takes seconds to a few minutes; " +
-			"progress is reported when a progress token is given.",
-		InputSchema:  in,
-		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
-	}, func(hctx context.Context, req *mcp.CallToolRequest, input mcpDiffInput) (*mcp.CallToolResult, mcpDiffOutput, error) {
-		if !calls.start() {
-			return nil, mcpDiffOutput{}, errors.New("kavach mcp is shutting down; call again on a new connection")
-		}
-		defer calls.done()
-		// A grading ends with the call, or with the server.
-		hctx, stop := context.WithCancel(hctx)
-		defer stop()
-		defer context.AfterFunc(ctx, stop)()
-		return mcpDiff(hctx, req, input)
-	})
-	server.AddReceivingMiddleware(mcpUsageHint)
-	err = server.Run(ctx, t)
-	cancel()
-	calls.closeAndWait()
-	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
-		return nil
-	}
-	return err
-}
-
-// mcpUsage says how to call the tool.
-const mcpUsage = "Call " + mcpToolName + ` with {"old": "PATH", "new": "PATH", "fixture": "PATH"}, paths of the old build, ` +
-	"the new build and the incident's fixture, and optionally the other fields of its input schema " +
-	`(variants, min_variants, seed, jobs, fail_fast, step_timeout_ms, start_timeout_ms, invariants, out, detail: "concise" or "full").`
-
-// mcpUsageHint adds how to call the tool to the SDK's own errors for
-// arguments that do not match the input schema (a missing field, a wrong
-// type, a field it does not know), which it reports before the tool runs.
-func mcpUsageHint(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if r, ok := res.(*mcp.CallToolResult); ok && r.IsError && len(r.Content) == 1 {
-			if t, ok := r.Content[0].(*mcp.TextContent); ok && strings.HasPrefix(t.Text, `validating "arguments"`) {
-				t.Text += "\n" + mcpUsage
-			}
-		}
-		return res, err
-	}
-}
-
-// inflight counts the tool calls running, so that the server waits for
-// them (and their builds to stop) before it exits.
-type inflight struct {
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func (f *inflight) start() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return false
-	}
-	f.wg.Add(1)
-	return true
-}
-
-func (f *inflight) done() { f.wg.Done() }
-
-func (f *inflight) closeAndWait() {
-	f.mu.Lock()
-	f.closed = true
-	f.mu.Unlock()
-	f.wg.Wait()
-}
-
-// mcpDiffInput is the tool's input: `kavach diff`'s arguments and flags.
-// Defaults (in the schema) are the command line's.
-type mcpDiffInput struct {
-	Old            string `json:"old" jsonschema:"path of the old build: the one the incident was recorded on, which must still fail the recorded way"`
-	New            string `json:"new" jsonschema:"path of the new build: the candidate fix"`
-	Fixture        string `json:"fixture" jsonschema:"path of the incident's fixture file, written by kavach record"`
-	Invariants     string `json:"invariants,omitempty" jsonschema:"path of an invariants file to check (default: those embedded in the fixture, or the fixture's name with .invariants)"`
-	Variants       int    `json:"variants,omitempty" jsonschema:"generate at most this many variants of the incident"`
-	MinVariants    int    `json:"min_variants,omitempty" jsonschema:"call it fixed only with at least this many variants reproducing the failure on the old build"`
-	Seed           uint64 `json:"seed,omitempty" jsonschema:"seed of the variant generator"`
-	Jobs           int    `json:"jobs,omitempty" jsonschema:"replays run at once (0: the number of cores)"`
-	FailFast       bool   `json:"fail_fast,omitempty" jsonschema:"stop running variants on the new build after the first it fails"`
-	StepTimeoutMS  int    `json:"step_timeout_ms,omitempty" jsonschema:"a step with no reply within this many milliseconds hangs"`
-	StartTimeoutMS int    `json:"start_timeout_ms,omitempty" jsonschema:"a build not ready within this many milliseconds cannot be graded"`
-	Detail         string `json:"detail,omitempty" jsonschema:"concise: the headline finding only, long values cut (about 2,000 tokens at most); full: every finding, uncut"`
-	Out            string `json:"out,omitempty" jsonschema:"where to write the full JSON report (default: a new file in the temporary directory)"`
-}
-
-// mcpDiffOutput is the tool's result: the report's verdict and findings,
-// what was checked, a hint, and where the full report is.
-type mcpDiffOutput struct {
-	Verdict string `json:"verdict" jsonschema:"the verdict exactly as kavach diff prints it: fixed, diverged@N, still_failing@N, invariant_violated(NAME)@N, variant_failed(K)@N or unverified(REASON)"`
-	grade.Parts
-	ExitStatus   int             `json:"exit_status" jsonschema:"the status kavach diff exits with for this verdict: 0 fixed, 1 red, 3 unverified"`
-	Report       string          `json:"report" jsonschema:"path of the full JSON report; kavach verdict REPORT re-derives the verdict from its evidence"`
-	Findings     []grade.Finding `json:"findings" jsonschema:"what is wrong with the new build, headline first (concise: the headline only)"`
-	MoreFindings int             `json:"more_findings,omitempty" jsonschema:"findings left out of a concise result: they are in the report"`
-	Cut          bool            `json:"cut,omitempty" jsonschema:"long values or differences were cut from the finding: the report has them whole"`
-	Checked      diffChecked     `json:"checked" jsonschema:"what was checked"`
-	Hint         string          `json:"hint,omitempty" jsonschema:"what the verdict means and what to do next"`
-}
-
-// mcpSchemas are the tool's input and output schemas, inferred from the
-// types, with the command line's defaults and the choices of detail.
-func mcpSchemas() (in, out *jsonschema.Schema, err error) {
-	in, err = jsonschema.For[mcpDiffInput](nil)
-	if err != nil {
-		return nil, nil, err
-	}
+// mcpConfig gives the MCP server kavach diff's own grading, printing,
+// defaults and exit statuses.
+func mcpConfig() mcpserver.Config {
 	def := diffDefaults()
-	for name, v := range map[string]any{
-		"variants": def.Variants, "min_variants": def.MinVariants, "seed": def.Seed, "jobs": 0, "fail_fast": false,
-		"step_timeout_ms": def.StepTimeout.Milliseconds(), "start_timeout_ms": def.StartTimeout.Milliseconds(), "detail": "concise",
-	} {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, nil, err
-		}
-		in.Properties[name].Default = b
+	return mcpserver.Config{
+		Defaults: mcpserver.Request{Variants: def.Variants, MinVariants: def.MinVariants, Seed: def.Seed,
+			StepTimeout: def.StepTimeout, StartTimeout: def.StartTimeout},
+		Grade: func(ctx context.Context, r mcpserver.Request) (*grade.Report, error) {
+			return runDiff(ctx, diffRequest{Old: r.Old, New: r.New, Fixture: r.Fixture, Invariants: r.Invariants,
+				Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs, FailFast: r.FailFast,
+				StepTimeout: r.StepTimeout, StartTimeout: r.StartTimeout, BelowFloor: r.BelowFloor, Progress: r.Progress})
+		},
+		WriteReport: func(out string, rep *grade.Report) (string, error) {
+			path, err := reportPath(out)
+			if err == nil {
+				err = writeReport(path, rep)
+			}
+			return path, err
+		},
+		ExitStatus: func(kind string) int { return exitCode(verdictExit(kind)) },
+		Print:      func(w io.Writer, rep *grade.Report, a []string, report string) { printDiff(w, rep, a, report) },
+		Hint:       diffHint,
+		HintIndent: hintIndent,
 	}
-	for _, name := range []string{"variants", "min_variants", "jobs", "step_timeout_ms", "start_timeout_ms"} {
-		in.Properties[name].Minimum = new(0.0)
-	}
-	in.Properties["detail"].Enum = []any{"concise", "full"}
-	out, err = jsonschema.For[mcpDiffOutput](nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	for name, desc := range map[string]string{
-		"kind":      "the verdict's kind: fixed, diverged, still_failing, invariant_violated, variant_failed or unverified",
-		"step":      "the step of the verdict's finding",
-		"variant":   "for variant_failed: the variant, as kavach variants FIXTURE lists them",
-		"invariant": "for invariant_violated: the invariant",
-		"reason":    "for unverified: why the evidence is too thin",
-	} {
-		out.Properties[name].Description = desc
-	}
-	return in, out, nil
 }
 
 // diffDefaults are the defaults of `kavach diff`'s flags, read from the
@@ -257,186 +85,4 @@ func diffDefaults() diffRequest {
 		}
 	}
 	return d
-}
-
-// mcpDiff is one call of the tool: it checks the input, grades with
-// runDiff as `kavach diff` does, writes the report, and shapes the result.
-func mcpDiff(ctx context.Context, req *mcp.CallToolRequest, in mcpDiffInput) (*mcp.CallToolResult, mcpDiffOutput, error) {
-	if err := in.check(); err != nil {
-		return nil, mcpDiffOutput{}, err
-	}
-	r := diffRequest{
-		Old: in.Old, New: in.New, Fixture: in.Fixture, Invariants: in.Invariants,
-		Variants: in.Variants, MinVariants: in.MinVariants, Seed: in.Seed, Jobs: in.Jobs, FailFast: in.FailFast,
-		StepTimeout:  time.Duration(in.StepTimeoutMS) * time.Millisecond,
-		StartTimeout: time.Duration(in.StartTimeoutMS) * time.Millisecond,
-		Progress:     mcpProgress(ctx, req),
-	}
-	rep, err := runDiff(ctx, r)
-	if err != nil {
-		return nil, mcpDiffOutput{}, fmt.Errorf("kavach could not grade (exit status 2 on the command line): %w", err)
-	}
-	path, err := reportPath(in.Out)
-	if err == nil {
-		err = writeReport(path, rep)
-	}
-	if err != nil {
-		return nil, mcpDiffOutput{}, err
-	}
-	a := []string{in.Old, in.New, in.Fixture}
-	out := mcpDiffOutput{
-		Verdict: rep.Verdict, Parts: rep.Parts, ExitStatus: exitCode(verdictExit(rep.Parts.Kind)),
-		Report: path, Findings: rep.Findings, Checked: checkedOf(rep), Hint: strings.ReplaceAll(diffHint(rep, a), "\n", " "),
-	}
-	if out.Findings == nil {
-		out.Findings = []grade.Finding{}
-	}
-	// The text is what `kavach diff` prints; a full result adds the
-	// structured result as JSON, for clients that read only the text.
-	var buf bytes.Buffer
-	printDiff(&buf, rep, a, path)
-	text := buf.String()
-	var content []mcp.Content
-	if in.Detail == "full" {
-		b, err := json.Marshal(out)
-		if err != nil {
-			return nil, mcpDiffOutput{}, err
-		}
-		content = []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(b)}}
-	} else {
-		out.conciseFindings()
-		content = []mcp.Content{&mcp.TextContent{Text: cutEachLine(text, mcpLineMax)}}
-	}
-	return &mcp.CallToolResult{Content: content}, out, nil
-}
-
-// Limits of a concise result, which must stay within about 2,000 tokens.
-const (
-	mcpLineMax    = 240 // bytes of a line of the printed verdict (a request, a log line)
-	mcpDiffs      = 5   // differences of the headline finding
-	mcpValueMax   = 120 // bytes of a value in a difference
-	mcpRequestMax = 200 // bytes of a request
-	mcpDetailMax  = 600 // bytes of a detail (six lines)
-)
-
-// conciseFindings keeps the headline finding only, its long values cut.
-func (o *mcpDiffOutput) conciseFindings() {
-	if len(o.Findings) == 0 {
-		return
-	}
-	o.MoreFindings = len(o.Findings) - 1
-	f := o.Findings[0]
-	cut := func(s string, max int) string {
-		c := cutString(s, max)
-		if c != s {
-			o.Cut = true
-		}
-		return c
-	}
-	cutDetail := func(s string) string { return cut(cutLines(s, 6), mcpDetailMax) }
-	f.Request = cut(f.Request, mcpRequestMax)
-	f.Detail = cutDetail(f.Detail)
-	f.Expected.Detail = cutDetail(f.Expected.Detail)
-	f.Outcome.Detail = cutDetail(f.Outcome.Detail)
-	if len(f.Diffs) > mcpDiffs {
-		f.Diffs, o.Cut = f.Diffs[:mcpDiffs], true
-	}
-	f.Diffs = append(f.Diffs[:0:0], f.Diffs...)
-	for i := range f.Diffs {
-		f.Diffs[i].Want = cut(f.Diffs[i].Want, mcpValueMax)
-		f.Diffs[i].Got = cut(f.Diffs[i].Got, mcpValueMax)
-	}
-	o.Findings = []grade.Finding{f}
-}
-
-func cutEachLine(s string, max int) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = cutString(l, max)
-	}
-	return strings.Join(lines, "\n")
-}
-
-// check says what to correct in a call, before any build is started.
-func (in mcpDiffInput) check() error {
-	for _, p := range []struct{ name, path, what string }{
-		{"old", in.Old, "the old build's executable, the one the incident was recorded on"},
-		{"new", in.New, "the new build's executable, the candidate fix"},
-		{"fixture", in.Fixture, "the incident's fixture file, written by kavach record"},
-		{"invariants", in.Invariants, "an invariants file, or leave it out to use the fixture's own"},
-	} {
-		if p.path == "" {
-			if p.name == "invariants" {
-				continue
-			}
-			return fmt.Errorf("%q is empty: give the path of %s", p.name, p.what)
-		}
-		st, err := os.Stat(p.path)
-		switch {
-		case err != nil && errors.Is(err, os.ErrNotExist):
-			return fmt.Errorf("%q: %s does not exist%s: give the path of %s", p.name, p.path, relativeTo(p.path), p.what)
-		case err != nil:
-			return fmt.Errorf("%q: %v: give the path of %s", p.name, err, p.what)
-		case st.IsDir():
-			return fmt.Errorf("%q: %s is a directory: give the path of %s", p.name, p.path, p.what)
-		}
-	}
-	if in.Detail != "concise" && in.Detail != "full" {
-		return fmt.Errorf("%q is %q: use \"concise\" (the headline finding, the default) or \"full\" (every finding)", "detail", in.Detail)
-	}
-	if in.Out != "" {
-		dir := filepath.Dir(in.Out)
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("%q: directory %s does not exist%s: give a path in an existing directory, or leave it out for a temporary file", "out", dir, relativeTo(dir))
-		}
-		if st, err := os.Stat(in.Out); err == nil && st.IsDir() {
-			return fmt.Errorf("%q: %s is a directory: give the report's file name, or leave it out for a temporary file", "out", in.Out)
-		}
-	}
-	return nil
-}
-
-// relativeTo says where a relative path was looked for.
-func relativeTo(path string) string {
-	if filepath.IsAbs(path) {
-		return ""
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	return " (relative paths are taken from the server's working directory, " + wd + ")"
-}
-
-// mcpProgress sends a progress notification each time a replay or a
-// variant finishes, when the client gave a progress token. Progress only
-// grows: the replays of the fixture come first, then the variants.
-func mcpProgress(ctx context.Context, req *mcp.CallToolRequest) func(done, total int) {
-	if req == nil || req.Session == nil || req.Params == nil {
-		return nil
-	}
-	token := req.Params.GetProgressToken()
-	if token == nil {
-		return nil
-	}
-	var (
-		mu           sync.Mutex
-		n, base, end int
-		phase        = "replays of the fixture"
-	)
-	return func(_, total int) {
-		mu.Lock()
-		defer mu.Unlock()
-		if n >= end { // the previous phase is over: a new one starts
-			if end > 0 {
-				phase = "variants"
-			}
-			base, end = n, n+total
-		}
-		n++
-		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-			ProgressToken: token, Progress: float64(n), Total: float64(end),
-			Message: fmt.Sprintf("%s: %d of %d done", phase, n-base, end-base),
-		})
-	}
 }

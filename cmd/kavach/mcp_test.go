@@ -17,6 +17,7 @@ import (
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/mcpserver"
 )
 
 // TestMCP starts `kavach mcp` as an agent's client would, with the SDK's
@@ -69,8 +70,8 @@ func TestMCP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Tools) != 1 || res.Tools[0].Name != mcpToolName {
-			t.Fatalf("tools: %+v, want the one tool %s", res.Tools, mcpToolName)
+		if len(res.Tools) != 1 || res.Tools[0].Name != mcpserver.ToolName {
+			t.Fatalf("tools: %+v, want the one tool %s", res.Tools, mcpserver.ToolName)
 		}
 		tool := res.Tools[0]
 		var in struct {
@@ -164,6 +165,31 @@ func TestMCP(t *testing.T) {
 		}
 	})
 
+	t.Run("long paths are not cut", func(t *testing.T) {
+		// The concise text cuts long lines, but never the command the hint
+		// says to run next, nor the report's path.
+		long := filepath.Join(dir, strings.Repeat("incident-", 12), strings.Repeat("incident-", 12))
+		if err := os.MkdirAll(long, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fx := filepath.Join(long, "getrange.kavach")
+		b, err := os.ReadFile(fixture)
+		if err == nil {
+			err = os.WriteFile(fx, b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		report := filepath.Join(long, "report.json")
+		res, _ := callDiff(t, ctx, session, "", map[string]any{"old": old, "new": strlen, "fixture": fx, "out": report, "variants": 0})
+		text := res.Content[0].(*mcp.TextContent).Text
+		for _, want := range []string{"kavach show " + fx + " --step 3\n", "report: " + report + "\n"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("text does not hold %q whole:\n%s", want, text)
+			}
+		}
+	})
+
 	t.Run("diverged full", func(t *testing.T) {
 		_, out := callDiff(t, ctx, session, "", map[string]any{"old": old, "new": strlen, "fixture": fixture, "detail": "full", "variants": 8, "min_variants": 1})
 		if out.Verdict != "diverged@3" || len(out.Findings) < 2 || out.MoreFindings != 0 {
@@ -201,6 +227,38 @@ func TestMCP(t *testing.T) {
 		os.Remove(out.Report)
 	})
 
+	t.Run("floor", func(t *testing.T) {
+		// A fixture with a floor: weaker options are refused, unless
+		// below_floor, and then a passing fix is unverified, not fixed.
+		fx := filepath.Join(dir, "floored.kavach")
+		b, err := os.ReadFile(fixture)
+		if err == nil {
+			err = os.WriteFile(fx, b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(ctx, []string{"kavach", "mark", fx, "--floor-min-variants", "10", "--floor-variants", "64"}, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("kavach mark: exit %d: %s", code, stderr.String())
+		}
+		weak := map[string]any{"old": old, "new": pristine, "fixture": fx, "variants": 8, "min_variants": 1}
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: weak})
+		if err != nil || !res.IsError {
+			t.Fatalf("below the floor: %v %+v, want a tool error", err, res)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "below the fixture's floor: min_variants 1 < 10, variants 8 < 64") ||
+			!strings.Contains(text, "below_floor: true") {
+			t.Errorf("refusal %q does not say what is below the floor and how to grade anyway", text)
+		}
+		weak["below_floor"] = true
+		_, out := callDiff(t, ctx, session, "", weak)
+		if out.Verdict != "unverified(below-floor: min_variants 1 < 10; variants 8 < 64)" || out.ExitStatus != 3 {
+			t.Errorf("below_floor: verdict %s, exit status %d; want unverified(below-floor: ...), 3", out.Verdict, out.ExitStatus)
+		}
+		os.Remove(out.Report)
+	})
+
 	t.Run("bad input", func(t *testing.T) {
 		notes := filepath.Join(dir, "notes.txt")
 		if err := os.WriteFile(notes, []byte("not a fixture\n"), 0o644); err != nil {
@@ -214,7 +272,7 @@ func TestMCP(t *testing.T) {
 			{"missing fixture", map[string]any{"old": old, "new": pristine},
 				[]string{`missing properties: ["fixture"]`, `Call kavach_diff with {"old": "PATH", "new": "PATH", "fixture": "PATH"}`}},
 			{"no such fixture", map[string]any{"old": old, "new": pristine, "fixture": "missing.kavach"},
-				[]string{`"fixture": missing.kavach does not exist (relative paths are taken from the server's working directory, ` + dir + `)`,
+				[]string{`"fixture": missing.kavach does not exist (relative paths are taken from kavach's working directory, ` + dir + `)`,
 					"give the path of the incident's fixture file"}},
 			{"no such build", map[string]any{"old": old, "new": filepath.Join(dir, "redis-new"), "fixture": fixture},
 				[]string{`"new": ` + dir + `/redis-new does not exist`, "the new build's executable"}},
@@ -226,7 +284,7 @@ func TestMCP(t *testing.T) {
 				[]string{"kavach could not grade", "notes.txt"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: mcpToolName, Arguments: tc.args})
+				res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: tc.args})
 				if err != nil {
 					t.Fatalf("a bad call must be a tool error, not a protocol error: %v", err)
 				}
@@ -247,9 +305,9 @@ func TestMCP(t *testing.T) {
 
 // callDiff calls the tool, with a progress token when token is not "",
 // and returns the result and its structured output.
-func callDiff(t *testing.T, ctx context.Context, s *mcp.ClientSession, token string, args map[string]any) (*mcp.CallToolResult, mcpDiffOutput) {
+func callDiff(t *testing.T, ctx context.Context, s *mcp.ClientSession, token string, args map[string]any) (*mcp.CallToolResult, mcpserver.DiffOutput) {
 	t.Helper()
-	params := &mcp.CallToolParams{Name: mcpToolName, Arguments: args}
+	params := &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: args}
 	if token != "" {
 		params.SetProgressToken(token)
 	}
@@ -260,7 +318,7 @@ func callDiff(t *testing.T, ctx context.Context, s *mcp.ClientSession, token str
 	if res.IsError {
 		t.Fatalf("tool error: %v", res.Content[0].(*mcp.TextContent).Text)
 	}
-	var out mcpDiffOutput
+	var out mcpserver.DiffOutput
 	remarshal(t, res.StructuredContent, &out)
 	return res, out
 }
@@ -338,6 +396,17 @@ func TestMCPCommandLine(t *testing.T) {
 // examples/verifier/verify.sh, which scripts run as $VERIFIER.
 func verifierScript(t testing.TB) string {
 	path, err := filepath.Abs(filepath.Join("..", "..", "examples", "verifier", "verify.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// harborTestScript is the absolute path of the Harbor task template's
+// verifier, examples/harbor-task/tests/test.sh, which scripts run as
+// $HARBOR_TEST.
+func harborTestScript(t testing.TB) string {
+	path, err := filepath.Abs(filepath.Join("..", "..", "examples", "harbor-task", "tests", "test.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}

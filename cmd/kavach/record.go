@@ -38,6 +38,7 @@ func recordCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "redact-param", Usage: "also redact the HTTP query parameter `NAME` (token, api_key and access_token always are; repeatable)"},
 			&cli.StringSliceFlag{Name: "volatile", Usage: "a response header `NAME` that changes on every response: not compared on replay (repeatable)"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
+			&cli.BoolFlag{Name: "json", Usage: "print what was recorded as JSON on stdout when the recording ends"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -106,9 +107,32 @@ func recordCommand() *cli.Command {
 			} else if res.Reason != "" {
 				fmt.Fprintf(stderr, "kavach: no failure recorded; mark it with 'kavach mark %s --step N --oracle ...'\n", s.Out)
 			}
+			if err == nil && c.Bool("json") {
+				out := recordJSON{Fixture: s.Out, Requests: res.Stats.Requests, Responses: res.Stats.Responses,
+					Connections: res.Stats.Conns, Ended: res.Reason}
+				if f := res.Failure; f != nil {
+					out.Failure = &recordFailure{Step: f.Step, Signature: f.Signature}
+				}
+				return printJSON(c.App.Writer, out)
+			}
 			return err
 		},
 	}
+}
+
+// recordJSON is `kavach record --json`'s output.
+type recordJSON struct {
+	Fixture     string         `json:"fixture"`
+	Requests    uint64         `json:"requests"`
+	Responses   uint64         `json:"responses"`
+	Connections uint64         `json:"connections"`
+	Ended       string         `json:"ended"`   // why the recording ended
+	Failure     *recordFailure `json:"failure"` // null: none recorded; mark it with kavach mark
+}
+
+type recordFailure struct {
+	Step      int    `json:"step"`
+	Signature string `json:"signature"`
 }
 
 func protocols() []string {

@@ -153,6 +153,9 @@ func (v *fixtureView) writeHeader(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "failure   none marked (kavach mark FIXTURE --step N --oracle ...)\n")
 	}
+	if fl := h.Floor; fl != nil {
+		fmt.Fprintf(w, "floor     %s\n", floorString(fl))
+	}
 	for _, r := range v.fx.Redactions {
 		fmt.Fprintf(w, "redacted  event %d: %s\n", r.Seq, r.Note)
 	}

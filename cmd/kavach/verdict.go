@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -19,6 +20,9 @@ func verdictCommand() *cli.Command {
 			"(never from its verdict or findings) and says whether it agrees with the verdict\n"+
 			"written in it. Exit 0 when they agree, 1 when they do not, 2 when the report is unreadable.",
 			"kavach verdict report.json"),
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: `print {"report", "verdict", "derived", "agrees"} as JSON`},
+		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			path, err := oneArg(c, "REPORT")
@@ -37,12 +41,35 @@ func verdictCommand() *cli.Command {
 				return fmt.Errorf("report %s: schema version %d, this Kavach reads %d", path, rep.SchemaVersion, grade.SchemaVersion)
 			}
 			parts, _ := grade.Derive(rep.Evidence)
-			if got := parts.String(); got != rep.Verdict {
+			got := parts.String()
+			if c.Bool("json") {
+				if err := printJSON(c.App.Writer, verdictJSON{Report: path, Verdict: rep.Verdict, Derived: got, Agrees: got == rep.Verdict}); err != nil {
+					return err
+				}
+			} else if got != rep.Verdict {
 				fmt.Fprintf(c.App.Writer, "disagrees: the report says %s, its evidence gives %s\n", rep.Verdict, got)
+			} else {
+				fmt.Fprintf(c.App.Writer, "agrees: %s\n", rep.Verdict)
+			}
+			if got != rep.Verdict {
 				return &verdictError{code: exitRed}
 			}
-			fmt.Fprintf(c.App.Writer, "agrees: %s\n", rep.Verdict)
 			return nil
 		},
 	}
+}
+
+// verdictJSON is `kavach verdict --json`'s output.
+type verdictJSON struct {
+	Report  string `json:"report"`
+	Verdict string `json:"verdict"` // as written in the report
+	Derived string `json:"derived"` // as its evidence gives it
+	Agrees  bool   `json:"agrees"`
+}
+
+// printJSON prints v as indented JSON, the shape of every --json output.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -55,9 +54,18 @@ func Run(script string, patches ...string) (string, error) {
 	return bin, nil
 }
 
+// TB is the part of testing.TB that Must uses. It is an interface of its
+// own so that this package, which the kavach command links (kavach
+// grade), does not link the testing package into the shipped binary.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Logf(format string, args ...any)
+}
+
 // Must is Run for tests: it fails the test (it never skips) with the
 // script's stderr when the build fails, and logs builds that took long.
-func Must(t testing.TB, script string, patches ...string) string {
+func Must(t TB, script string, patches ...string) string {
 	t.Helper()
 	start := time.Now()
 	bin, err := Run(script, patches...)

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/mcpserver"
+)
+
+// wire is `kavach mcp` run as a process with the SDK's client on its
+// stdio, and the test able to put its own lines on the same stdin and see
+// every line either side writes. Lines the server writes that the client
+// did not ask for (errors with id null, answers to the test's own lines,
+// whose ids are strings "raw-...") go to the test only.
+type wire struct {
+	cmd     *exec.Cmd
+	session *mcp.ClientSession
+	stderr  lockedBuffer
+
+	wmu   sync.Mutex
+	stdin io.WriteCloser
+
+	mu        sync.Mutex
+	sent      []string // lines the client sent
+	orphans   []string // server lines answering no request
+	responses []string // server lines answering a request
+	notes     []string // server notifications
+	changed   chan struct{}
+}
+
+type lockedWriteFunc func([]byte) (int, error)
+
+func (f lockedWriteFunc) Write(p []byte) (int, error) { return f(p) }
+func (f lockedWriteFunc) Close() error                { return nil }
+
+func startWire(t *testing.T, ctx context.Context, dir string) *wire {
+	t.Helper()
+	bin, err := exec.LookPath("kavach")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &wire{changed: make(chan struct{}, 1)}
+	w.cmd = exec.Command(bin, "mcp")
+	w.cmd.Dir = dir
+	w.cmd.Stderr = &w.stderr
+	if w.stdin, err = w.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := w.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	toClient, fromServer := io.Pipe()
+	go func() {
+		defer fromServer.Close()
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			_ = json.Unmarshal([]byte(line), &m)
+			w.mu.Lock()
+			switch {
+			case m.Method != "":
+				w.notes = append(w.notes, line)
+			case string(m.ID) == "null" || m.ID == nil || strings.HasPrefix(string(m.ID), `"raw-`):
+				w.orphans = append(w.orphans, line)
+			default:
+				w.responses = append(w.responses, line)
+			}
+			w.mu.Unlock()
+			select {
+			case w.changed <- struct{}{}:
+			default:
+			}
+			if m.Method != "" || (m.ID != nil && string(m.ID) != "null" && !strings.HasPrefix(string(m.ID), `"raw-`)) {
+				if _, err := fromServer.Write([]byte(line + "\n")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	clientOut := lockedWriteFunc(func(p []byte) (int, error) {
+		w.mu.Lock()
+		w.sent = append(w.sent, strings.TrimSpace(string(p)))
+		w.mu.Unlock()
+		return w.write(p)
+	})
+	client := mcp.NewClient(&mcp.Implementation{Name: "kavach-test", Version: "0"}, nil)
+	w.session, err = client.Connect(ctx, &mcp.IOTransport{Reader: toClient, Writer: clientOut}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.session.Close()
+		w.stdin.Close()
+		if err := w.cmd.Wait(); err != nil {
+			t.Errorf("kavach mcp: %v; stderr:\n%s", err, w.stderr.String())
+		}
+		if t.Failed() {
+			t.Logf("kavach mcp's stderr:\n%s", w.stderr.String())
+		}
+	})
+	return w
+}
+
+func (w *wire) write(p []byte) (int, error) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.stdin.Write(p)
+}
+
+// orphan sends a raw line and returns the server's answer to it, which
+// answers no request the client made.
+func (w *wire) orphan(t *testing.T, line string) map[string]any {
+	t.Helper()
+	w.mu.Lock()
+	n := len(w.orphans)
+	w.mu.Unlock()
+	if _, err := w.write([]byte(line + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		w.mu.Lock()
+		if len(w.orphans) > n {
+			got := w.orphans[n]
+			w.mu.Unlock()
+			var m map[string]any
+			if err := json.Unmarshal([]byte(got), &m); err != nil {
+				t.Fatalf("answer %q: %v", got, err)
+			}
+			return m
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.changed:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no answer to %.80q; stderr:\n%s", line, w.stderr.String())
+		}
+	}
+}
+
+// alive checks that the server still answers the client.
+func (w *wire) alive(t *testing.T, ctx context.Context) {
+	t.Helper()
+	res, err := w.session.ListTools(ctx, nil)
+	if err != nil || len(res.Tools) != 1 {
+		t.Fatalf("after bad input, tools/list: %v %+v; stderr:\n%s", err, res, w.stderr.String())
+	}
+}
+
+func errorOf(t *testing.T, m map[string]any) (code float64, msg string) {
+	t.Helper()
+	e, ok := m["error"].(map[string]any)
+	if !ok || m["jsonrpc"] != "2.0" {
+		t.Fatalf("answer %v is not a JSON-RPC error", m)
+	}
+	code, _ = e["code"].(float64)
+	msg, _ = e["message"].(string)
+	return code, msg
+}
+
+// TestMCPBadInput: no input ends `kavach mcp` or makes it panic. Each bad
+// line is answered with a JSON-RPC error and the session goes on.
+func TestMCPBadInput(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w := startWire(t, ctx, t.TempDir())
+
+	t.Run("unknown tool", func(t *testing.T) {
+		_, err := w.session.CallTool(ctx, &mcp.CallToolParams{Name: "kavach_grade", Arguments: map[string]any{}})
+		if err == nil || !strings.Contains(err.Error(), `unknown tool "kavach_grade"`) || !strings.Contains(err.Error(), "Call kavach_diff with") {
+			t.Errorf("unknown tool: %v; want a JSON-RPC error naming the tool and saying how to call kavach_diff", err)
+		}
+		w.alive(t, ctx)
+	})
+	t.Run("wrong argument type", func(t *testing.T) {
+		res, err := w.session.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolName,
+			Arguments: map[string]any{"old": "a", "new": "b", "fixture": "c", "variants": "many"}})
+		if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "variants") {
+			t.Errorf("variants \"many\": %v %+v; want a tool error about variants", err, res)
+		}
+		w.alive(t, ctx)
+	})
+	for _, tc := range []struct {
+		name, line string
+		code       float64
+		want       string
+		id         any
+	}{
+		{"not JSON", "hello, kavach", -32700, "not JSON", nil},
+		{"cut JSON", `{"jsonrpc": "2.0", "id": 7, "method": "tools/li`, -32700, "not JSON", nil},
+		{"not JSON-RPC", `{"id": "raw-8", "method": "tools/list"}`, -32600, "invalid", "raw-8"},
+		{"unknown method", `{"jsonrpc": "2.0", "id": "raw-11", "method": "tools/grade"}`, -32601, "tools/grade", "raw-11"},
+		{"bad params", `{"jsonrpc": "2.0", "id": "raw-12", "method": "tools/call", "params": [1, 2]}`, -32602, "", "raw-12"},
+		{"bad id", `{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}`, -32600, "invalid", nil},
+		{"a number", `42`, -32600, "invalid", nil},
+		{"batch", `[{"jsonrpc": "2.0", "id": 9, "method": "tools/list"}]`, -32600, "batches are not supported", nil},
+		{"huge line", `{"jsonrpc": "2.0", "id": 10, "method": "tools/list", "params": {"x": "` + strings.Repeat("x", 3<<20) + `"}}`,
+			-32600, "longer than", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := w.orphan(t, tc.line)
+			code, msg := errorOf(t, m)
+			if code != tc.code || !strings.Contains(msg, tc.want) {
+				t.Errorf("answer %v: want code %v, a message saying %q", m, tc.code, tc.want)
+			}
+			if m["id"] != tc.id {
+				t.Errorf("answer's id %v, want %v", m["id"], tc.id)
+			}
+			w.alive(t, ctx)
+		})
+	}
+}
+
+// TestMCPCancel: a call the client cancels stops its grading (its builds
+// stopped) and gets no response, as MCP's cancellation says; the server
+// goes on.
+func TestMCPCancel(t *testing.T) {
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOld)...)
+	pristine := redisbuild.MustBuild(t)
+	dir := t.TempDir()
+	fixture := filepath.Join(dir, "getrange.kavach")
+	if err := incidents.RecordGetrange(fixture, old); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	w := startWire(t, ctx, dir)
+
+	callCtx, stopCall := context.WithCancel(ctx)
+	params := &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: map[string]any{"old": old, "new": pristine, "fixture": fixture, "variants": 64, "jobs": 1}}
+	params.SetProgressToken("cancel-me")
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.session.CallTool(callCtx, params)
+		done <- err
+	}()
+	// Cancel once a replay has run: the grading is under way.
+	var id json.RawMessage
+	for id == nil {
+		select {
+		case <-w.changed:
+		case <-time.After(60 * time.Second):
+			t.Fatal("no progress from the grading")
+		}
+		w.mu.Lock()
+		for _, l := range w.sent {
+			if strings.Contains(l, `"cancel-me"`) && strings.Contains(l, `"tools/call"`) {
+				var m struct {
+					ID json.RawMessage `json:"id"`
+				}
+				_ = json.Unmarshal([]byte(l), &m)
+				id = m.ID
+			}
+		}
+		w.mu.Unlock()
+	}
+	for !progressed(w) {
+		select {
+		case <-w.changed:
+		case <-time.After(60 * time.Second):
+			t.Fatal("no progress from the grading")
+		}
+	}
+	stopCall()
+	if err := <-done; err == nil {
+		t.Fatal("cancelled call returned no error")
+	}
+	// The grading's builds stop.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kids := children(w.cmd.Process.Pid)
+		if len(kids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("builds still running after the call was cancelled: %v", kids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.alive(t, ctx)
+	// The handler has returned by now (its builds are stopped, and the
+	// server answered since); no response to the cancelled call was sent.
+	w.alive(t, ctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range w.responses {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal([]byte(l), &m)
+		if string(m.ID) == string(id) {
+			t.Errorf("a response to the cancelled call %s was sent: %s", id, l)
+		}
+	}
+}
+
+func progressed(w *wire) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range w.notes {
+		if strings.Contains(n, `"notifications/progress"`) && strings.Contains(n, `"cancel-me"`) {
+			return true
+		}
+	}
+	return false
+}
+
+// children lists the live processes whose parent is pid.
+func children(pid int) []string {
+	var kids []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(pid) {
+			kids = append(kids, e.Name())
+		}
+	}
+	return kids
+}

@@ -1,0 +1,58 @@
+package grade
+
+// Checked is what a diff checked, in numbers: the "checked:" lines
+// kavach diff prints and the MCP tool's summary.
+type Checked struct {
+	StepsCompared      int    `json:"steps_compared" jsonschema:"steps before the failure compared with the recording on the new build"`
+	StepsBeforeFailure int    `json:"steps_before_failure" jsonschema:"steps the fixture has before the failing step"`
+	NoiseFields        int    `json:"noise_fields" jsonschema:"output fields excluded from comparison because they differ between replays of the old build"`
+	FailureStep        int    `json:"failure_step" jsonschema:"the recorded failing step"`
+	FailureSignature   string `json:"failure_signature" jsonschema:"how it failed, e.g. crash or error:WRONGTYPE"`
+	OldOutcome         string `json:"old_outcome" jsonschema:"the old build's outcome at the failing step"`
+	NewOutcome         string `json:"new_outcome" jsonschema:"the new build's outcome at the failing step"`
+	VariantsGenerated  int    `json:"variants_generated" jsonschema:"variants of the incident generated"`
+	VariantsReproduce  int    `json:"variants_reproducing" jsonschema:"of those, failing on the old build the recorded way"`
+	MinVariants        int    `json:"min_variants" jsonschema:"reproducing variants needed to call it fixed"`
+	RegressionVariants int    `json:"regression_variants" jsonschema:"variants of earlier inputs, cut before the failure"`
+	RegressionHandled  int    `json:"regression_handled" jsonschema:"of those, handled by the old build without failing"`
+	VariantsPassing    int    `json:"variants_passing" jsonschema:"kept variants the new build passes"`
+	Invariants         int    `json:"invariants" jsonschema:"invariants checked on every step"`
+	InvariantsHeld     int    `json:"invariants_held" jsonschema:"of those, held on the new build"`
+}
+
+// Checked counts what the report's evidence checked.
+func (rep *Report) Checked() Checked {
+	ev := rep.Evidence
+	ck := Checked{
+		StepsBeforeFailure: ev.Failure.Step - 1, NoiseFields: len(ev.Noise),
+		FailureStep: ev.Failure.Step, FailureSignature: ev.Failure.Signature,
+		OldOutcome: stepOutcome(ev.Old.Steps, ev.Failure.Step), NewOutcome: stepOutcome(ev.New.Steps, ev.Failure.Step),
+		VariantsGenerated: ev.Variants.Generated, VariantsReproduce: ev.Variants.Reproducing, MinVariants: ev.Variants.Min,
+		RegressionVariants: ev.Variants.Regression, RegressionHandled: ev.Variants.Handled, VariantsPassing: ev.Variants.Passing,
+		Invariants: len(ev.Invariants),
+	}
+	for _, s := range ev.New.Steps {
+		if s.Step < ev.Failure.Step && s.Ran {
+			ck.StepsCompared++
+		}
+	}
+	for _, inv := range ev.Invariants {
+		if inv.Held {
+			ck.InvariantsHeld++
+		}
+	}
+	return ck
+}
+
+// stepOutcome is step n's outcome in steps, "not run", or "?".
+func stepOutcome(steps []StepEvidence, n int) string {
+	for _, s := range steps {
+		if s.Step == n {
+			if !s.Ran {
+				return "not run"
+			}
+			return s.Outcome.String()
+		}
+	}
+	return "?"
+}

@@ -1,0 +1,450 @@
+// Package mcpserver is `kavach mcp`: a Model Context Protocol server on
+// stdio with one tool, kavach_diff, which grades a new build against an
+// incident exactly as `kavach diff` does. The command gives it the
+// grading, the printing and the defaults (Config), so that the tool and
+// the command line cannot drift apart; this package holds what is MCP's:
+// the schemas, the shaping of results for an agent, progress,
+// cancellation, and a transport that survives any input.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/internal/pathcheck"
+)
+
+// ToolName is the one tool the server serves.
+const ToolName = "kavach_diff"
+
+// Request is one grading, as the tool asks the command for it: `kavach
+// diff`'s arguments and flags.
+type Request struct {
+	Old, New, Fixture string
+	Invariants        string // file; "" finds embedded or beside the fixture
+	Variants          int
+	MinVariants       int
+	Seed              uint64
+	Jobs              int
+	FailFast          bool
+	StepTimeout       time.Duration
+	StartTimeout      time.Duration
+	BelowFloor        bool
+	Progress          func(done, total int)
+}
+
+// Config is what the server needs from the command.
+type Config struct {
+	// Defaults are kavach diff's flags' defaults, which the tool's input
+	// schema declares.
+	Defaults Request
+	// Grade grades as kavach diff does.
+	Grade func(ctx context.Context, r Request) (*grade.Report, error)
+	// WriteReport writes the report to out, or to a new temporary file
+	// when out is "", and returns its path.
+	WriteReport func(out string, rep *grade.Report) (string, error)
+	// ExitStatus is the status kavach diff exits with for a verdict kind.
+	ExitStatus func(kind string) int
+	// Print prints what kavach diff prints; args are OLD, NEW and FIXTURE.
+	Print func(w io.Writer, rep *grade.Report, args []string, report string)
+	// Hint is the hint Print prints, alone.
+	Hint func(rep *grade.Report, args []string) string
+	// HintIndent starts the lines of a printed hint after its first.
+	HintIndent string
+}
+
+// Transport is MCP's stdio transport on r and w (the process's stdin and
+// stdout when run as a command), one that answers bad input with errors
+// instead of ending (lineTransport).
+func Transport(r io.Reader, w io.Writer) mcp.Transport {
+	if r == nil {
+		r = strings.NewReader("")
+	}
+	return &lineTransport{r: io.NopCloser(r), w: nopWriteCloser{w}}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// Serve serves the tool until the client closes the connection or ctx
+// ends. Gradings still running then are cancelled, and their builds
+// stopped, before it returns.
+func Serve(ctx context.Context, t mcp.Transport, cfg Config) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	calls := &inflight{}
+	server := mcp.NewServer(&mcp.Implementation{Name: "kavach", Title: "Kavach", Version: kavach.Version}, &mcp.ServerOptions{
+		Instructions: "Kavach grades a candidate fix of a service against a recorded incident. Call " + ToolName +
+			" after each attempt at a fix, with the old build (the one the incident was recorded on), the new build and the " +
+			"fixture; read the verdict and the hint. Only the verdict \"fixed\" means the fix holds.",
+	})
+	in, out, err := schemas(cfg.Defaults)
+	if err != nil {
+		return err
+	}
+	mcp.AddTool(server, &mcp.Tool{
+		Name:  ToolName,
+		Title: "Grade a fix against a recorded incident",
+		Description: "Grades a new build of a service against a recorded incident, as `kavach diff OLD NEW FIXTURE` does: " +
+			"replays the fixture on the old build (which must fail the recorded way) and on the new build, then variants " +
+			"of the incident, and returns one verdict: fixed, diverged@N (the new build answers step N, before the failure, " +
+			"differently from the recording), still_failing@N, invariant_violated(NAME)@N, variant_failed(K)@N (a variant " +
+			"of the incident, or an input the old build handled, fails on the new build) or unverified(REASON) (the evidence " +
+			"is too thin to judge: not your fix's fault). The result holds the headline finding with its diff, a hint saying " +
+			"what to do next, what was checked, and the path of the full JSON report. Takes seconds to a few minutes; " +
+			"progress is reported when a progress token is given.",
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
+	}, func(hctx context.Context, req *mcp.CallToolRequest, input DiffInput) (*mcp.CallToolResult, DiffOutput, error) {
+		if !calls.start() {
+			return nil, DiffOutput{}, errors.New("kavach mcp is shutting down; call again on a new connection")
+		}
+		defer calls.done()
+		// A grading ends with the call, or with the server.
+		hctx, stop := context.WithCancel(hctx)
+		defer stop()
+		defer context.AfterFunc(ctx, stop)()
+		return cfg.diff(hctx, req, input)
+	})
+	server.AddReceivingMiddleware(usageHint)
+	err = server.Run(ctx, t)
+	cancel()
+	calls.closeAndWait()
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// usage says how to call the tool.
+const usage = "Call " + ToolName + ` with {"old": "PATH", "new": "PATH", "fixture": "PATH"}, paths of the old build, ` +
+	"the new build and the incident's fixture, and optionally the other fields of its input schema " +
+	`(variants, min_variants, seed, jobs, fail_fast, step_timeout_ms, start_timeout_ms, invariants, out, below_floor, detail: "concise" or "full").`
+
+// usageHint adds how to call the tool to the SDK's own errors for
+// arguments that do not match the input schema (a missing field, a wrong
+// type, a field it does not know), which it reports before the tool runs.
+func usageHint(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) && strings.HasPrefix(rpcErr.Message, "unknown tool") {
+			e := *rpcErr
+			e.Message += ": kavach mcp serves one tool. " + usage
+			return res, &e
+		}
+		if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError && len(r.Content) == 1 {
+			if t, ok := r.Content[0].(*mcp.TextContent); ok && strings.HasPrefix(t.Text, `validating "arguments"`) {
+				t.Text += "\n" + usage
+			}
+		}
+		return res, err
+	}
+}
+
+// inflight counts the tool calls running, so that the server waits for
+// them (and their builds to stop) before it exits.
+type inflight struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (f *inflight) start() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.wg.Add(1)
+	return true
+}
+
+func (f *inflight) done() { f.wg.Done() }
+
+func (f *inflight) closeAndWait() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	f.wg.Wait()
+}
+
+// DiffInput is the tool's input: `kavach diff`'s arguments and flags.
+// Defaults (in the schema) are the command line's.
+type DiffInput struct {
+	Old            string `json:"old" jsonschema:"path of the old build: the one the incident was recorded on, which must still fail the recorded way"`
+	New            string `json:"new" jsonschema:"path of the new build: the candidate fix"`
+	Fixture        string `json:"fixture" jsonschema:"path of the incident's fixture file, written by kavach record"`
+	Invariants     string `json:"invariants,omitempty" jsonschema:"path of an invariants file to check (default: those embedded in the fixture, or the fixture's name with .invariants)"`
+	Variants       int    `json:"variants,omitempty" jsonschema:"generate at most this many variants of the incident"`
+	MinVariants    int    `json:"min_variants,omitempty" jsonschema:"call it fixed only with at least this many variants reproducing the failure on the old build"`
+	Seed           uint64 `json:"seed,omitempty" jsonschema:"seed of the variant generator"`
+	Jobs           int    `json:"jobs,omitempty" jsonschema:"replays run at once (0: the number of cores)"`
+	FailFast       bool   `json:"fail_fast,omitempty" jsonschema:"stop running variants on the new build after the first it fails"`
+	StepTimeoutMS  int    `json:"step_timeout_ms,omitempty" jsonschema:"a step with no reply within this many milliseconds hangs"`
+	StartTimeoutMS int    `json:"start_timeout_ms,omitempty" jsonschema:"a build not ready within this many milliseconds cannot be graded"`
+	Detail         string `json:"detail,omitempty" jsonschema:"concise: the headline finding only, long values cut (about 2,000 tokens at most); full: every finding, uncut"`
+	Out            string `json:"out,omitempty" jsonschema:"where to write the full JSON report (default: a new file in the temporary directory)"`
+	BelowFloor     bool   `json:"below_floor,omitempty" jsonschema:"grade with options below the fixture's floor: the verdict is then never fixed, at best unverified(below-floor: ...)"`
+}
+
+// DiffOutput is the tool's result: the report's verdict and findings,
+// what was checked, a hint, and where the full report is.
+type DiffOutput struct {
+	Verdict string `json:"verdict" jsonschema:"the verdict exactly as kavach diff prints it: fixed, diverged@N, still_failing@N, invariant_violated(NAME)@N, variant_failed(K)@N or unverified(REASON)"`
+	grade.Parts
+	ExitStatus   int             `json:"exit_status" jsonschema:"the status kavach diff exits with for this verdict: 0 fixed, 1 red, 3 unverified"`
+	Report       string          `json:"report" jsonschema:"path of the full JSON report; kavach verdict REPORT re-derives the verdict from its evidence"`
+	Findings     []grade.Finding `json:"findings" jsonschema:"what is wrong with the new build, headline first (concise: the headline only)"`
+	MoreFindings int             `json:"more_findings,omitempty" jsonschema:"findings left out of a concise result: they are in the report"`
+	Cut          bool            `json:"cut,omitempty" jsonschema:"long values or differences were cut from the finding: the report has them whole"`
+	Checked      grade.Checked   `json:"checked" jsonschema:"what was checked"`
+	Hint         string          `json:"hint,omitempty" jsonschema:"what the verdict means and what to do next"`
+}
+
+// schemas are the tool's input and output schemas, inferred from the
+// types, with the command line's defaults and the choices of detail.
+func schemas(def Request) (in, out *jsonschema.Schema, err error) {
+	in, err = jsonschema.For[DiffInput](nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	for name, v := range map[string]any{
+		"variants": def.Variants, "min_variants": def.MinVariants, "seed": def.Seed, "jobs": 0, "fail_fast": false, "below_floor": false,
+		"step_timeout_ms": def.StepTimeout.Milliseconds(), "start_timeout_ms": def.StartTimeout.Milliseconds(), "detail": "concise",
+	} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		in.Properties[name].Default = b
+	}
+	for _, name := range []string{"variants", "min_variants", "jobs", "step_timeout_ms", "start_timeout_ms"} {
+		in.Properties[name].Minimum = new(0.0)
+	}
+	in.Properties["detail"].Enum = []any{"concise", "full"}
+	out, err = jsonschema.For[DiffOutput](nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	for name, desc := range map[string]string{
+		"kind":      "the verdict's kind: fixed, diverged, still_failing, invariant_violated, variant_failed or unverified",
+		"step":      "the step of the verdict's finding",
+		"variant":   "for variant_failed: the variant, as kavach variants FIXTURE lists them",
+		"invariant": "for invariant_violated: the invariant",
+		"reason":    "for unverified: why the evidence is too thin",
+	} {
+		out.Properties[name].Description = desc
+	}
+	return in, out, nil
+}
+
+// diff is one call of the tool: it checks the input, grades as `kavach
+// diff` does, writes the report, and shapes the result.
+func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInput) (*mcp.CallToolResult, DiffOutput, error) {
+	if err := in.check(); err != nil {
+		return nil, DiffOutput{}, err
+	}
+	r := Request{
+		Old: in.Old, New: in.New, Fixture: in.Fixture, Invariants: in.Invariants,
+		Variants: in.Variants, MinVariants: in.MinVariants, Seed: in.Seed, Jobs: in.Jobs, FailFast: in.FailFast,
+		StepTimeout:  time.Duration(in.StepTimeoutMS) * time.Millisecond,
+		StartTimeout: time.Duration(in.StartTimeoutMS) * time.Millisecond,
+		Progress:     progress(ctx, req),
+		BelowFloor:   in.BelowFloor,
+	}
+	rep, err := cfg.Grade(ctx, r)
+	var below *grade.BelowFloorError
+	if errors.As(err, &below) {
+		return nil, DiffOutput{}, fmt.Errorf("%w (the floor was set with kavach mark): raise variants or min_variants, or use the "+
+			"floor's seed, or leave them out for the defaults; below_floor: true grades anyway, but then the verdict is never fixed", err)
+	}
+	if err != nil {
+		return nil, DiffOutput{}, fmt.Errorf("kavach could not grade (exit status 2 on the command line): %w", err)
+	}
+	path, err := cfg.WriteReport(in.Out, rep)
+	if err != nil {
+		return nil, DiffOutput{}, err
+	}
+	a := []string{in.Old, in.New, in.Fixture}
+	out := DiffOutput{
+		Verdict: rep.Verdict, Parts: rep.Parts, ExitStatus: cfg.ExitStatus(rep.Parts.Kind),
+		Report: path, Findings: rep.Findings, Checked: rep.Checked(), Hint: strings.ReplaceAll(cfg.Hint(rep, a), "\n", " "),
+	}
+	if out.Findings == nil {
+		out.Findings = []grade.Finding{}
+	}
+	// The text is what `kavach diff` prints; a full result adds the
+	// structured result as JSON, for clients that read only the text.
+	var buf bytes.Buffer
+	cfg.Print(&buf, rep, a, path)
+	text := buf.String()
+	var content []mcp.Content
+	if in.Detail == "full" {
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, DiffOutput{}, err
+		}
+		content = []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(b)}}
+	} else {
+		out.conciseFindings()
+		content = []mcp.Content{&mcp.TextContent{Text: cutEachLine(text, lineMax, cfg.HintIndent)}}
+	}
+	return &mcp.CallToolResult{Content: content}, out, nil
+}
+
+// Limits of a concise result, which must stay within about 2,000 tokens.
+const (
+	lineMax    = 240 // bytes of a line of the printed verdict (a request, a log line)
+	diffsMax   = 5   // differences of the headline finding
+	valueMax   = 120 // bytes of a value in a difference
+	requestMax = 200 // bytes of a request
+	detailMax  = 600 // bytes of a detail (six lines)
+)
+
+// conciseFindings keeps the headline finding only, its long values cut.
+func (o *DiffOutput) conciseFindings() {
+	if len(o.Findings) == 0 {
+		return
+	}
+	o.MoreFindings = len(o.Findings) - 1
+	f := o.Findings[0]
+	cut := func(s string, max int) string {
+		c := cutString(s, max)
+		if c != s {
+			o.Cut = true
+		}
+		return c
+	}
+	cutDetail := func(s string) string { return cut(cutLines(s, 6), detailMax) }
+	f.Request = cut(f.Request, requestMax)
+	f.Detail = cutDetail(f.Detail)
+	f.Expected.Detail = cutDetail(f.Expected.Detail)
+	f.Outcome.Detail = cutDetail(f.Outcome.Detail)
+	if len(f.Diffs) > diffsMax {
+		f.Diffs, o.Cut = f.Diffs[:diffsMax], true
+	}
+	f.Diffs = append(f.Diffs[:0:0], f.Diffs...)
+	for i := range f.Diffs {
+		f.Diffs[i].Want = cut(f.Diffs[i].Want, valueMax)
+		f.Diffs[i].Got = cut(f.Diffs[i].Got, valueMax)
+	}
+	o.Findings = []grade.Finding{f}
+}
+
+// cutEachLine cuts the long lines of printDiff's text: requests, values,
+// log lines. The hint (its first line and the lines indented under it)
+// and the report's line are kept whole: they hold the commands and the
+// path an agent runs next, which a cut would break.
+func cutEachLine(s string, max int, hintIndent string) string {
+	lines := strings.Split(s, "\n")
+	inHint := false
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "hint: "):
+			inHint = true
+			continue
+		case inHint && strings.HasPrefix(l, hintIndent):
+			continue
+		case strings.HasPrefix(l, "report: "):
+			continue
+		}
+		inHint = false
+		lines[i] = cutString(l, max)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// check says what to correct in a call, before any build is started.
+func (in DiffInput) check() error {
+	for _, p := range []struct{ name, path, what string }{
+		{"old", in.Old, "the old build's executable, the one the incident was recorded on"},
+		{"new", in.New, "the new build's executable, the candidate fix"},
+		{"fixture", in.Fixture, "the incident's fixture file, written by kavach record"},
+		{"invariants", in.Invariants, "an invariants file, or leave it out to use the fixture's own"},
+	} {
+		if p.path == "" {
+			if p.name == "invariants" {
+				continue
+			}
+			return fmt.Errorf("%q is empty: give the path of %s", p.name, p.what)
+		}
+		st, err := os.Stat(p.path)
+		switch {
+		case err != nil && errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("%q: %s does not exist%s: give the path of %s", p.name, p.path, pathcheck.RelativeTo(p.path), p.what)
+		case err != nil:
+			return fmt.Errorf("%q: %v: give the path of %s", p.name, err, p.what)
+		case st.IsDir():
+			return fmt.Errorf("%q: %s is a directory: give the path of %s", p.name, p.path, p.what)
+		}
+	}
+	if in.Detail != "concise" && in.Detail != "full" {
+		return fmt.Errorf("%q is %q: use \"concise\" (the headline finding, the default) or \"full\" (every finding)", "detail", in.Detail)
+	}
+	if in.Out != "" {
+		if err := pathcheck.Out(in.Out); err != nil {
+			return fmt.Errorf("%q: %w; or leave it out for a temporary file", "out", err)
+		}
+	}
+	return nil
+}
+
+// progress sends a progress notification each time a replay or a
+// variant finishes, when the client gave a progress token. Progress only
+// grows: the replays of the fixture come first, then the variants.
+func progress(ctx context.Context, req *mcp.CallToolRequest) func(done, total int) {
+	if req == nil || req.Session == nil || req.Params == nil {
+		return nil
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	var (
+		mu     sync.Mutex
+		phases grade.Phases
+	)
+	return func(_, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		ph := phases.Next(total)
+		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token, Progress: float64(ph.Overall), Total: float64(ph.OverallOf),
+			Message: fmt.Sprintf("%s: %d of %d done", ph.Name, ph.Done, ph.Total),
+		})
+	}
+}
+
+// cutString cuts s to max bytes, marking the cut.
+func cutString(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}
+
+// cutLines keeps n lines of s, saying how many more the report has.
+func cutLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], fmt.Sprintf("(+%d lines in the report)", len(lines)-n))
+	}
+	return strings.Join(lines, "\n")
+}

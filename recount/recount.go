@@ -1,0 +1,403 @@
+// Package recount reads a harness job's Kavach reports (one per trial) and
+// answers, apart and never merged: how many of each verdict there are, and
+// whether that matches a summary (Recount); whether each report's verdict
+// follows from its own evidence (Consistency); and, where the hidden
+// tests' reward lies beside a report, how the two graders compare by task
+// (Graders). It reads; it grades nothing again.
+package recount
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kavach-dev/kavach/grade"
+)
+
+// Kinds are the verdict kinds, in the order they are listed.
+var Kinds = []string{grade.Fixed, grade.Diverged, grade.StillFailing, grade.InvariantViolated, grade.VariantFailed, grade.Unverified}
+
+// Trial is one report found in the job.
+type Trial struct {
+	ID      string // the report's folder relative to the job, less a last "verifier"
+	Task    string // the trial's name up to "__" (Harbor's TASK__ID), else the fixture's file name
+	Report  string // the report's path
+	Verdict string // as written in the report
+	Kind    string // of the verdict as written in the report ("" if it names none)
+	Derived string // as its evidence gives it
+	// Hidden is the hidden tests' result from a reward file beside the
+	// report: "pass" (reward > 0), "fail", or "" when there is none.
+	Hidden string
+}
+
+// Unreadable is a file that looked like a report and could not be read as one.
+type Unreadable struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// Job is every report under a folder.
+type Job struct {
+	Dir        string
+	Trials     []Trial
+	Unreadable []Unreadable
+}
+
+// Scan reads every Kavach report under dir: any .json file whose top-level
+// object has "schema_version", "verdict" and "evidence". Others are left
+// alone; one of those with an unknown schema version or a broken shape is
+// Unreadable. Trials are sorted by ID.
+func Scan(dir string) (*Job, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	job := &Job{Dir: dir}
+	type found struct {
+		path string
+		rep  grade.Report
+	}
+	var reports []found
+	perDir := map[string]int{}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), ".json") || strings.HasPrefix(d.Name(), "reward") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if !looksLikeReport(b) {
+			return nil
+		}
+		var rep grade.Report
+		if err := json.Unmarshal(b, &rep); err != nil {
+			job.Unreadable = append(job.Unreadable, Unreadable{Path: path, Reason: err.Error()})
+			return nil
+		}
+		if rep.SchemaVersion != grade.SchemaVersion {
+			job.Unreadable = append(job.Unreadable, Unreadable{Path: path,
+				Reason: fmt.Sprintf("schema version %d, this Kavach reads %d", rep.SchemaVersion, grade.SchemaVersion)})
+			return nil
+		}
+		reports = append(reports, found{path, rep})
+		perDir[filepath.Dir(path)]++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range reports {
+		parts, _ := grade.Derive(f.rep.Evidence)
+		t := Trial{ID: trialID(dir, f.path, perDir[filepath.Dir(f.path)] > 1), Report: f.path,
+			Verdict: f.rep.Verdict, Kind: kindOf(f.rep.Verdict), Derived: parts.String()}
+		t.Task = taskOf(t.ID, f.rep.Fixture.Path)
+		t.Hidden, err = hiddenBeside(filepath.Dir(f.path))
+		if err != nil {
+			job.Unreadable = append(job.Unreadable, Unreadable{Path: filepath.Dir(f.path), Reason: err.Error()})
+		}
+		job.Trials = append(job.Trials, t)
+	}
+	sort.Slice(job.Trials, func(i, j int) bool { return job.Trials[i].ID < job.Trials[j].ID })
+	return job, nil
+}
+
+// kindOf is the kind a verdict string names: "diverged@3" is diverged;
+// "" for a string that names no kind.
+func kindOf(verdict string) string {
+	for _, k := range Kinds {
+		if verdict == k || strings.HasPrefix(verdict, k+"@") || strings.HasPrefix(verdict, k+"(") {
+			return k
+		}
+	}
+	return ""
+}
+
+// looksLikeReport: a JSON object with the keys every report has.
+func looksLikeReport(b []byte) bool {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(b, &keys) != nil {
+		return false
+	}
+	_, a := keys["schema_version"]
+	_, v := keys["verdict"]
+	_, e := keys["evidence"]
+	return a && v && e
+}
+
+// trialID names a report's trial: its folder relative to the job, less a
+// last "verifier" (Harbor's TRIAL/verifier/); with its file name when the
+// folder holds several reports.
+func trialID(dir, path string, shared bool) string {
+	rel, err := filepath.Rel(dir, filepath.Dir(path))
+	if err != nil {
+		rel = filepath.Dir(path)
+	}
+	rel = filepath.ToSlash(rel)
+	if rel == "verifier" {
+		rel = "."
+	}
+	rel = strings.TrimSuffix(rel, "/verifier")
+	if shared {
+		if rel == "." {
+			return filepath.Base(path)
+		}
+		return rel + "/" + filepath.Base(path)
+	}
+	return rel
+}
+
+func taskOf(id, fixture string) string {
+	first := strings.Split(id, "/")[0]
+	if task, _, ok := strings.Cut(first, "__"); ok && task != "" {
+		return task
+	}
+	if fixture != "" {
+		return filepath.Base(fixture)
+	}
+	return first
+}
+
+// hiddenBeside reads the hidden tests' reward in dir: reward.json's
+// "reward", else reward.txt's number. "" when neither is there.
+func hiddenBeside(dir string) (string, error) {
+	if b, err := os.ReadFile(filepath.Join(dir, "reward.json")); err == nil {
+		var r map[string]json.RawMessage
+		if err := json.Unmarshal(b, &r); err != nil {
+			return "", fmt.Errorf("reward.json: %v", err)
+		}
+		raw, ok := r["reward"]
+		if !ok {
+			return "", fmt.Errorf("reward.json has no \"reward\"")
+		}
+		v, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
+		if err != nil {
+			return "", fmt.Errorf("reward.json: reward %s is not a number", raw)
+		}
+		return passFail(v), nil
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "reward.txt")); err == nil {
+		v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+		if err != nil {
+			return "", fmt.Errorf("reward.txt: %q is not a number", strings.TrimSpace(string(b)))
+		}
+		return passFail(v), nil
+	}
+	return "", nil
+}
+
+func passFail(reward float64) string {
+	if reward > 0 {
+		return "pass"
+	}
+	return "fail"
+}
+
+// Count is one verdict kind's count.
+type Count struct {
+	Kind   string   `json:"kind"`
+	Count  int      `json:"count"`
+	Trials []string `json:"trials"`
+	// With a summary: what it says, and whether that matches.
+	Summary *int  `json:"summary,omitempty"`
+	Match   *bool `json:"match,omitempty"`
+}
+
+// RecountResult is the recount: the verdicts as the reports write them.
+type RecountResult struct {
+	Total  int     `json:"total"`
+	Counts []Count `json:"counts"`
+	// Matches is set when a summary was compared: every kind's count
+	// (and the total, when the summary gives one) agrees.
+	Matches *bool `json:"matches,omitempty"`
+	// SummaryTotal is the summary's total, when it gives one.
+	SummaryTotal *int `json:"summary_total,omitempty"`
+	// NoKind are the trials whose written verdict names no kind.
+	NoKind []string `json:"no_kind,omitempty"`
+}
+
+// Recount counts the verdicts as written in the reports and, given a
+// summary (kind -> count; nil: none), compares each count with it.
+func (j *Job) Recount(summary map[string]int) RecountResult {
+	r := RecountResult{Total: len(j.Trials)}
+	for _, k := range Kinds {
+		c := Count{Kind: k, Trials: []string{}}
+		for _, t := range j.Trials {
+			if t.Kind == k {
+				c.Count++
+				c.Trials = append(c.Trials, t.ID)
+			}
+		}
+		r.Counts = append(r.Counts, c)
+	}
+	for _, t := range j.Trials {
+		if t.Kind == "" {
+			r.NoKind = append(r.NoKind, t.ID)
+		}
+	}
+	if summary == nil {
+		return r
+	}
+	all := true
+	for i := range r.Counts {
+		c := &r.Counts[i]
+		n := summary[c.Kind]
+		m := n == c.Count
+		c.Summary, c.Match = &n, &m
+		all = all && m
+	}
+	if n, ok := summary["total"]; ok {
+		r.SummaryTotal = &n
+		all = all && n == r.Total
+	}
+	r.Matches = &all
+	return r
+}
+
+// ConsistencyResult is each report's verdict against its own evidence.
+type ConsistencyResult struct {
+	Consistent   []string       `json:"consistent"`
+	Inconsistent []Inconsistent `json:"inconsistent"`
+}
+
+// Inconsistent is a report whose written verdict its evidence does not give.
+type Inconsistent struct {
+	Trial   string `json:"trial"`
+	Report  string `json:"report"`
+	Verdict string `json:"verdict"` // written
+	Derived string `json:"derived"` // from the evidence
+}
+
+// Consistency re-derives each report's verdict from its evidence.
+func (j *Job) Consistency() ConsistencyResult {
+	r := ConsistencyResult{Consistent: []string{}, Inconsistent: []Inconsistent{}}
+	for _, t := range j.Trials {
+		if t.Derived == t.Verdict {
+			r.Consistent = append(r.Consistent, t.ID)
+		} else {
+			r.Inconsistent = append(r.Inconsistent, Inconsistent{Trial: t.ID, Report: t.Report, Verdict: t.Verdict, Derived: t.Derived})
+		}
+	}
+	return r
+}
+
+// TaskGraders is one task's two graders, side by side: they agree on a
+// trial when the hidden tests pass exactly when Kavach says fixed.
+type TaskGraders struct {
+	Task        string   `json:"task"`
+	Trials      int      `json:"trials"`
+	HiddenPass  int      `json:"hidden_pass"`
+	KavachFixed int      `json:"kavach_fixed"`
+	Agree       int      `json:"agree"`
+	Disagree    []string `json:"disagree"` // trial ids
+}
+
+// GradersResult is the two-grader table of a job, by task; trials with no
+// hidden result beside them are left out (and counted).
+type GradersResult struct {
+	Tasks    []TaskGraders `json:"tasks"`
+	NoHidden []string      `json:"no_hidden"`
+}
+
+// Graders compares the hidden tests and Kavach trial by trial, by task.
+// The two are never combined into one score.
+func (j *Job) Graders() GradersResult {
+	r := GradersResult{Tasks: []TaskGraders{}, NoHidden: []string{}}
+	by := map[string]*TaskGraders{}
+	var order []string
+	for _, t := range j.Trials {
+		if t.Hidden == "" {
+			r.NoHidden = append(r.NoHidden, t.ID)
+			continue
+		}
+		g := by[t.Task]
+		if g == nil {
+			g = &TaskGraders{Task: t.Task, Disagree: []string{}}
+			by[t.Task] = g
+			order = append(order, t.Task)
+		}
+		g.Trials++
+		pass, fixed := t.Hidden == "pass", t.Kind == grade.Fixed
+		if pass {
+			g.HiddenPass++
+		}
+		if fixed {
+			g.KavachFixed++
+		}
+		if pass == fixed {
+			g.Agree++
+		} else {
+			g.Disagree = append(g.Disagree, t.ID)
+		}
+	}
+	sort.Strings(order)
+	for _, task := range order {
+		r.Tasks = append(r.Tasks, *by[task])
+	}
+	return r
+}
+
+// ParseSummary reads a summary of a job's verdicts: a JSON object of
+// counts by verdict kind, {"fixed": 3, "diverged": 1, ...}, optionally
+// with "total"; or that object under "counts"; or `kavach recount --json`'s
+// own output, whose "recount" holds a list of counts.
+func ParseSummary(b []byte) (map[string]int, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if rc, ok := top["recount"]; ok {
+		var r RecountResult
+		if err := json.Unmarshal(rc, &r); err != nil {
+			return nil, fmt.Errorf("recount: %w", err)
+		}
+		if r.Total < 0 {
+			return nil, fmt.Errorf("recount: total %d is not a count", r.Total)
+		}
+		m := map[string]int{"total": r.Total}
+		for _, c := range r.Counts {
+			if kindOf(c.Kind) != c.Kind || c.Kind == "" {
+				return nil, fmt.Errorf("recount: %q is not a verdict kind (%s)", c.Kind, strings.Join(Kinds, ", "))
+			}
+			if c.Count < 0 {
+				return nil, fmt.Errorf("recount: %q: %d is not a count", c.Kind, c.Count)
+			}
+			m[c.Kind] = c.Count
+		}
+		return m, nil
+	}
+	if c, ok := top["counts"]; ok {
+		top = nil
+		if err := json.Unmarshal(c, &top); err != nil {
+			return nil, fmt.Errorf("counts: %w", err)
+		}
+	}
+	known := map[string]bool{"total": true}
+	for _, k := range Kinds {
+		known[k] = true
+	}
+	m := map[string]int{}
+	for k, raw := range top {
+		if !known[k] {
+			return nil, fmt.Errorf("%q is not a verdict kind (%s) or total", k, strings.Join(Kinds, ", "))
+		}
+		var n int
+		if err := json.Unmarshal(raw, &n); err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: %s is not a count", k, raw)
+		}
+		m[k] = n
+	}
+	return m, nil
+}
