@@ -33,7 +33,9 @@ type Options struct {
 	// Jobs is how many replays run at once; zero means the number of cores.
 	Jobs int
 	// OldRuns is how many times the old build is replayed to find noise;
-	// zero means 2.
+	// zero means 3. The last of them (when there are two or more) runs
+	// with its timing perturbed (replay.Options.Perturb), so that an
+	// answer that depends on the machine's load shows as noise.
 	OldRuns int
 	// Progress, if set, is told each time a replay (or a variant) finishes.
 	Progress func(done, total int)
@@ -72,7 +74,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		opts.Jobs = runtime.NumCPU()
 	}
 	if opts.OldRuns <= 0 {
-		opts.OldRuns = 2
+		opts.OldRuns = 3
 	}
 	f := fx.Failure
 	steps := kavach.Steps(fx.Events, opts.Codec)
@@ -212,7 +214,10 @@ func runAll(parent context.Context, launches []kavach.Launch, events []kavach.Ev
 				return
 			}
 			start := time.Now()
-			traces[i], errs[i] = replay.Run(ctx, l, events, opts)
+			o := opts
+			// The last old replay (before the new build's), perturbed.
+			o.Perturb = len(launches) > 2 && i == len(launches)-2
+			traces[i], errs[i] = replay.Run(ctx, l, events, o)
 			durations[i] = time.Since(start)
 			if errs[i] != nil {
 				cancel()
