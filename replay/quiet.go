@@ -19,10 +19,10 @@ import (
 //     timer or a request wakes it;
 //   - how many times the build's threads went to sleep (voluntary context
 //     switches): a service with an event loop sleeps once per turn of the
-//     loop, so after the virtual clock moved, three more sleeps mean that
-//     at least two whole turns ran on the new time — its timer among them
-//     (Redis refreshes its cached clock and fires blocked clients'
-//     timeouts there).
+//     loop, so after the virtual clock moved, two more sleeps mean that at
+//     least one whole turn ran on the new time — its timer among them, when
+//     the timer is what woke it (Redis refreshes its cached clock there, and
+//     fires blocked clients' timeouts just before it sleeps).
 //
 // Both are read from the process and its descendants (a build may be a
 // script that runs the service).

@@ -171,6 +171,9 @@ type runner struct {
 	reqs   [][]byte        // per step, the request as recorded
 	stepOf map[uint64]int  // request seq -> step index
 	owed   []int           // per event: steps of its conn the recording had answered before it
+	// batched marks requests sent without waiting for the replies before
+	// them, and replies not waited for (see batches).
+	batched []bool
 	due    []time.Duration // per step: recorded offset of its last reply, or of the request
 	shift  time.Duration   // the clock variant's shift now in force
 	jump   bool            // the shift changed: the clock may go back
@@ -216,6 +219,7 @@ func (r *runner) run(ctx context.Context) {
 		}
 	}
 	r.owed = owed(r.events, r.opts.Codec)
+	r.batched = r.batches()
 	r.last = map[uint64]int{}
 	r.wake = make(chan struct{}, 1)
 	defer r.normalize()
@@ -277,6 +281,51 @@ func owed(events []kavach.Event, codec kavach.Codec) []int {
 	return out
 }
 
+// batches finds runs of one connection's events within one virtual
+// millisecond, with no other connection's event among them: the build
+// reads a connection's requests in order and the clock does not move, so
+// sending them together (pipelined) gives the answers that round trips
+// would. A request inside such a run is sent without waiting for the
+// replies before it, and those replies are not waited for where they were
+// recorded; they are waited for at the end of the run. (A request after a
+// blocking command waits in the build's input, as it would have waited
+// in the client.) This is what lets a replay keep up with a client that
+// talks to the service directly (bench/replay.sh).
+func (r *runner) batches() []bool {
+	b := make([]bool, len(r.events))
+	ms := func(ev kavach.Event) time.Time {
+		n := 0
+		if i, ok := r.stepOf[ev.Seq]; ok && ev.Dir == kavach.Request {
+			n = r.tr.Steps[i].N
+		}
+		shift := time.Duration(0)
+		if r.opts.Shift != nil && n > 0 {
+			shift = r.opts.Shift(n)
+		}
+		return r.opts.Start.Add(ev.Offset).Add(shift).Truncate(time.Millisecond)
+	}
+	start := -1 // the first request of the current run
+	for i, ev := range r.events {
+		switch {
+		case ev.Dir == kavach.Request && ev.Flags&kavach.ParseError == 0 && start >= 0 &&
+			ev.Conn == r.events[start].Conn && ms(ev).Equal(ms(r.events[start])) && r.opts.Shift == nil:
+			b[i] = true
+			for j := start + 1; j < i; j++ {
+				if r.events[j].Dir == kavach.Response {
+					b[j] = true
+				}
+			}
+		case ev.Dir == kavach.Request && ev.Flags&kavach.ParseError == 0:
+			start = i
+		case ev.Dir == kavach.Response && start >= 0 && ev.Conn == r.events[start].Conn && ms(ev).Equal(ms(r.events[start])):
+			// part of the run if a request of it follows
+		default:
+			start = -1
+		}
+	}
+	return b
+}
+
 // process plays one event: it opens a connection, moves the clock to a
 // reply's recorded time, or sends a request (or closes a connection) once
 // its connection has the replies the recording had before it. A request
@@ -291,10 +340,19 @@ func (r *runner) process(i int) {
 	case ev.Dir == kavach.Response:
 		// The build has this reply before the clock moves past the time it
 		// was recorded at (or is idle without it: then time flows to it).
-		if c := r.conns[ev.Conn]; c != nil && len(c.deferred) == 0 {
-			r.answered(c, r.owed[i])
+		c := r.conns[ev.Conn]
+		if c == nil || len(c.deferred) > 0 || r.batched[i] {
+			r.advance(r.at(ev.Offset))
+			return
 		}
+		r.answered(c, r.owed[i])
 		r.advance(r.at(ev.Offset))
+		// Not come by its recorded time: let time flow on towards the
+		// next event's time, no further (what other connections do then
+		// may be what wakes it).
+		if i+1 < len(r.events) && !r.answered(c, r.owed[i]) {
+			r.flowUntil(c, r.owed[i], r.at(r.events[i+1].Offset))
+		}
 		return
 	case ev.Dir == kavach.Close && string(ev.Data) != "client":
 		// The recording saw the service close it (or the recording end):
@@ -323,7 +381,7 @@ func (r *runner) process(i int) {
 	}
 	// What the client waited for comes first, at the time it came; then
 	// the clock moves to the request's time.
-	if !r.answered(c, r.owed[i]) {
+	if !r.batched[i] && !r.answered(c, r.owed[i]) {
 		c.deferred = append(c.deferred, i)
 		return
 	}
@@ -416,7 +474,7 @@ func (r *runner) settle(from, to time.Time, blocked bool) {
 		need = ok
 	}
 	if need {
-		r.turns(3)
+		r.turns(2)
 	}
 }
 
@@ -461,7 +519,7 @@ func (r *runner) answered(c *conn, want int) bool {
 		if c.finished >= want || c.broken || c.closed || r.stop {
 			return true
 		}
-		if r.wait(time.Millisecond) {
+		if r.wait(200 * time.Microsecond) {
 			continue
 		}
 		if r.idle() {
@@ -568,6 +626,33 @@ func (r *runner) drain(ctx context.Context) {
 			r.opts.Logger.Error("set clock", "err", err)
 		}
 		r.settle(from, r.clock.Now(), true)
+	}
+}
+
+// flowUntil moves the clock on from now towards limit, in steps the build
+// observes (a millisecond, then an eighth of the time waited), while the
+// build is idle and c lacks its first want steps' replies.
+func (r *runner) flowUntil(c *conn, want int, limit time.Time) {
+	if r.clock == nil {
+		return
+	}
+	began := r.clock.Now()
+	for !r.stop {
+		now := r.clock.Now()
+		if !now.Add(time.Millisecond).Before(limit.Add(time.Millisecond)) {
+			return
+		}
+		next := now.Add(max(now.Sub(began)/8, time.Millisecond))
+		if next.After(limit) {
+			next = limit
+		}
+		if err := r.clock.Set(next); err != nil || !r.clock.Now().After(now) {
+			return
+		}
+		r.settle(now, r.clock.Now(), true)
+		if r.answered(c, want) {
+			return
+		}
 	}
 }
 

@@ -365,3 +365,43 @@ func stress(t *testing.T) (stop func()) {
 	time.Sleep(200 * time.Millisecond) // the workers are running
 	return stop
 }
+
+// BenchmarkBlockedSteps replays a recording of 100 blocking pops, each
+// timing out after 1 to 30 s (nothing is ever pushed): about 26 minutes
+// of recorded waiting. It reports the real time one replay takes, and
+// the recorded time it covers (bench/README.md: target under 1 s).
+func BenchmarkBlockedSteps(b *testing.B) {
+	build := redisbuild.MustBuild(b)
+	var steps []step
+	at := time.Duration(0)
+	for i := range 100 {
+		wait := time.Duration(1+i*29/99) * time.Second
+		steps = append(steps, step{conn: 1, at: at, args: args("BLPOP never " + fmt.Sprint(int64(wait/time.Second))), replay: "*-1\r\n"})
+		at += wait + time.Millisecond
+	}
+	// The recorded reply comes when the timeout fires, not with the request,
+	// and the next request right after it.
+	rec := events(steps...)
+	k := 0
+	for i := range rec {
+		if rec[i].Dir == kavach.Request {
+			k++
+		}
+		if rec[i].Dir == kavach.Response {
+			// As a real recording shows it: Redis answers once its clock is
+			// past the deadline, a millisecond later at least.
+			rec[i].Offset = steps[k-1].at + time.Duration(1+(k-1)*29/99)*time.Second + time.Millisecond
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, options(redis.Launcher{}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if tr.Stopped != "" || reply(tr, 100) != "(nil)" {
+			b.Fatalf("stopped %q, step 100 = %s", tr.Stopped, reply(tr, 100))
+		}
+	}
+	b.ReportMetric(at.Minutes(), "recorded-min")
+}
