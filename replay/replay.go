@@ -85,6 +85,8 @@ type StepResult struct {
 	Request []byte `json:"-"`
 	// Wall is the real time at which the request was sent.
 	Wall time.Time `json:"-"`
+
+	batched bool // sent without waiting for the replies before it
 }
 
 // Run replays events against the build described by launch. It returns
@@ -102,6 +104,24 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	began := time.Now()
+	tr, again, err := run(ctx, launch, events, opts, true)
+	if again && err == nil && ctx.Err() == nil {
+		// The build died with pipelined steps unanswered: a build
+		// answers a batch only once it has read it all, so those steps
+		// lost replies that round trips would have had. Once more,
+		// without batches.
+		tr, _, err = run(ctx, launch, events, opts, false)
+	}
+	if tr != nil {
+		tr.Wall = time.Since(began)
+	}
+	return tr, err
+}
+
+// run is one replay; with batch, a connection's requests of one virtual
+// millisecond are pipelined (runner.batches). It reports whether the
+// build died with such a batch unanswered.
+func run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts Options, batch bool) (*Trace, bool, error) {
 	tr := &Trace{Build: launch, Clock: "virtual"}
 
 	var clock *Clock
@@ -112,11 +132,11 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 	if fakeable {
 		dir, err := os.MkdirTemp(clockDir(), "kavach-clock-")
 		if err != nil {
-			return nil, fmt.Errorf("replay: clock directory: %w", err)
+			return nil, false, fmt.Errorf("replay: clock directory: %w", err)
 		}
 		defer os.RemoveAll(dir)
 		if clock, err = NewClock(dir, opts.Start); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		launch.Env = append(append([]string(nil), launch.Env...), clock.Env()...)
 	} else {
@@ -128,9 +148,9 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 		var se *kavach.StartError
 		// No answer at all under the fake clock: the known deadlock.
 		if clock != nil && errors.As(err, &se) && strings.Contains(se.Reason, "never became ready") && !strings.Contains(se.Reason, "answered") {
-			return nil, fmt.Errorf("%w\nthe build did not become ready under libfaketime: a build linked with the system's jemalloc deadlocks there (DESIGN §6); build it with MALLOC=libc", err)
+			return nil, false, fmt.Errorf("%w\nthe build did not become ready under libfaketime: a build linked with the system's jemalloc deadlocks there (DESIGN §6); build it with MALLOC=libc", err)
 		}
-		return nil, err
+		return nil, false, err
 	}
 	defer func() {
 		proc.Stop()
@@ -140,7 +160,7 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 	}()
 
 	tr.Version = opts.Launcher.Version(proc.Addr())
-	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, events: events, conns: map[uint64]*conn{}}
+	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, events: events, conns: map[uint64]*conn{}, batch: batch}
 	if p, ok := proc.(interface{ Pid() int }); ok {
 		r.watch = watch{pid: p.Pid()}
 	}
@@ -152,8 +172,7 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 	if e := proc.Exited(); e != nil && tr.Exit == nil {
 		tr.Exit = e
 	}
-	tr.Wall = time.Since(began)
-	return tr, nil
+	return tr, r.lostBatch, nil
 }
 
 // runner drives one replay. docs/replay.md ("Order", "Time that flows")
@@ -174,6 +193,8 @@ type runner struct {
 	// batched marks requests sent without waiting for the replies before
 	// them, and replies not waited for (see batches).
 	batched []bool
+	batch     bool // pipeline batches at all
+	lostBatch bool // the build ended a connection with batched steps unanswered
 	due     []time.Duration // per step: recorded offset of its last reply, or of the request
 	shift   time.Duration   // the clock variant's shift now in force
 	jump    bool            // the shift changed: the clock may go back
@@ -219,7 +240,10 @@ func (r *runner) run(ctx context.Context) {
 		}
 	}
 	r.owed = owed(r.events, r.opts.Codec)
-	r.batched = r.batches()
+	r.batched = make([]bool, len(r.events))
+	if r.batch {
+		r.batched = r.batches()
+	}
 	r.last = map[uint64]int{}
 	r.wake = make(chan struct{}, 1)
 	defer r.normalize()
@@ -400,6 +424,7 @@ func (r *runner) process(i int) {
 		r.stop = true
 		return
 	}
+	r.tr.Steps[r.stepOf[ev.Seq]].batched = r.batched[i]
 	r.send(ev, r.stepOf[ev.Seq], true)
 }
 
@@ -975,6 +1000,9 @@ func (r *runner) crashed(c *conn, why string) {
 	for _, c := range conns {
 		for _, w := range c.pending {
 			s := &r.tr.Steps[w.step]
+			if s.batched {
+				r.lostBatch = true
+			}
 			if s.Outcome.Kind == "" {
 				s.Outcome = kavach.Outcome{Kind: kavach.Crash, Detail: detail}
 			}
