@@ -192,16 +192,16 @@ type runner struct {
 	owed   []int          // per event: steps of its conn the recording had answered before it
 	// batched marks requests sent without waiting for the replies before
 	// them, and replies not waited for (see batches).
-	batched []bool
-	batch     bool // pipeline batches at all
-	lostBatch bool // the build ended a connection with batched steps unanswered
-	due     []time.Duration // per step: recorded offset of its last reply, or of the request
-	shift   time.Duration   // the clock variant's shift now in force
-	jump    bool            // the shift changed: the clock may go back
-	wake    chan struct{}   // a reader framed a reply, or its connection ended
-	frames  atomic.Int64    // replies framed by readers so far
-	rng     *rand.Rand      // timing perturbation (Options.Perturb); nil: none
-	stop    bool
+	batched   []bool
+	batch     bool            // pipeline batches at all
+	lostBatch bool            // the build ended a connection with batched steps unanswered
+	due       []time.Duration // per step: recorded offset of its last reply, or of the request
+	shift     time.Duration   // the clock variant's shift now in force
+	jump      bool            // the shift changed: the clock may go back
+	wake      chan struct{}   // a reader framed a reply, or its connection ended
+	frames    atomic.Int64    // replies framed by readers so far
+	rng       *rand.Rand      // timing perturbation (Options.Perturb); nil: none
+	stop      bool
 }
 
 // conn is one client connection to the build, with a reader that frames
