@@ -255,6 +255,12 @@ func (p *Spawned) Stop() *Exit {
 		// The leader is gone; make sure nothing it forked lives on.
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		os.RemoveAll(p.dir)
+		// libfaketime leaves its shared memory behind when a process using
+		// it is killed, and a later process with the same pid then fails
+		// to start: on every path, a failed start included.
+		for _, name := range []string{"faketime_shm_", "sem.faketime_sem_"} {
+			os.Remove(filepath.Join("/dev/shm", name+strconv.Itoa(pgid)))
+		}
 	})
 	return p.exit
 }

@@ -86,6 +86,32 @@ func TestSpawnNeverReady(t *testing.T) {
 	}
 }
 
+func TestSpawnNeverReadyLeavesNoSharedMemory(t *testing.T) {
+	// What libfaketime leaves in /dev/shm for a killed process is removed
+	// when a start fails, as when a running build is stopped.
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("no /dev/shm here")
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	path := script(t, "echo $$ > "+pidFile+"\ntouch /dev/shm/faketime_shm_$$ /dev/shm/sem.faketime_sem_$$\nwhile :; do sleep 1; done\n")
+	_, err := Spawn{Launch: Launch{Path: path}, Ready: tcpReady, StartTimeout: 2 * time.Second}.Start()
+	var se *StartError
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v, want never became ready", err)
+	}
+	pid, _ := os.ReadFile(pidFile)
+	if len(pid) == 0 {
+		t.Fatal("the build did not write its pid")
+	}
+	for _, name := range []string{"faketime_shm_", "sem.faketime_sem_"} {
+		f := "/dev/shm/" + name + strings.TrimSpace(string(pid))
+		if _, err := os.Stat(f); err == nil {
+			os.Remove(f)
+			t.Errorf("%s left behind", f)
+		}
+	}
+}
+
 func TestSpawnNotExecutable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "redis-server")
 	os.WriteFile(path, []byte("not a program"), 0o644)
