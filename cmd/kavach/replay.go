@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -69,6 +70,11 @@ func replayCommand() *cli.Command {
 				tr, err := replay.Run(c.Context, launch, fx.Events, opts)
 				if err != nil {
 					return err
+				}
+				if c.Context.Err() != nil {
+					// Stopped by a signal: an interrupted run is no evidence,
+					// and no run follows it.
+					return fmt.Errorf("interrupted during run %d of %d: %w", i+1, c.Int("runs"), context.Cause(c.Context))
 				}
 				traces = append(traces, tr)
 			}
