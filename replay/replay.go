@@ -104,7 +104,7 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	began := time.Now()
-	tr, again, err := run(ctx, launch, events, opts, os.Getenv("KNOBATCH") == "")
+	tr, again, err := run(ctx, launch, events, opts, true)
 	if again && err == nil && ctx.Err() == nil {
 		// The build died with pipelined steps unanswered: a build
 		// answers a batch only once it has read it all, so those steps
