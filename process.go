@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // Spawn is how an integration's Launcher starts a build: the generic part
@@ -56,6 +57,10 @@ type Spawned struct {
 	exit *Exit         // set before done is closed
 
 	stopOnce sync.Once
+	// reap is held while the group is signalled and while the leader is
+	// reaped: a signal never reaches a group id that was given away.
+	reap   sync.Mutex
+	reaped bool
 }
 
 // StartError is a build that did not become ready: it exited, or never answered.
@@ -177,7 +182,16 @@ func (s Spawn) start() (*Spawned, error) {
 }
 
 func (p *Spawned) wait() {
+	// The leader's exit is seen before it is reaped: while it is a zombie
+	// its pid, and so its process group id, cannot be given to another
+	// process, so the group is killed here, and never later, when the id
+	// may name someone else's build (pid_max is 32768 on small machines).
+	waitExited(p.cmd.Process.Pid)
+	p.reap.Lock()
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	err := p.cmd.Wait()
+	p.reaped = true
+	p.reap.Unlock()
 	e := &Exit{Status: p.cmd.ProcessState.ExitCode(), LogTail: p.log.String(), Notable: p.log.notable()}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		e.Signal = unix(ws.Signal())
@@ -187,6 +201,23 @@ func (p *Spawned) wait() {
 	}
 	p.exit = e
 	close(p.done)
+}
+
+// waitExited blocks until process pid has exited, without reaping it
+// (waitid with WNOWAIT).
+func waitExited(pid int) {
+	const (
+		pPID    = 1          // P_PID
+		wExited = 4          // WEXITED
+		wNoWait = 0x01000000 // WNOWAIT
+	)
+	var info [128]byte // siginfo_t
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])), wExited|wNoWait, 0, 0)
+		if errno != syscall.EINTR {
+			return
+		}
+	}
 }
 
 // unix names a signal the way people write it: SIGSEGV.
@@ -242,18 +273,19 @@ func (p *Spawned) Stop() *Exit {
 			func() { syscall.Kill(-pgid, syscall.SIGTERM) },
 			func() { syscall.Kill(-pgid, syscall.SIGKILL) })
 		for _, step := range steps {
-			if p.Exited() != nil {
+			p.reap.Lock()
+			if p.reaped {
+				p.reap.Unlock()
 				break
 			}
 			step()
+			p.reap.Unlock()
 			select {
 			case <-p.done:
 			case <-time.After(2 * time.Second):
 			}
 		}
-		<-p.done
-		// The leader is gone; make sure nothing it forked lives on.
-		syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.done // and with the leader, its group (wait)
 		os.RemoveAll(p.dir)
 		// libfaketime leaves its shared memory behind when a process using
 		// it is killed, and a later process with the same pid then fails
