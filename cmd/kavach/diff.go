@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/replay"
 )
 
 func diffCommand() *cli.Command {
@@ -177,6 +178,9 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 		switch f.Kind {
 		case grade.Diverged:
 			fmt.Fprintf(w, "step %d: %s\n", f.Step, f.Request)
+			if f.Step > ev.Failure.Step && f.Detail != "" {
+				fmt.Fprintf(w, "  %s\n", indent(cutLines(f.Detail, 4), "  "))
+			}
 			printDiffs(w, f)
 		case grade.StillFailing:
 			fmt.Fprintf(w, "step %d: %s\n", f.Step, f.Request)
@@ -227,9 +231,25 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	fmt.Fprintf(w, "checked: %d of %d steps before the failure compared with the recording%s\n", ck.StepsCompared, ck.StepsBeforeFailure, noise)
 	fmt.Fprintf(w, "         failure at step %d (%s): old build %s, new build %s\n", ck.FailureStep, ck.FailureSignature,
 		ck.OldOutcome, ck.NewOutcome)
-	fmt.Fprintf(w, "         variants: %d generated, %d reproduce the failure (need %d); %d regression variants, %d handled by the old build; %d pass on the new build\n",
-		ck.VariantsGenerated, ck.VariantsReproduce, ck.MinVariants, ck.RegressionVariants, ck.RegressionHandled, ck.VariantsPassing)
+	if ck.StepsAfterFailure > 0 {
+		fmt.Fprintf(w, "         after the failure: %d of %d steps compared, %d differences explained by the fix\n",
+			ck.StepsAfterCompared, ck.StepsAfterFailure, ck.StepsAfterExplained)
+	}
+	excluded := ""
+	if k := ev.Variants.Excluded; len(k) > 0 {
+		excluded = " (kinds excluded by the fixture: " + strings.Join(k, ", ") + ")"
+	}
+	fmt.Fprintf(w, "         variants: %d generated%s, %d reproduce the failure (need %d); %d regression variants, %d handled by the old build; %d pass on the new build\n",
+		ck.VariantsGenerated, excluded, ck.VariantsReproduce, ck.MinVariants, ck.RegressionVariants, ck.RegressionHandled, ck.VariantsPassing)
 	fmt.Fprintf(w, "         invariants: %d checked on every step, %d held\n", ck.Invariants, ck.InvariantsHeld)
+	for _, inv := range ev.Invariants {
+		if len(inv.NotEvaluable) > 0 {
+			fmt.Fprintf(w, "           %s (on %d steps; no violation there)\n", inv.NotEvaluableMessage, len(inv.NotEvaluable))
+		}
+		if len(inv.Except) > 0 {
+			fmt.Fprintf(w, "           %s: not checked on %s variants\n", inv.Name, strings.Join(inv.Except, ", "))
+		}
+	}
 	fmt.Fprintf(w, "report: %s\n", reportPath)
 }
 
@@ -251,6 +271,10 @@ func diffHint(rep *grade.Report, a []string) string {
 		if rep.Parts.Kind != grade.Unverified {
 			return ""
 		}
+		if strings.HasPrefix(rep.Parts.Reason, "not-evaluable") {
+			return "an invariant cannot be evaluated at the failing step, so whether the failure is gone cannot be told.\n" +
+				"Guard the expression (has(), != null, a when: clause) for the replies it meets there: docs/invariants.md"
+		}
 		if strings.HasPrefix(rep.Parts.Reason, "not-reproduced") {
 			return fmt.Sprintf("the old build does not fail the way the recording did, so the fix cannot be judged.\n"+
 				"Check that OLD is the build the fixture was recorded on: kavach replay %s %s", a[0], fixture)
@@ -262,6 +286,11 @@ func diffHint(rep *grade.Report, a []string) string {
 	f := rep.Findings[0]
 	switch f.Kind {
 	case grade.Diverged:
+		if f.Step > ev.Failure.Step {
+			return fmt.Sprintf("the new build answers step %d, after the failure (step %d), differently from the recording, and\n"+
+				"the fix does not explain it (the step touches no state a changed step touched). See the step: kavach show %s --step %d",
+				f.Step, ev.Failure.Step, fixture, f.Step)
+		}
 		return fmt.Sprintf("the new build answers step %d differently from the recording, before the failure (step %d).\n"+
 			"A fix must leave earlier behaviour as it was. See the step: kavach show %s --step %d",
 			f.Step, ev.Failure.Step, fixture, f.Step)
@@ -285,21 +314,24 @@ func diffHint(rep *grade.Report, a []string) string {
 // diffChecked is what a diff checked, in numbers: printDiff's "checked:"
 // lines and the MCP tool's summary.
 type diffChecked struct {
-	StepsCompared      int    `json:"steps_compared" jsonschema:"steps before the failure compared with the recording on the new build"`
-	StepsBeforeFailure int    `json:"steps_before_failure" jsonschema:"steps the fixture has before the failing step"`
-	NoiseFields        int    `json:"noise_fields" jsonschema:"output fields excluded from comparison because they differ between replays of the old build"`
-	FailureStep        int    `json:"failure_step" jsonschema:"the recorded failing step"`
-	FailureSignature   string `json:"failure_signature" jsonschema:"how it failed, e.g. crash or error:WRONGTYPE"`
-	OldOutcome         string `json:"old_outcome" jsonschema:"the old build's outcome at the failing step"`
-	NewOutcome         string `json:"new_outcome" jsonschema:"the new build's outcome at the failing step"`
-	VariantsGenerated  int    `json:"variants_generated" jsonschema:"variants of the incident generated"`
-	VariantsReproduce  int    `json:"variants_reproducing" jsonschema:"of those, failing on the old build the recorded way"`
-	MinVariants        int    `json:"min_variants" jsonschema:"reproducing variants needed to call it fixed"`
-	RegressionVariants int    `json:"regression_variants" jsonschema:"variants of earlier inputs, cut before the failure"`
-	RegressionHandled  int    `json:"regression_handled" jsonschema:"of those, handled by the old build without failing"`
-	VariantsPassing    int    `json:"variants_passing" jsonschema:"kept variants the new build passes"`
-	Invariants         int    `json:"invariants" jsonschema:"invariants checked on every step"`
-	InvariantsHeld     int    `json:"invariants_held" jsonschema:"of those, held on the new build"`
+	StepsCompared       int    `json:"steps_compared" jsonschema:"steps before the failure compared with the recording on the new build"`
+	StepsBeforeFailure  int    `json:"steps_before_failure" jsonschema:"steps the fixture has before the failing step"`
+	NoiseFields         int    `json:"noise_fields" jsonschema:"output fields excluded from comparison because they differ between replays of the old build"`
+	FailureStep         int    `json:"failure_step" jsonschema:"the recorded failing step"`
+	FailureSignature    string `json:"failure_signature" jsonschema:"how it failed, e.g. crash or error:WRONGTYPE"`
+	OldOutcome          string `json:"old_outcome" jsonschema:"the old build's outcome at the failing step"`
+	NewOutcome          string `json:"new_outcome" jsonschema:"the new build's outcome at the failing step"`
+	VariantsGenerated   int    `json:"variants_generated" jsonschema:"variants of the incident generated"`
+	VariantsReproduce   int    `json:"variants_reproducing" jsonschema:"of those, failing on the old build the recorded way"`
+	MinVariants         int    `json:"min_variants" jsonschema:"reproducing variants needed to call it fixed"`
+	RegressionVariants  int    `json:"regression_variants" jsonschema:"variants of earlier inputs, cut before the failure"`
+	RegressionHandled   int    `json:"regression_handled" jsonschema:"of those, handled by the old build without failing"`
+	VariantsPassing     int    `json:"variants_passing" jsonschema:"kept variants the new build passes"`
+	StepsAfterFailure   int    `json:"steps_after_failure" jsonschema:"steps the fixture has after the failing step"`
+	StepsAfterCompared  int    `json:"steps_after_compared" jsonschema:"of those, steps the new build answered, compared with the recording"`
+	StepsAfterExplained int    `json:"steps_after_explained" jsonschema:"of those, steps whose difference from the recording the fix explains"`
+	Invariants          int    `json:"invariants" jsonschema:"invariants checked on every step"`
+	InvariantsHeld      int    `json:"invariants_held" jsonschema:"of those, held on the new build"`
 }
 
 // checkedOf counts what a report's evidence checked.
@@ -313,9 +345,31 @@ func checkedOf(rep *grade.Report) diffChecked {
 		RegressionVariants: ev.Variants.Regression, RegressionHandled: ev.Variants.Handled, VariantsPassing: ev.Variants.Passing,
 		Invariants: len(ev.Invariants),
 	}
+	diverged := map[int]bool{}
+	for _, f := range rep.Findings {
+		if f.Kind == grade.Diverged {
+			diverged[f.Step] = true
+		}
+	}
+	noise := replay.Noise{}
+	for _, f := range ev.Noise {
+		if noise[f.Step] == nil {
+			noise[f.Step] = map[string]bool{}
+		}
+		noise[f.Step][f.Path] = true
+	}
 	for _, s := range ev.New.Steps {
 		if s.Step < ev.Failure.Step && s.Ran {
 			ck.StepsCompared++
+		}
+		if s.Step > ev.Failure.Step {
+			ck.StepsAfterFailure++
+			if s.Ran {
+				ck.StepsAfterCompared++
+				if counted, _ := noise.Split(s.Diffs); len(counted) > 0 && !diverged[s.Step] {
+					ck.StepsAfterExplained++
+				}
+			}
 		}
 	}
 	for _, inv := range ev.Invariants {

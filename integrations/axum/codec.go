@@ -463,3 +463,18 @@ func (Launcher) Version(addr string) string {
 	resp.Body.Close()
 	return resp.Header.Get("Server")
 }
+
+var _ kavach.KeyFinder = Launcher{}
+
+// Keys is each request's resource: its path, without the query. It asks
+// no build. A path relates to the paths below it (POST /items to
+// GET /items/2); an unparsable request is unknown (nil).
+func (Launcher) Keys(_ string, requests [][]byte) [][]string {
+	out := make([][]string, len(requests))
+	for i, r := range requests {
+		if m, err := Parse(r, true); err == nil {
+			out[i] = []string{m.Path}
+		}
+	}
+	return out
+}

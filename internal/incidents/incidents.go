@@ -182,3 +182,51 @@ func start(out, old string) (*record.Recording, error) {
 		Proxy: record.Options{Codec: redis.Codec{}}}
 	return s.Go(context.Background(), redis.Protocol)
 }
+
+// The INCRBY incident is an error reply, not a crash: the old build
+// refuses negative increments with "ERR negative increment not allowed".
+// Its variants meet other ERR replies too (a huge number: "value is not
+// an integer or out of range"; a removed argument: "wrong number of
+// arguments"), which both builds give: only the masked message tells them
+// from the failure.
+var (
+	IncrbyOld    = []string{"incrby-negative-error.patch"}                            // the planted bug
+	IncrbyNarrow = []string{"incrby-negative-error.patch", "incrby-fix-narrow.patch"} // allows only the incident's -3
+	// IncrbyStrlen fixes INCRBY (the pristine source) and breaks STRLEN,
+	// which the incident uses only after the failure.
+	IncrbyStrlen = []string{"strlen-off-by-one.patch"}
+)
+
+// Incrby is the INCRBY incident's session. Step 4 fails; step 6 reads a
+// key no changed step touches; step 7 reads the key the fix changes.
+var Incrby = [][]string{
+	{"SET", "counter", "10"},
+	{"INCRBY", "counter", "5"},
+	{"GET", "counter"},
+	{"INCRBY", "counter", "-3"},
+	{"SET", "other", "hello"},
+	{"STRLEN", "other"},
+	{"GET", "counter"},
+}
+
+// RecordIncrby records the INCRBY incident into out on the old build and
+// marks step 4 with oracle (e.g. "error", or the loose "error:ERR") as
+// `kavach mark` does.
+func RecordIncrby(out, old, oracle string) error {
+	if err := RecordSession(out, old, Incrby); err != nil {
+		return err
+	}
+	o, err := kavach.ParseOracle(oracle)
+	if err != nil {
+		return err
+	}
+	fx, err := fixtures.Load(out)
+	if err != nil {
+		return err
+	}
+	f, err := record.FailureAt(fx, redis.Codec{}, 4, o)
+	if err != nil {
+		return err
+	}
+	return fixtures.Amend(out, fixtures.Amendment{Failure: &f})
+}
