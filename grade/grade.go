@@ -97,7 +97,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	newInv := checkInvariants(opts.Invariants, opts.Codec, nw, "")
 	ev := Evidence{
 		Failure:    *f,
-		Noise:      noise.List(),
+		Noise:      noise.Seen(recorded, olds...),
 		Old:        OldEvidence{Runs: opts.OldRuns, Clock: olds[0].Clock, Stopped: olds[0].Stopped},
 		New:        NewEvidence{Clock: nw.Clock, Stopped: nw.Stopped, Exit: nw.Exit},
 		Variants:   VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}},

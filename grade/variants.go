@@ -201,12 +201,12 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		if s.N >= limit || o == nil || broken(*o) || recurs(f, o.Outcome, oldInv.violated[s.N]) || len(oldInv.violated[s.N]) > 0 {
 			continue
 		}
-		var counted []replay.Diff
-		for _, d := range replay.Compare(*o, s) {
-			if origin := originOf(v, s.N); origin == 0 || !noise.Covers(origin, d.Path) {
-				counted = append(counted, d)
-			}
+		// Noise of the step's origin is skipped before diffing.
+		var skip func(string) bool
+		if origin := originOf(v, s.N); origin != 0 {
+			skip = func(path string) bool { return noise.Covers(origin, path) }
 		}
+		counted := replay.CompareSkipping(*o, s, skip)
 		if len(counted) > 0 {
 			r.FailedStep, r.NewOutcome, r.Diffs = s.N, s.Outcome, counted
 			r.OldOutcome = o.Outcome

@@ -23,8 +23,12 @@ var (
 //     string keys maps, others lists of [key, value] pairs.
 //   - Attributes are dropped: they are metadata, not the answer.
 //   - Replies whose order comes from a hash table (sets, maps, and the
-//     replies of SMEMBERS, KEYS, HKEYS, HGETALL, SCAN, ...) are sorted:
-//     Redis seeds its hash function at random in every process.
+//     replies of SMEMBERS, KEYS, HKEYS, HGETALL, SCAN, PUBSUB CHANNELS, ...)
+//     are sorted: Redis seeds its hash function at random in every
+//     process. The commands the server itself tips as
+//     nondeterministic_output_order (COMMAND, COMMAND LIST/DOCS/INFO,
+//     MODULE LIST, FUNCTION LIST, whose replies nest hash-ordered parts)
+//     are sorted at every level: compared as multisets.
 //   - Replies that differ between runs by design are replaced by a
 //     placeholder naming what was there: INFO, CLIENT LIST and INFO,
 //     MEMORY, DEBUG, SLOWLOG, LATENCY, LOLWUT; client ids (CLIENT ID, the
@@ -84,6 +88,22 @@ func (Codec) Normalize(request, response []byte) any {
 		return random(tree(v))
 	case "SMEMBERS", "SINTER", "SUNION", "SDIFF", "KEYS", "HKEYS", "HVALS":
 		return sorted(tree(v))
+	case "COMMAND":
+		// COMMAND, COMMAND LIST, DOCS and INFO (without names) answer in
+		// the order of the server's command table, a hash table, nested
+		// (subcommands) too: compared as multisets at every level.
+		switch sub {
+		case "", "LIST", "DOCS", "INFO":
+			return deepSorted(tree(v))
+		}
+	case "MODULE", "FUNCTION":
+		if sub == "LIST" {
+			return deepSorted(tree(v))
+		}
+	case "PUBSUB":
+		if sub == "CHANNELS" || sub == "SHARDCHANNELS" {
+			return sorted(tree(v))
+		}
 	case "HGETALL", "CONFIG":
 		if v.Kind == KindArray {
 			return sortedPairs(tree(v))
@@ -154,9 +174,41 @@ func sorted(t any) any {
 	if !ok {
 		return t
 	}
-	l = append([]any(nil), l...)
-	sort.SliceStable(l, func(i, j int) bool { return key(l[i]) < key(l[j]) })
-	return l
+	type keyed struct {
+		key string
+		v   any
+	}
+	k := make([]keyed, len(l))
+	for i, e := range l {
+		k[i] = keyed{key(e), e} // each element's JSON once, not per comparison
+	}
+	sort.SliceStable(k, func(i, j int) bool { return k[i].key < k[j].key })
+	out := make([]any, len(l))
+	for i := range k {
+		out[i] = k[i].v
+	}
+	return out
+}
+
+// deepSorted sorts every list in a tree, innermost first, by each
+// element's JSON form: two trees that differ only in the order of some
+// lists' elements, at any depth, become equal.
+func deepSorted(t any) any {
+	switch x := t.(type) {
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = deepSorted(e)
+		}
+		return sorted(l)
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepSorted(e)
+		}
+		return m
+	}
+	return t
 }
 
 // sortedPairs sorts a flat [k1, v1, k2, v2, ...] list by pair.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -216,6 +217,42 @@ func RecordIncrby(out, old, oracle string) error {
 	if err := RecordSession(out, old, Incrby); err != nil {
 		return err
 	}
+	return MarkFailure(out, 4, oracle)
+}
+
+// RecordWithRedisCli records a session the way a person would with the
+// stock client: the commands piped into one redis-cli (7.x) process, which
+// first sends COMMAND DOCS (for its hints) on its connection, a reply
+// whose order changes with every server process. Every command must be
+// answered (errors included); the recording is then stopped. redisCli is
+// the client's path.
+func RecordWithRedisCli(out, old, redisCli string, session [][]string) error {
+	rec, err := start(out, old)
+	if err != nil {
+		return err
+	}
+	host, port, _ := net.SplitHostPort(rec.Addr)
+	var in strings.Builder
+	for _, c := range session {
+		in.WriteString(strings.Join(c, " ") + "\n")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, redisCli, "-h", host, "-p", port)
+	cmd.Stdin = strings.NewReader(in.String())
+	output, err := cmd.CombinedOutput()
+	time.Sleep(50 * time.Millisecond) // the close reaches the proxy
+	if _, serr := rec.Stop(); err == nil {
+		err = serr
+	} else {
+		err = fmt.Errorf("redis-cli: %w: %s", err, output)
+	}
+	return err
+}
+
+// MarkFailure marks step n of the fixture at out as failing by oracle, as
+// kavach mark does.
+func MarkFailure(out string, n int, oracle string) error {
 	o, err := kavach.ParseOracle(oracle)
 	if err != nil {
 		return err
@@ -224,7 +261,7 @@ func RecordIncrby(out, old, oracle string) error {
 	if err != nil {
 		return err
 	}
-	f, err := record.FailureAt(fx, redis.Codec{}, 4, o)
+	f, err := record.FailureAt(fx, redis.Codec{}, n, o)
 	if err != nil {
 		return err
 	}
