@@ -1,7 +1,10 @@
 package redis
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 	"time"
@@ -190,25 +193,70 @@ func sorted(t any) any {
 	return out
 }
 
-// deepSorted sorts every list in a tree, innermost first, by each
-// element's JSON form: two trees that differ only in the order of some
-// lists' elements, at any depth, become equal.
+// deepSorted sorts every list in a tree, innermost first, by a hash of
+// each element (itself made of its parts' hashes, so the work is one walk
+// of the tree): two trees that differ only in the order of some lists'
+// elements, at any depth, become equal. The order is canonical, not
+// alphabetical; equal elements hash equal, and distinct ones colliding
+// in 64 bits keep their order (stable).
 func deepSorted(t any) any {
+	v, _ := deepSortedHash(t)
+	return v
+}
+
+func deepSortedHash(t any) (any, uint64) {
+	h := fnv.New64a()
+	var b [8]byte
 	switch x := t.(type) {
 	case []any:
-		l := make([]any, len(x))
+		type hashed struct {
+			h uint64
+			v any
+		}
+		l := make([]hashed, len(x))
 		for i, e := range x {
-			l[i] = deepSorted(e)
+			l[i].v, l[i].h = deepSortedHash(e)
 		}
-		return sorted(l)
+		sort.SliceStable(l, func(i, j int) bool { return l[i].h < l[j].h })
+		out := make([]any, len(l))
+		h.Write([]byte{'['})
+		for i, e := range l {
+			out[i] = e.v
+			binary.LittleEndian.PutUint64(b[:], e.h)
+			h.Write(b[:])
+		}
+		return out, h.Sum64()
 	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepSorted(e)
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
 		}
-		return m
+		sort.Strings(keys)
+		m := make(map[string]any, len(x))
+		h.Write([]byte{'{'})
+		for _, k := range keys {
+			v, vh := deepSortedHash(x[k])
+			m[k] = v
+			h.Write([]byte(k))
+			binary.LittleEndian.PutUint64(b[:], vh)
+			h.Write(b[:])
+		}
+		return m, h.Sum64()
 	}
-	return t
+	switch x := t.(type) {
+	case string:
+		h.Write([]byte{'s'})
+		h.Write([]byte(x))
+	case int64:
+		binary.LittleEndian.PutUint64(b[:], uint64(x))
+		h.Write([]byte{'i'})
+		h.Write(b[:])
+	case nil:
+		h.Write([]byte{'n'})
+	default:
+		fmt.Fprintf(h, "%T:%v", t, t)
+	}
+	return t, h.Sum64()
 }
 
 // sortedPairs sorts a flat [k1, v1, k2, v2, ...] list by pair.
