@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Version is Kavach's own version, written into fixtures and reports.
@@ -203,11 +205,12 @@ func ErrorMessage(out Outcome) string {
 func MaskError(msg string) string {
 	var words []string
 	for i := 0; i < len(msg); {
-		c := msg[i]
+		r, size := utf8.DecodeRuneInString(msg[i:])
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case c == '\'' || c == '"':
+		case unicode.IsSpace(r):
+			i += size
+		case r == '\'' || r == '"':
+			c := msg[i]
 			end := strings.IndexByte(msg[i+1:], c)
 			if end < 0 {
 				end = len(msg) - i - 1
@@ -222,8 +225,12 @@ func MaskError(msg string) string {
 			words = append(words, w)
 		default:
 			j := i
-			for j < len(msg) && strings.IndexByte(" \t\n\r'\"", msg[j]) < 0 {
-				j++
+			for j < len(msg) {
+				r, size := utf8.DecodeRuneInString(msg[j:])
+				if unicode.IsSpace(r) || r == '\'' || r == '"' {
+					break
+				}
+				j += size
 			}
 			w := msg[i:j]
 			if strings.ContainsAny(w, "0123456789") {
