@@ -1,12 +1,14 @@
 package redis
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +45,11 @@ var (
 //
 // Everything else is compared exactly.
 func (Codec) Normalize(request, response []byte) any {
+	if name, ok := peekName(request); ok && bytes.EqualFold(name, []byte("COMMAND")) {
+		if d := rawCommandDigests(request, response); d != nil {
+			return d
+		}
+	}
 	v, err := Parse(response)
 	if err != nil {
 		return map[string]any{"unparsable": string(response)}
@@ -223,6 +230,184 @@ func commandDigests(v Value, docs bool) map[string]any {
 		return nil
 	}
 	return out
+}
+
+// rawCommandDigests is commandDigests read straight from the reply's
+// bytes, without parsing it (COMMAND DOCS is about 200 KB, and every
+// replay and variant meets it): nil when the request is no COMMAND,
+// COMMAND INFO or COMMAND DOCS, or the reply is of another shape (an
+// error, attributes), which Normalize then parses.
+func rawCommandDigests(request, response []byte) map[string]any {
+	c, err := ParseCommand(request)
+	if err != nil || c.Name != "COMMAND" {
+		return nil
+	}
+	docs := false
+	if len(c.Args) > 1 {
+		switch strings.ToUpper(string(c.Args[1])) {
+		case "DOCS":
+			docs = true
+		case "INFO":
+		default:
+			return nil
+		}
+	}
+	if len(response) == 0 || (response[0] != '*' && !(docs && response[0] == '%')) {
+		return nil
+	}
+	count, p, ok := rawHeader(response, 0)
+	if !ok || count < 0 {
+		return nil
+	}
+	if response[0] == '%' {
+		count *= 2
+	}
+	out := map[string]any{}
+	for i := 0; i < count; i++ {
+		var name []byte
+		if docs {
+			if i%2 == 0 {
+				if name, p, ok = rawString(response, p); !ok {
+					return nil
+				}
+				i++
+			}
+		} else {
+			if p >= len(response) || response[p] != '*' && response[p] != '_' {
+				return nil
+			}
+			n, q, ok := rawHeader(response, p)
+			if !ok {
+				return nil
+			}
+			if response[p] == '_' || n < 0 {
+				p = q
+				continue // an unknown name's null
+			}
+			if name, _, ok = rawString(response, q); !ok {
+				return nil
+			}
+		}
+		h, end, ok := rawHash(response, p)
+		if !ok {
+			return nil
+		}
+		out[string(name)] = fmt.Sprintf("<digest %016x>", h)
+		p = end
+	}
+	if p != len(response) {
+		return nil
+	}
+	return out
+}
+
+// rawHeader reads the count of the aggregate (or the length of the bulk
+// string) at p: -1 for a null; and where its header ends.
+func rawHeader(data []byte, p int) (n, end int, ok bool) {
+	nl := bytes.IndexByte(data[p:], '\n')
+	if nl < 2 || data[p+nl-1] != '\r' {
+		return 0, 0, false
+	}
+	n, err := strconv.Atoi(string(data[p+1 : p+nl-1]))
+	if err != nil || n < -1 || n > MaxElems {
+		return 0, 0, false
+	}
+	return n, p + nl + 1, true
+}
+
+// rawString reads a bulk or simple string at p.
+func rawString(data []byte, p int) (s []byte, end int, ok bool) {
+	if p >= len(data) {
+		return nil, 0, false
+	}
+	switch data[p] {
+	case '$':
+		n, q, ok := rawHeader(data, p)
+		if !ok || n < 0 || q+n+2 > len(data) || data[q+n] != '\r' || data[q+n+1] != '\n' {
+			return nil, 0, false
+		}
+		return data[q : q+n], q + n + 2, true
+	case '+':
+		nl := bytes.IndexByte(data[p:], '\n')
+		if nl < 1 || data[p+nl-1] != '\r' {
+			return nil, 0, false
+		}
+		return data[p+1 : p+nl-1], p + nl + 1, true
+	}
+	return nil, 0, false
+}
+
+// rawHash hashes the RESP value at p as orderFreeHash hashes a parsed one
+// (strings of every kind alike, integers, nulls, and aggregates as
+// multisets), in one pass over the bytes; ok is false for what it does not
+// read (attributes, a malformed frame).
+func rawHash(data []byte, p int) (h uint64, end int, ok bool) {
+	if p >= len(data) {
+		return 0, 0, false
+	}
+	f := fnv.New64a()
+	switch t := data[p]; t {
+	case '$', '!', '=':
+		n, q, ok := rawHeader(data, p)
+		if !ok || q+max(n, 0)+2 > len(data) && n >= 0 {
+			return 0, 0, false
+		}
+		if n < 0 {
+			f.Write([]byte{'n'})
+			return f.Sum64(), q, true
+		}
+		if t == '!' {
+			f.Write([]byte{'e'})
+		} else {
+			f.Write([]byte{'s'})
+		}
+		f.Write(data[q : q+n])
+		return f.Sum64(), q + n + 2, true
+	case '+', '-', ':', ',', '(', '#', '_':
+		nl := bytes.IndexByte(data[p:], '\n')
+		if nl < 1 || data[p+nl-1] != '\r' {
+			return 0, 0, false
+		}
+		switch t {
+		case '+', ',', '(':
+			f.Write([]byte{'s'})
+		case '_':
+			f.Write([]byte{'n'})
+		default:
+			f.Write([]byte{t})
+		}
+		f.Write(data[p+1 : p+nl-1])
+		return f.Sum64(), p + nl + 1, true
+	case '*', '%', '~', '>':
+		n, q, ok := rawHeader(data, p)
+		if !ok {
+			return 0, 0, false
+		}
+		if n < 0 {
+			f.Write([]byte{'n'})
+			return f.Sum64(), q, true
+		}
+		if t == '%' {
+			n *= 2
+			f.Write([]byte{'m'})
+		} else {
+			f.Write([]byte{'l'})
+		}
+		hs := make([]uint64, n)
+		for i := range hs {
+			if hs[i], q, ok = rawHash(data, q); !ok {
+				return 0, 0, false
+			}
+		}
+		slices.Sort(hs)
+		var b [8]byte
+		for _, x := range hs {
+			binary.LittleEndian.PutUint64(b[:], x)
+			f.Write(b[:])
+		}
+		return f.Sum64(), q, true
+	}
+	return 0, 0, false
 }
 
 // orderFreeHash hashes a parsed value with every aggregate's elements
