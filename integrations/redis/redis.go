@@ -134,11 +134,10 @@ func (c Codec) Classify(request []byte, responses [][]byte) kavach.Outcome {
 		if c.IsPush(r) {
 			continue
 		}
-		if len(r) > 0 && r[0] != '-' && r[0] != '!' && r[0] != '|' {
-			// No error, no attribute before one: ok, if the frame is whole.
-			if n, err := Split(r); err == nil && n == len(r) {
-				return kavach.Outcome{Kind: kavach.OK}
-			}
+		if len(r) > 0 && isType(r[0]) && r[0] != '-' && r[0] != '!' && r[0] != '|' {
+			// No error, no attribute before one: ok. (Responses come
+			// framed by SplitResponse: a whole frame.)
+			return kavach.Outcome{Kind: kavach.OK}
 		}
 		v, err := Parse(r)
 		if err != nil {
