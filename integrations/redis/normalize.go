@@ -32,9 +32,11 @@ var (
 //     replies of SMEMBERS, KEYS, HKEYS, HGETALL, SCAN, PUBSUB CHANNELS, ...)
 //     are sorted: Redis seeds its hash function at random in every
 //     process. The commands the server itself tips as
-//     nondeterministic_output_order (COMMAND, COMMAND LIST/DOCS/INFO,
-//     MODULE LIST, FUNCTION LIST, whose replies nest hash-ordered parts)
-//     are sorted at every level: compared as multisets.
+//     nondeterministic_output_order, whose replies nest hash-ordered
+//     parts, are order-free at every level: COMMAND, COMMAND INFO and
+//     COMMAND DOCS become a digest per command (commandDigests),
+//     COMMAND LIST is sorted, MODULE LIST and FUNCTION LIST are sorted
+//     at every level.
 //   - Replies that differ between runs by design are replaced by a
 //     placeholder naming what was there: INFO, CLIENT LIST and INFO,
 //     MEMORY, DEBUG, SLOWLOG, LATENCY, LOLWUT; client ids (CLIENT ID, the
