@@ -30,3 +30,5 @@ fuzz:
 	$(GO) test -run=XXX -fuzz=FuzzPeekName -fuzztime=$(FUZZTIME) ./integrations/redis/
 	$(GO) test -run=XXX -fuzz=FuzzSplit -fuzztime=$(FUZZTIME) ./integrations/axum/
 	$(GO) test -run=XXX -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./invariants/
+	$(GO) test -run=XXX -fuzz=FuzzMaskError -fuzztime=$(FUZZTIME) .
+	$(GO) test -run=XXX -fuzz=FuzzRawCommandDigests -fuzztime=$(FUZZTIME) ./integrations/redis/
