@@ -32,3 +32,5 @@ fuzz:
 	$(GO) test -run=XXX -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./invariants/
 	$(GO) test -run=XXX -fuzz=FuzzParseSummary -fuzztime=$(FUZZTIME) ./recount/
 	$(GO) test -run=XXX -fuzz=FuzzLineConn -fuzztime=$(FUZZTIME) ./mcpserver/
+	$(GO) test -run=XXX -fuzz=FuzzMaskError -fuzztime=$(FUZZTIME) .
+	$(GO) test -run=XXX -fuzz=FuzzRawCommandDigests -fuzztime=$(FUZZTIME) ./integrations/redis/

@@ -9,8 +9,11 @@ package kavach
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Version is Kavach's own version, written into fixtures and reports.
@@ -103,11 +106,16 @@ func (o Outcome) String() string {
 }
 
 // Oracle says how to tell that a step failed: "crash", "hang", "error",
-// "error:CLASS" or "invariant:NAME". It is what `kavach mark --oracle` takes.
+// "error:CLASS", "error:CLASS MESSAGE" or "invariant:NAME". It is what
+// `kavach mark --oracle` takes.
 type Oracle struct {
 	Kind OutcomeKind // Crash, Hang or Error; "" with Invariant set
 	// Class narrows an Error oracle to one class; empty means any error.
 	Class string
+	// Message narrows an Error oracle with a class to one message, its
+	// variable parts masked (MaskError); empty means any message of the
+	// class (a deliberately loose oracle).
+	Message string
 	// Invariant names the invariant whose violation is the failure.
 	Invariant string
 }
@@ -120,8 +128,9 @@ func ParseOracle(s string) (Oracle, error) {
 		return Oracle{Kind: Crash}, nil
 	case kind == "hang" && !hasArg:
 		return Oracle{Kind: Hang}, nil
-	case kind == "error" && (!hasArg || arg != ""):
-		return Oracle{Kind: Error, Class: arg}, nil
+	case kind == "error" && (!hasArg || strings.TrimSpace(arg) != ""):
+		class, msg, _ := strings.Cut(strings.TrimSpace(arg), " ")
+		return Oracle{Kind: Error, Class: class, Message: MaskError(msg)}, nil
 	case kind == "invariant" && arg != "":
 		return Oracle{Invariant: arg}, nil
 	}
@@ -132,6 +141,8 @@ func (o Oracle) String() string {
 	switch {
 	case o.Invariant != "":
 		return "invariant:" + o.Invariant
+	case o.Class != "" && o.Message != "":
+		return string(o.Kind) + ":" + o.Class + " " + o.Message
 	case o.Class != "":
 		return string(o.Kind) + ":" + o.Class
 	}
@@ -145,7 +156,91 @@ func (o Oracle) Fires(out Outcome) bool {
 	if o.Invariant != "" || out.Kind != o.Kind {
 		return false
 	}
-	return o.Class == "" || o.Class == out.Class
+	if o.Class != "" && o.Class != out.Class {
+		return false
+	}
+	return o.Message == "" || o.Message == MaskError(ErrorMessage(out))
+}
+
+// ErrorSignature is the signature of an error outcome: its class and its
+// message with the variable parts masked, "error:ERR value is not an
+// integer or out of range". Any other outcome's signature is its kind.
+func ErrorSignature(out Outcome) string {
+	if out.Kind != Error {
+		return string(out.Kind)
+	}
+	o := Oracle{Kind: Error, Class: out.Class, Message: MaskError(ErrorMessage(out))}
+	if o.Class == "" {
+		return string(Error)
+	}
+	return o.String()
+}
+
+// SignatureFor is the signature of a failure by this oracle seen as out:
+// an oracle "error" takes the error's class and masked message
+// (ErrorSignature); any other oracle, "error:CLASS" included, is its own
+// text form.
+func (o Oracle) SignatureFor(out Outcome) string {
+	if o.Kind == Error && o.Class == "" && out.Kind == Error && out.Class != "" {
+		return ErrorSignature(out)
+	}
+	return o.String()
+}
+
+// ErrorMessage is an error outcome's message without its class: what
+// follows the class word when the detail starts with it ("ERR value is
+// not ..." gives "value is not ..."), else the whole detail.
+func ErrorMessage(out Outcome) string {
+	if rest, ok := strings.CutPrefix(out.Detail, out.Class+" "); ok && out.Class != "" {
+		return rest
+	}
+	return out.Detail
+}
+
+// MaskError masks the variable parts of an error message, so that two
+// errors of one kind compare equal whatever the request said: every
+// quoted part ('...' or "...") becomes '*', and every word holding a
+// digit (a number, an id, a position such as script:1:) becomes #.
+// Spaces are collapsed to one. It is deterministic and pure.
+func MaskError(msg string) string {
+	var words []string
+	for i := 0; i < len(msg); {
+		r, size := utf8.DecodeRuneInString(msg[i:])
+		switch {
+		case unicode.IsSpace(r):
+			i += size
+		case r == '\'' || r == '"':
+			c := msg[i]
+			end := strings.IndexByte(msg[i+1:], c)
+			if end < 0 {
+				end = len(msg) - i - 1
+			}
+			w := string(c) + "*" + string(c)
+			i += end + 2
+			// Punctuation glued to the closing quote stays ("'*',").
+			for i < len(msg) && strings.IndexByte(",;:.)", msg[i]) >= 0 {
+				w += msg[i : i+1]
+				i++
+			}
+			words = append(words, w)
+		default:
+			j := i
+			for j < len(msg) {
+				r, size := utf8.DecodeRuneInString(msg[j:])
+				if unicode.IsSpace(r) || r == '\'' || r == '"' {
+					break
+				}
+				j += size
+			}
+			w := msg[i:j]
+			if strings.ContainsAny(w, "0123456789") {
+				w = "#"
+			}
+			words = append(words, w)
+			i = j
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // MarshalText and UnmarshalText make an Oracle read and write as its text form.
@@ -166,10 +261,40 @@ type Failure struct {
 	Oracle Oracle `json:"oracle"` // how to tell that a step failed
 	// Signature is the kind of failure, what a replay must reproduce: the
 	// oracle's text form made specific where the recording shows more (for
-	// an oracle "error", the class seen: "error:WRONGTYPE").
+	// an oracle "error", the class and the masked message seen:
+	// "error:ERR value is not an integer or out of range").
 	Signature string `json:"signature"`
 	// Evidence is what was seen, for a person: an error text, an exit status, a log tail.
 	Evidence string `json:"evidence,omitempty"`
+	// ExcludeVariants are variant kinds (VariantKinds) that do not speak
+	// for this incident: none of them is generated.
+	ExcludeVariants []string `json:"exclude_variants,omitempty"`
+}
+
+// VariantKinds are the kinds of variant, the names `except:` in an
+// invariants file and `kavach mark --exclude` take.
+var VariantKinds = []string{
+	"field",         // a field of the failing request changed
+	"removed",       // a field of the failing request removed
+	"swap",          // the failing request's fields taken from a request of its kind
+	"earlier-field", // a field of an earlier request changed or removed, the failure kept
+	"moved",         // the failing request moved earlier
+	"dropped",       // an earlier request dropped
+	"twice",         // an earlier request delivered twice
+	"clock-forward", // the clock jumps forward before the failing step
+	"clock-back",    // the clock jumps back before the failing step
+	"regression",    // an earlier input mutated, the recording cut before the failure
+}
+
+// CheckVariantKinds returns an error naming the first of kinds that is not
+// a variant kind.
+func CheckVariantKinds(kinds []string) error {
+	for _, k := range kinds {
+		if !slices.Contains(VariantKinds, k) {
+			return fmt.Errorf("variant kind %q: want one of %s", k, strings.Join(VariantKinds, ", "))
+		}
+	}
+	return nil
 }
 
 // Codec frames and describes one protocol's messages. Implementations are
@@ -390,6 +515,17 @@ type Variator interface {
 // about the request kinds given (Redis: COMMAND DOCS).
 type SchemaLearner interface {
 	Learn(addr string, kinds []string) (Schema, error)
+}
+
+// KeyFinder is an optional Launcher interface: which keys (Redis) or
+// resources (HTTP: the path) each request reads or writes, for telling
+// which later steps a changed answer can explain. It may ask the running
+// build at addr (Redis: COMMAND GETKEYS, COMMAND INFO). The result has one
+// entry per request: nil when unknown (the request may touch anything),
+// empty when it touches no key. Keys relate when equal, or when one is a
+// path ("/items") and the other a path below it ("/items/2").
+type KeyFinder interface {
+	Keys(addr string, requests [][]byte) [][]string
 }
 
 // Inspector is an optional Codec interface for invariants: a request as a

@@ -1,5 +1,7 @@
 package grade
 
+import "github.com/kavach-dev/kavach/replay"
+
 // Checked is what a diff checked, in numbers: the "checked:" lines
 // kavach diff prints and the MCP tool's summary.
 type Checked struct {
@@ -16,8 +18,13 @@ type Checked struct {
 	RegressionVariants int    `json:"regression_variants" jsonschema:"variants of earlier inputs, cut before the failure"`
 	RegressionHandled  int    `json:"regression_handled" jsonschema:"of those, handled by the old build without failing"`
 	VariantsPassing    int    `json:"variants_passing" jsonschema:"kept variants the new build passes"`
-	Invariants         int    `json:"invariants" jsonschema:"invariants checked on every step"`
-	InvariantsHeld     int    `json:"invariants_held" jsonschema:"of those, held on the new build"`
+	StepsAfterFailure  int    `json:"steps_after_failure" jsonschema:"steps the fixture has after the failing step"`
+	StepsAfterCompared int    `json:"steps_after_compared" jsonschema:"of those, steps the new build answered, compared with the recording"`
+	// StepsAfterExplained: of those, steps whose difference from the
+	// recording the fix explains.
+	StepsAfterExplained int `json:"steps_after_explained" jsonschema:"of those, steps whose difference from the recording the fix explains"`
+	Invariants          int `json:"invariants" jsonschema:"invariants checked on every step"`
+	InvariantsHeld      int `json:"invariants_held" jsonschema:"of those, held on the new build"`
 }
 
 // Checked counts what the report's evidence checked.
@@ -31,9 +38,31 @@ func (rep *Report) Checked() Checked {
 		RegressionVariants: ev.Variants.Regression, RegressionHandled: ev.Variants.Handled, VariantsPassing: ev.Variants.Passing,
 		Invariants: len(ev.Invariants),
 	}
+	diverged := map[int]bool{}
+	for _, f := range rep.Findings {
+		if f.Kind == Diverged {
+			diverged[f.Step] = true
+		}
+	}
+	noise := replay.Noise{}
+	for _, f := range ev.Noise {
+		if noise[f.Step] == nil {
+			noise[f.Step] = map[string]bool{}
+		}
+		noise[f.Step][f.Path] = true
+	}
 	for _, s := range ev.New.Steps {
 		if s.Step < ev.Failure.Step && s.Ran {
 			ck.StepsCompared++
+		}
+		if s.Step > ev.Failure.Step {
+			ck.StepsAfterFailure++
+			if s.Ran {
+				ck.StepsAfterCompared++
+				if counted, _ := noise.Split(s.Diffs); len(counted) > 0 && !diverged[s.Step] {
+					ck.StepsAfterExplained++
+				}
+			}
 		}
 	}
 	for _, inv := range ev.Invariants {

@@ -106,12 +106,12 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	olds, nw := traces[:opts.OldRuns], traces[opts.OldRuns]
 
 	recorded := replay.Recorded(fx.Events, opts.Codec, opts.Classifier, opts.Normalizer)
-	noise := replay.FindNoise(recorded, f.Step, olds...)
-	oldInv := checkInvariants(opts.Invariants, opts.Codec, olds[0])
-	newInv := checkInvariants(opts.Invariants, opts.Codec, nw)
+	noise := replay.FindNoise(recorded, 0, olds...)
+	oldInv := checkInvariants(opts.Invariants, opts.Codec, olds[0], "")
+	newInv := checkInvariants(opts.Invariants, opts.Codec, nw, "")
 	ev := Evidence{
 		Failure:    *f,
-		Noise:      noise.List(),
+		Noise:      noise.Seen(recorded, olds...),
 		Old:        OldEvidence{Runs: opts.OldRuns, Clock: olds[0].Clock, Stopped: olds[0].Stopped},
 		New:        NewEvidence{Clock: nw.Clock, Stopped: nw.Stopped, Exit: nw.Exit},
 		Variants:   VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}},
@@ -121,21 +121,37 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		ev.Floor = &FloorEvidence{Floor: *fl, Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed}
 	}
 	for _, r := range newInv.results {
-		ev.Invariants = append(ev.Invariants, InvariantEvidence{Name: r.Name, Held: r.Held, FirstStep: r.FirstStep, Message: r.Message})
+		ie := InvariantEvidence{Name: r.Name, Held: r.Held, FirstStep: r.FirstStep, Message: r.Message,
+			NotEvaluable: r.NotEvaluable, NotEvaluableMessage: r.NotEvaluableMessage}
+		for _, inv := range opts.Invariants.Invariants {
+			if inv.Name == r.Name {
+				ie.Except = inv.Except
+			}
+		}
+		ev.Invariants = append(ev.Invariants, ie)
 	}
 	if ev.Noise == nil {
 		ev.Noise = []replay.NoiseField{}
 	}
+	var keys [][]string
+	if f.Step < len(steps) {
+		keys = learnKeys(steps, f.Step, old, opts)
+	}
 	for i, s := range steps {
 		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
-		if s.N <= f.Step {
-			o := olds[0].Steps[i]
-			ev.Old.Steps = append(ev.Old.Steps, StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: recorded[i].Outcome, Outcome: o.Outcome,
-				Violated: oldInv.violated[s.N]})
-		}
+		o := olds[0].Steps[i]
+		ev.Old.Steps = append(ev.Old.Steps, StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: recorded[i].Outcome, Outcome: o.Outcome,
+			Violated: oldInv.violated[s.N], NotEvaluable: oldInv.notEvaluable[s.N]})
 		n := nw.Steps[i]
-		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: recorded[i].Outcome, Outcome: n.Outcome, Violated: newInv.violated[s.N]}
-		if s.N < f.Step && n.Ran {
+		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: recorded[i].Outcome, Outcome: n.Outcome,
+			Violated: newInv.violated[s.N], NotEvaluable: newInv.notEvaluable[s.N], Output: n.Output}
+		if s.N >= f.Step {
+			se.KeysUnknown = i >= len(keys) || keys[i] == nil
+			if !se.KeysUnknown {
+				se.Keys = keys[i]
+			}
+		}
+		if n.Ran {
 			se.Diffs = replay.Compare(recorded[i], n)
 		}
 		ev.New.Steps = append(ev.New.Steps, se)

@@ -325,9 +325,89 @@ func TestWrongAnswerOnlyAnInvariantSees(t *testing.T) {
 	}
 
 	// Planted fault: long strings fixed, short ones now off by one. Step 8
-	// (after the failure, where outputs are not compared) breaks the invariant.
+	// (after the failure, on a key no changed step touched) answers
+	// differently from the recording, and breaks the invariant: diverged
+	// first at its step, the invariant a finding too.
 	moved := grade(redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenShortWrong)...))
-	if moved.Verdict != "invariant_violated(strlen-matches)@8" {
-		t.Errorf("candidate moving the wrong answer: %s, want invariant_violated(strlen-matches)@8; findings %+v", moved.Verdict, moved.Findings)
+	hasInv := false
+	for _, f := range moved.Findings {
+		hasInv = hasInv || f.Kind == "invariant_violated" && f.Step == 8 && f.Invariant == "strlen-matches"
+	}
+	if moved.Verdict != "diverged@8" || !hasInv {
+		t.Errorf("candidate moving the wrong answer: %s, want diverged@8 with invariant_violated(strlen-matches)@8 among the findings; findings %+v", moved.Verdict, moved.Findings)
+	}
+}
+
+func TestDeriveAfterTheFailure(t *testing.T) {
+	// Steps after the failing step 2 (an error): 3 reads key a (which the
+	// failing step wrote), 4 reads key b. A difference is explained only
+	// where the fix explains it.
+	ok := kavach.Outcome{Kind: kavach.OK}
+	errOut := kavach.Outcome{Kind: kavach.Error, Class: "ERR", Detail: "ERR boom"}
+	diff := []replay.Diff{{Step: 4, Path: "reply[0]", Want: `"1"`, Got: `"2"`}}
+	base := func() grade.Evidence {
+		return grade.Evidence{
+			Failure: kavach.Failure{Step: 2, Oracle: kavach.Oracle{Kind: kavach.Error}, Signature: "error:ERR boom"},
+			Old: grade.OldEvidence{Steps: []grade.StepEvidence{
+				{Step: 1, Ran: true, Recorded: ok, Outcome: ok}, {Step: 2, Ran: true, Recorded: errOut, Outcome: errOut},
+				{Step: 3, Ran: true, Recorded: ok, Outcome: ok}, {Step: 4, Ran: true, Recorded: ok, Outcome: ok}}},
+			New: grade.NewEvidence{Steps: []grade.StepEvidence{
+				{Step: 1, Ran: true, Recorded: ok, Outcome: ok}, {Step: 2, Ran: true, Recorded: errOut, Outcome: ok, Keys: []string{"a"}},
+				{Step: 3, Ran: true, Recorded: ok, Outcome: ok, Keys: []string{"a"}}, {Step: 4, Ran: true, Recorded: ok, Outcome: ok, Keys: []string{"b"}}}},
+		}
+	}
+	for _, tc := range []struct {
+		why  string
+		edit func(*grade.Evidence)
+		want string
+	}{
+		{"nothing differs", func(*grade.Evidence) {}, "fixed"},
+		{"a step on the key the failing step wrote", func(e *grade.Evidence) {
+			e.New.Steps[2].Diffs = []replay.Diff{{Step: 3, Path: "reply[0]", Want: `"1"`, Got: `"2"`}}
+		}, "fixed"},
+		{"a step on another key", func(e *grade.Evidence) { e.New.Steps[3].Diffs = diff }, "diverged@4"},
+		{"a step on another key, noise", func(e *grade.Evidence) {
+			e.New.Steps[3].Diffs = diff
+			e.Noise = []replay.NoiseField{{Step: 4, Path: "reply[0]"}}
+		}, "fixed"},
+		{"unknown keys depend on everything", func(e *grade.Evidence) {
+			e.New.Steps[3].Diffs, e.New.Steps[3].Keys, e.New.Steps[3].KeysUnknown = diff, nil, true
+		}, "fixed"},
+		{"a changed step passes its change on", func(e *grade.Evidence) {
+			e.New.Steps[2].Diffs, e.New.Steps[2].Keys = []replay.Diff{{Step: 3, Path: "reply[0]"}}, []string{"a", "b"}
+			e.New.Steps[3].Diffs = diff
+		}, "fixed"},
+		{"the old build showed the failure there", func(e *grade.Evidence) {
+			e.New.Steps[3].Diffs = diff
+			e.Old.Steps[3].Outcome = errOut
+		}, "fixed"},
+		{"a crash after the failure", func(e *grade.Evidence) {
+			e.New.Steps[3].Outcome = kavach.Outcome{Kind: kavach.Crash}
+		}, "diverged@4"},
+		{"a hang after the failure", func(e *grade.Evidence) {
+			e.New.Steps[3].Outcome = kavach.Outcome{Kind: kavach.Hang}
+		}, "diverged@4"},
+		{"a hang the recording and the old build show too", func(e *grade.Evidence) {
+			hang := kavach.Outcome{Kind: kavach.Hang}
+			e.New.Steps[3].Outcome, e.New.Steps[3].Recorded, e.Old.Steps[3].Outcome = hang, hang, hang
+		}, "fixed"},
+		{"any error at the failing step, by the oracle", func(e *grade.Evidence) {
+			e.New.Steps[1].Outcome = kavach.Outcome{Kind: kavach.Error, Class: "ERR", Detail: "ERR other"}
+		}, "still_failing@2"},
+		{"another error after it is no recurrence", func(e *grade.Evidence) {
+			e.New.Steps[3].Outcome = kavach.Outcome{Kind: kavach.Error, Class: "ERR", Detail: "ERR other"}
+		}, "fixed"},
+		{"not evaluable at the failing step", func(e *grade.Evidence) {
+			e.Invariants = []grade.InvariantEvidence{{Name: "inv", Held: true, NotEvaluable: []int{2}, NotEvaluableMessage: "inv: not evaluable: no such overload at step 2"}}
+		}, "unverified(not-evaluable: inv: not evaluable: no such overload at step 2)"},
+		{"not evaluable elsewhere", func(e *grade.Evidence) {
+			e.Invariants = []grade.InvariantEvidence{{Name: "inv", Held: true, NotEvaluable: []int{3}}}
+		}, "fixed"},
+	} {
+		ev := base()
+		tc.edit(&ev)
+		if got, _ := grade.Derive(ev); got.String() != tc.want {
+			t.Errorf("%s: Derive = %s, want %s", tc.why, got, tc.want)
+		}
 	}
 }

@@ -7,17 +7,19 @@ import (
 )
 
 // checked is a trace's invariant results, and per step the invariants it
-// violated.
+// violated and those that could not be evaluated there.
 type checked struct {
-	results  []invariants.Result
-	violated map[int][]string
+	results      []invariants.Result
+	violated     map[int][]string
+	notEvaluable map[int][]string
 }
 
-// checkInvariants evaluates the invariants on a trace. With no
-// invariants, or an integration that cannot inspect requests, nothing
-// is checked.
-func checkInvariants(set *invariants.Set, codec kavach.Codec, tr *replay.Trace) checked {
-	c := checked{violated: map[int][]string{}}
+// checkInvariants evaluates the invariants on a trace of a replay of the
+// fixture (kind "") or of a variant of that kind, whose invariants
+// excepting it are not checked. With no invariants, or an integration
+// that cannot inspect requests, nothing is checked.
+func checkInvariants(set *invariants.Set, codec kavach.Codec, tr *replay.Trace, kind string) checked {
+	c := checked{violated: map[int][]string{}, notEvaluable: map[int][]string{}}
 	insp, ok := codec.(kavach.Inspector)
 	if set == nil || !ok {
 		return c
@@ -28,10 +30,13 @@ func checkInvariants(set *invariants.Set, codec kavach.Codec, tr *replay.Trace) 
 		steps[i] = invariants.Step{N: s.N, Time: s.Virtual, Request: insp.Inspect(s.Request), Writes: writes, Sets: value,
 			Replies: s.Output, Outcome: s.Outcome.String(), Ran: s.Ran}
 	}
-	c.results = set.Check(steps)
+	c.results = set.CheckVariant(steps, kind)
 	for _, r := range c.results {
 		for _, n := range r.Violations {
 			c.violated[n] = append(c.violated[n], r.Name)
+		}
+		for _, n := range r.NotEvaluable {
+			c.notEvaluable[n] = append(c.notEvaluable[n], r.Name)
 		}
 	}
 	return c
@@ -40,7 +45,7 @@ func checkInvariants(set *invariants.Set, codec kavach.Codec, tr *replay.Trace) 
 // Violated is, per step of a trace, the invariants of set it violates
 // (kavach replay judges an invariant failure with it).
 func Violated(set *invariants.Set, codec kavach.Codec, tr *replay.Trace) map[int][]string {
-	return checkInvariants(set, codec, tr).violated
+	return checkInvariants(set, codec, tr, "").violated
 }
 
 // message is the first violation message at step n, or "".

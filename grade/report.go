@@ -130,7 +130,7 @@ type Durations struct {
 // Evidence is everything the verdict is derived from.
 type Evidence struct {
 	Failure kavach.Failure `json:"failure"`
-	// Old is the old build's replays against the recording, up to the failure.
+	// Old is the old build's replays against the recording.
 	Old OldEvidence `json:"old"`
 	// Noise is what differed between the recording and the old build's
 	// replays: excluded from comparisons, listed here.
@@ -166,7 +166,7 @@ type OldEvidence struct {
 	Runs    int            `json:"runs"`
 	Clock   string         `json:"clock"`
 	Stopped string         `json:"stopped,omitempty"`
-	Steps   []StepEvidence `json:"steps"` // steps 1..F of the first run
+	Steps   []StepEvidence `json:"steps"` // every step of the first run
 }
 
 // NewEvidence is what the new build's replay showed.
@@ -189,27 +189,40 @@ type StepEvidence struct {
 	Diffs []replay.Diff `json:"diffs,omitempty"`
 	// Violated are the invariants that did not hold at this step.
 	Violated []string `json:"violated,omitempty"`
+	// NotEvaluable are the invariants that could not be evaluated here.
+	NotEvaluable []string `json:"not_evaluable,omitempty"`
+	// Output is the build's normalized replies (the new build's, for
+	// every step: the failing step and the later ones included).
+	Output []any `json:"output,omitempty"`
+	// Keys are the keys (or resources) the step touches, from the failing
+	// step on; KeysUnknown when the integration cannot tell (the step may
+	// depend on anything).
+	Keys        []string `json:"keys,omitempty"`
+	KeysUnknown bool     `json:"keys_unknown,omitempty"`
 }
 
 // VariantsEvidence is the variants generated and what each did.
 type VariantsEvidence struct {
-	Generated   int               `json:"generated"`   // variants of the incident
-	Reproducing int               `json:"reproducing"` // of those, failing on the old build with the recorded signature
-	Regression  int               `json:"regression"`  // regression variants
-	Handled     int               `json:"handled"`     // of those, handled by the old build without failing
-	Passing     int               `json:"passing"`     // kept variants of either kind that the new build passes
-	Min         int               `json:"min"`
-	Note        string            `json:"note,omitempty"`
-	List        []VariantEvidence `json:"list"`
+	Generated   int    `json:"generated"`   // variants of the incident
+	Reproducing int    `json:"reproducing"` // of those, failing on the old build with the recorded signature
+	Regression  int    `json:"regression"`  // regression variants
+	Handled     int    `json:"handled"`     // of those, handled by the old build without failing
+	Passing     int    `json:"passing"`     // kept variants of either kind that the new build passes
+	Min         int    `json:"min"`
+	Note        string `json:"note,omitempty"`
+	// Excluded are the variant kinds the fixture excludes (kavach mark --exclude).
+	Excluded []string          `json:"excluded_kinds,omitempty"`
+	List     []VariantEvidence `json:"list"`
 }
 
 // VariantEvidence is one variant and its outcomes.
 type VariantEvidence struct {
 	K           int    `json:"k"`
+	Kind        string `json:"kind,omitempty"` // kavach.VariantKinds
 	Description string `json:"description"`
 	Regression  bool   `json:"regression,omitempty"`
 	// Kept: a variant of the incident that fails on the old build with the
-	// recorded signature (at OldStep), or a regression variant the old
+	// recorded signature at the varied failing request (OldStep), or a regression variant the old
 	// build handled without failing. Only kept variants count.
 	Kept       bool           `json:"kept"`
 	OldStep    int            `json:"old_step,omitempty"`
@@ -229,6 +242,12 @@ type InvariantEvidence struct {
 	Held      bool   `json:"held"`
 	FirstStep int    `json:"first_violation,omitempty"`
 	Message   string `json:"message,omitempty"`
+	// NotEvaluable are the steps where it could not be evaluated (no
+	// violation there); NotEvaluableMessage says why at the first.
+	NotEvaluable        []int  `json:"not_evaluable,omitempty"`
+	NotEvaluableMessage string `json:"not_evaluable_message,omitempty"`
+	// Except are the variant kinds it does not speak for.
+	Except []string `json:"except,omitempty"`
 }
 
 // Derive computes the findings and the headline verdict from evidence
@@ -266,12 +285,17 @@ func Derive(ev Evidence) (Parts, []Finding) {
 		}
 		// An invariant failure recurring at another step is that invariant
 		// violated there (invariant_violated), not the failing step still failing.
-		again := recurs(ev.Failure, s.Outcome, s.Violated) && (ev.Failure.Oracle.Invariant == "" || s.Step == F)
+		// At the failing step the oracle decides (an oracle "error" fires
+		// on any error there, whatever the signature's message); later,
+		// the signature (the failure recurring, moved).
+		again := recurs(ev.Failure, s.Outcome, s.Violated) && (ev.Failure.Oracle.Invariant == "" || s.Step == F) ||
+			s.Step == F && ev.Failure.Oracle.Fires(s.Outcome)
 		if again || s.Step == F && (s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang) {
 			findings = append(findings, Finding{Parts: Parts{Kind: StillFailing, Step: s.Step}, Request: s.Request,
 				Expected: s.Recorded, Outcome: s.Outcome, Detail: s.Outcome.Detail})
 		}
 	}
+	findings = append(findings, afterFailure(ev, noise)...)
 	for _, inv := range ev.Invariants {
 		if !inv.Held {
 			findings = append(findings, Finding{Parts: Parts{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message})
@@ -295,6 +319,11 @@ func Derive(ev Evidence) (Parts, []Finding) {
 	findings = append(findings, variantFindings...)
 	if len(findings) > 0 {
 		return findings[0].Parts, findings
+	}
+	for _, inv := range ev.Invariants {
+		if slices.Contains(inv.NotEvaluable, F) {
+			return Parts{Kind: Unverified, Reason: "not-evaluable: " + inv.NotEvaluableMessage}, findings
+		}
 	}
 	if v := ev.Variants; v.Reproducing < v.Min {
 		return Parts{Kind: Unverified, Reason: fmt.Sprintf("variants: %d of %d reproduce, need %d", v.Reproducing, v.Generated, v.Min)}, findings
@@ -330,6 +359,8 @@ func notReproduced(ev Evidence) string {
 			return fmt.Sprintf("the old build's replay stopped before step %d: %s", s.Step, ev.Old.Stopped)
 		case s.Step < F && (s.Outcome.Kind != s.Recorded.Kind || s.Outcome.Class != s.Recorded.Class):
 			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", s.Step, s.Outcome, s.Recorded)
+		case s.Step == F && ev.Failure.Oracle.Invariant != "" && slices.Contains(s.NotEvaluable, ev.Failure.Oracle.Invariant):
+			return fmt.Sprintf("invariant %s is not evaluable at step %d on the old build", ev.Failure.Oracle.Invariant, F)
 		case s.Step == F && !recurs(ev.Failure, s.Outcome, s.Violated):
 			got := s.Outcome.String()
 			if ev.Failure.Oracle.Invariant != "" {

@@ -54,8 +54,10 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 	}
 	schema, note := learnSchema(fx, old, opts)
 	vs := variants.Generate(fx.Events, fx.Failure.Step, variants.Options{
-		Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed})
+		Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed,
+		Exclude: fx.Failure.ExcludeVariants})
 	ve.Note = note
+	ve.Excluded = fx.Failure.ExcludeVariants
 	results := make([]VariantEvidence, len(vs))
 	var (
 		next   atomic.Int64
@@ -73,7 +75,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 					return
 				}
 				if opts.FailFast && failed.Load() {
-					results[i] = VariantEvidence{K: vs[i].K, Description: vs[i].Description, Regression: vs[i].Regression, Skipped: true}
+					results[i] = VariantEvidence{K: vs[i].K, Kind: vs[i].Kind, Description: vs[i].Description, Regression: vs[i].Regression, Skipped: true}
 					continue
 				}
 				results[i] = runVariant(ctx, vs[i], *fx.Failure, old, new, ropts, noise, opts)
@@ -112,24 +114,33 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 
 // runVariant replays one variant on the old build and, if it is kept, on
 // the new one, and says where the new build failed it.
+//
+// A variant of the incident is kept when the old build fails at the
+// varied failing request (the step whose origin is the failing step) with
+// the recorded signature, or the failure's invariant violated there; a
+// failure elsewhere does not count. A regression variant is kept when the
+// old build fails nowhere. The new build fails a kept variant at a step
+// only when it shows a failure there: a crash, a hang, an invariant
+// violated, the recorded signature (unless the old build gave the very
+// same answer there and it is not the failing request: an unrelated error
+// both builds give is none of the new build's doing), or, before the old
+// build's failing step and where the old build did not fail, an output
+// different from the old build's, noise of the step's origin excluded.
 func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, opts Options) VariantEvidence {
-	r := VariantEvidence{K: v.K, Description: v.Description, Regression: v.Regression}
+	r := VariantEvidence{K: v.K, Kind: v.Kind, Description: v.Description, Regression: v.Regression}
 	ropts.Shift = v.ShiftAt
 	ot, err := runRetry(ctx, old, v.Events, ropts)
 	if err != nil {
 		r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 		return r
 	}
-	oldInv := checkInvariants(opts.Invariants, opts.Codec, ot)
-	// failedAt: the step failed: the recorded failure recurred, or it crashed or hung.
-	failedAt := func(s replay.StepResult, inv checked) bool {
-		return recurs(f, s.Outcome, inv.violated[s.N]) || s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang
-	}
+	oldInv := checkInvariants(opts.Invariants, opts.Codec, ot, v.Kind)
+	broken := func(s replay.StepResult) bool { return s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang }
 	limit := 0 // steps before limit must give the old build's outputs
 	if v.Regression {
 		r.Kept = true
 		for _, s := range ot.Steps {
-			if s.Ran && failedAt(s, oldInv) {
+			if s.Ran && (recurs(f, s.Outcome, oldInv.violated[s.N]) || broken(s)) {
 				r.Kept, r.OldStep, r.OldOutcome = false, s.N, s.Outcome
 				break
 			}
@@ -137,13 +148,19 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		limit = len(ot.Steps) + 1
 	} else {
 		for _, s := range ot.Steps {
-			if s.Ran && recurs(f, s.Outcome, oldInv.violated[s.N]) {
+			if !s.Ran || originOf(v, s.N) != f.Step {
+				continue
+			}
+			if recurs(f, s.Outcome, oldInv.violated[s.N]) {
 				r.Kept, r.OldStep, r.OldOutcome = true, s.N, s.Outcome
 				if m := oldInv.message(s.N); m != "" {
 					r.OldOutcome.Detail = m
 				}
-				break
+			} else {
+				r.OldStep, r.OldOutcome = s.N, s.Outcome
+				r.OldOutcome.Detail = "at the varied failing request: " + describeOutcome(s.Outcome)
 			}
+			break
 		}
 		limit = r.OldStep
 	}
@@ -158,30 +175,41 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r.StartError = fmt.Sprintf("variant %d: the new build did not start, twice: %v", v.K, err)
 		return r
 	}
-	newInv := checkInvariants(opts.Invariants, opts.Codec, nt)
+	newInv := checkInvariants(opts.Invariants, opts.Codec, nt, v.Kind)
 	for i, s := range nt.Steps {
 		if !s.Ran {
 			break
 		}
-		if failedAt(s, newInv) || len(newInv.violated[s.N]) > 0 {
+		var o *replay.StepResult
+		if i < len(ot.Steps) && ot.Steps[i].Ran {
+			o = &ot.Steps[i]
+		}
+		// The same answer as the old build's, at a step that is not the
+		// old build's failure: whatever it is, the new build did not cause it.
+		same := o != nil && s.N != r.OldStep && len(replay.Compare(*o, s)) == 0
+		signature := recurs(f, s.Outcome, newInv.violated[s.N]) && !same
+		if broken(s) || signature || len(newInv.violated[s.N]) > 0 {
 			r.FailedStep, r.NewOutcome = s.N, s.Outcome
-			if m := newInv.message(s.N); m != "" && s.Outcome.Kind != kavach.Crash && s.Outcome.Kind != kavach.Hang {
+			if m := newInv.message(s.N); m != "" && !broken(s) {
 				r.NewOutcome.Detail = m
 			}
 			return r
 		}
-		if s.N >= limit {
+		// Outputs are compared before the old build's failing step, where
+		// the old build did not fail: an answer that was itself a failure
+		// (an invariant it broke, the signature) may rightly change.
+		if s.N >= limit || o == nil || broken(*o) || recurs(f, o.Outcome, oldInv.violated[s.N]) || len(oldInv.violated[s.N]) > 0 {
 			continue
 		}
-		var counted []replay.Diff
-		for _, d := range replay.Compare(ot.Steps[i], s) {
-			if origin := originOf(v, s.N); origin == 0 || !noise.Covers(origin, d.Path) {
-				counted = append(counted, d)
-			}
+		// Noise of the step's origin is skipped before diffing.
+		var skip func(string) bool
+		if origin := originOf(v, s.N); origin != 0 {
+			skip = func(path string) bool { return noise.Covers(origin, path) }
 		}
+		counted := replay.CompareSkipping(*o, s, skip)
 		if len(counted) > 0 {
 			r.FailedStep, r.NewOutcome, r.Diffs = s.N, s.Outcome, counted
-			r.OldOutcome = ot.Steps[i].Outcome
+			r.OldOutcome = o.Outcome
 			return r
 		}
 	}
@@ -199,6 +227,15 @@ func runRetry(ctx context.Context, l kavach.Launch, events []kavach.Event, opts 
 		tr, err = replay.Run(ctx, l, events, opts)
 	}
 	return tr, err
+}
+
+// describeOutcome is an outcome for a person: its signature, and its detail.
+func describeOutcome(o kavach.Outcome) string {
+	s := kavach.ErrorSignature(o)
+	if o.Detail != "" && o.Kind != kavach.Error {
+		s += ": " + o.Detail
+	}
+	return s
 }
 
 func originOf(v variants.Variant, step int) int {

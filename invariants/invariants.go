@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,9 @@ import (
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/ext"
+
+	"github.com/kavach-dev/kavach"
 )
 
 // CostLimit bounds one evaluation of one expression (CEL's cost units:
@@ -40,8 +44,11 @@ type Invariant struct {
 	Description string
 	When        string // CEL, bool; empty: every step
 	Check       string // CEL, bool
-	File        string
-	Line        int // of its name
+	// Except are the variant kinds (kavach.VariantKinds) the invariant
+	// does not speak for: it is not checked on their replays.
+	Except []string
+	File   string
+	Line   int // of its name
 
 	when, check cel.Program
 }
@@ -85,7 +92,8 @@ func Load(path string) (*Set, error) {
 //
 // The format: invariants separated by blank lines; each a few "key:
 // value" lines with keys name (required, letters, digits, - and _),
-// description, when and check (required). A value may continue on the
+// description, when, except (variant kinds, separated by commas or
+// spaces) and check (required). A value may continue on the
 // following lines that are indented. Lines starting with # are comments.
 func Parse(file, src string) (*Set, error) {
 	s := &Set{File: file}
@@ -129,6 +137,12 @@ func Parse(file, src string) (*Set, error) {
 		if d := cur["description"]; d != nil {
 			inv.Description = strings.TrimSpace(d.value)
 		}
+		if e := cur["except"]; e != nil {
+			inv.Except = strings.FieldsFunc(e.value, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+			if err := kavach.CheckVariantKinds(inv.Except); err != nil {
+				return &CompileError{file, e.line, e.col + 1, fmt.Sprintf("invariant %q: except: %v", n, err)}
+			}
+		}
 		var err error
 		if inv.check, err = compile(env, file, check.value, check.line, check.col); err != nil {
 			return err
@@ -164,8 +178,8 @@ func Parse(file, src string) (*Set, error) {
 		}
 		key, value, ok := strings.Cut(line, ":")
 		key = strings.TrimSpace(key)
-		if !ok || (key != "name" && key != "description" && key != "when" && key != "check") {
-			return nil, &CompileError{file, ln, 1, fmt.Sprintf("want \"name:\", \"description:\", \"when:\" or \"check:\", got %.40q", line)}
+		if !ok || (key != "name" && key != "description" && key != "when" && key != "except" && key != "check") {
+			return nil, &CompileError{file, ln, 1, fmt.Sprintf("want \"name:\", \"description:\", \"when:\", \"except:\" or \"check:\", got %.40q", line)}
 		}
 		if cur == nil {
 			cur, curLine = map[string]*field{}, ln
@@ -221,10 +235,13 @@ func compile(env *cel.Env, file, expr string, line, col int) (cel.Program, error
 	return prg, nil
 }
 
-// env declares the variables and functions of docs/invariants.md.
+// env declares the variables and functions of docs/invariants.md: CEL's
+// standard library, its extensions for strings, lists, math and cel.bind,
+// and Kavach's own.
 func (s *Set) env() (*cel.Env, error) {
 	stepType := cel.MapType(cel.StringType, cel.DynType)
 	return cel.NewEnv(
+		ext.Strings(), ext.Lists(), ext.Math(), ext.Bindings(),
 		cel.Variable("step", cel.IntType),
 		cel.Variable("time", cel.TimestampType),
 		cel.Variable("req", cel.MapType(cel.StringType, cel.DynType)),
@@ -289,12 +306,25 @@ type Result struct {
 	FirstStep  int    `json:"first_violation,omitempty"`
 	Message    string `json:"message,omitempty"`
 	Violations []int  `json:"violations,omitempty"` // every step where it did not hold
+	// NotEvaluable are the steps where an expression could not be
+	// evaluated (an error, the cost limit, not a bool): neither held nor
+	// violated there. NotEvaluableMessage says why, at the first.
+	NotEvaluable        []int  `json:"not_evaluable,omitempty"`
+	NotEvaluableMessage string `json:"not_evaluable_message,omitempty"`
+	// Excepted: the invariant was not checked, the replay being of a
+	// variant kind it names in except.
+	Excepted bool `json:"excepted,omitempty"`
 }
 
-// Check evaluates every invariant on every step that ran. An expression
-// that errors, exceeds its cost or gives something other than true does
-// not hold there; the message says why.
-func (s *Set) Check(steps []Step) []Result {
+// Check evaluates every invariant on every step that ran. A check that
+// gives false does not hold there; an expression that errors, exceeds its
+// cost or gives something other than a bool is not evaluable there, which
+// is no violation. The messages say why.
+func (s *Set) Check(steps []Step) []Result { return s.CheckVariant(steps, "") }
+
+// CheckVariant is Check on the replay of a variant of the given kind:
+// the invariants whose except names the kind are not checked (Excepted).
+func (s *Set) CheckVariant(steps []Step, kind string) []Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &state{steps: steps}
@@ -302,7 +332,7 @@ func (s *Set) Check(steps []Step) []Result {
 	defer func() { s.cur = nil }()
 	results := make([]Result, len(s.Invariants))
 	for i, inv := range s.Invariants {
-		results[i] = Result{Name: inv.Name, Held: true}
+		results[i] = Result{Name: inv.Name, Held: true, Excepted: kind != "" && slices.Contains(inv.Except, kind)}
 	}
 	var history []any
 	for i, p := range steps {
@@ -324,23 +354,33 @@ func (s *Set) Check(steps []Step) []Result {
 			vars["steps"] = []any{}
 		}
 		for j, inv := range s.Invariants {
-			if inv.when != nil {
-				ok, _ := eval(inv.when, vars)
-				if !ok {
-					continue
-				}
-			}
-			ok, why := eval(inv.check, vars)
-			if ok {
+			r := &results[j]
+			if r.Excepted {
 				continue
 			}
-			r := &results[j]
-			r.Violations = append(r.Violations, p.N)
-			if r.Held {
-				r.Held, r.FirstStep = false, p.N
-				r.Message = fmt.Sprintf("%s: %s", inv.Name, why)
-				if inv.Description != "" {
-					r.Message = fmt.Sprintf("%s (%s): %s", inv.Name, inv.Description, why)
+			v, why := verdictTrue, ""
+			if inv.when != nil {
+				v, why = eval(inv.when, vars)
+			}
+			if v == verdictTrue {
+				v, why = eval(inv.check, vars)
+			} else if v == verdictFalse {
+				continue // the invariant does not apply here
+			}
+			switch v {
+			case verdictError:
+				r.NotEvaluable = append(r.NotEvaluable, p.N)
+				if r.NotEvaluableMessage == "" {
+					r.NotEvaluableMessage = fmt.Sprintf("%s: not evaluable: %s at step %d", inv.Name, why, p.N)
+				}
+			case verdictFalse:
+				r.Violations = append(r.Violations, p.N)
+				if r.Held {
+					r.Held, r.FirstStep = false, p.N
+					r.Message = fmt.Sprintf("%s: %s", inv.Name, why)
+					if inv.Description != "" {
+						r.Message = fmt.Sprintf("%s (%s): %s", inv.Name, inv.Description, why)
+					}
 				}
 			}
 		}
@@ -349,21 +389,31 @@ func (s *Set) Check(steps []Step) []Result {
 	return results
 }
 
-// eval runs a program and says whether it gave true, and if not, why.
-func eval(prg cel.Program, vars map[string]any) (bool, string) {
+// An evaluation gives true, false, or an error.
+type verdict int
+
+const (
+	verdictTrue verdict = iota
+	verdictFalse
+	verdictError
+)
+
+// eval runs a program and says whether it gave true, false or could not
+// be evaluated, and, if not true, why.
+func eval(prg cel.Program, vars map[string]any) (verdict, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	out, _, err := prg.ContextEval(ctx, vars)
 	if err != nil {
-		return false, "evaluation failed: " + err.Error()
+		return verdictError, err.Error()
 	}
 	if b, ok := out.Value().(bool); ok {
 		if b {
-			return true, ""
+			return verdictTrue, ""
 		}
-		return false, "the check is false"
+		return verdictFalse, "the check is false"
 	}
-	return false, fmt.Sprintf("the check gave %v, not a bool", out.Value())
+	return verdictError, fmt.Sprintf("the expression gave %v, not a bool", out.Value())
 }
 
 // Names lists the invariants' names.

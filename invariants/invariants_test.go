@@ -2,6 +2,7 @@ package invariants
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -116,12 +117,112 @@ check: [1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,
 	}
 	start := time.Now()
 	r := s.Check(strlenSteps()[:1])
-	// The cost limit stops it; on a loaded machine the one-second timeout
-	// may come first. Either way it is stopped, and says why.
-	if r[0].Held || !(strings.Contains(r[0].Message, "cost") || strings.Contains(r[0].Message, "deadline exceeded")) {
-		t.Errorf("result %+v, want a failure for exceeding the cost limit (or, under load, the time limit)", r[0])
+	// The cost limit stops it (on a loaded machine the one-second time
+	// limit may come first): either way the step is not evaluable, and
+	// the message says why.
+	if len(r[0].NotEvaluable) != 1 || !(strings.Contains(r[0].NotEvaluableMessage, "cost") || strings.Contains(r[0].NotEvaluableMessage, "deadline exceeded")) {
+		t.Errorf("result %+v, want the step not evaluable for exceeding the cost limit (or, under load, the time limit)", r[0])
 	}
 	if time.Since(start) > 30*time.Second {
 		t.Errorf("took %s", time.Since(start))
+	}
+}
+
+func TestNotEvaluableIsNoViolation(t *testing.T) {
+	// GET of a missing key answers nil: "reply.startsWith" meets null, a
+	// "no such overload" error. That says nothing about the build: the
+	// step is not evaluable, never a violation.
+	s, err := Parse("nil.inv", `name: greeting
+when: req.command == "GET"
+check: reply.startsWith("hello")
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []Step{
+		{N: 1, Ran: true, Request: map[string]any{"command": "GET", "args": []any{"k"}}, Replies: []any{"hello world"}, Outcome: "ok"},
+		{N: 2, Ran: true, Request: map[string]any{"command": "GET", "args": []any{"missing"}}, Replies: []any{nil}, Outcome: "ok"},
+		{N: 3, Ran: true, Request: map[string]any{"command": "GET", "args": []any{"k"}}, Replies: []any{"bye"}, Outcome: "ok"},
+	}
+	r := s.Check(steps)[0]
+	if r.Held || r.FirstStep != 3 || len(r.Violations) != 1 {
+		t.Errorf("result %+v: want violated at step 3 only", r)
+	}
+	if len(r.NotEvaluable) != 1 || r.NotEvaluable[0] != 2 || !strings.Contains(r.NotEvaluableMessage, "not evaluable: no such overload") ||
+		!strings.HasSuffix(r.NotEvaluableMessage, "at step 2") {
+		t.Errorf("not evaluable %v %q: want step 2, no such overload", r.NotEvaluable, r.NotEvaluableMessage)
+	}
+}
+
+func TestExcept(t *testing.T) {
+	s, err := Parse("x.inv", `name: idle-bound
+except: clock-back, twice
+check: false
+
+name: always
+check: false
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Invariants[0].Except; len(got) != 2 || got[0] != "clock-back" || got[1] != "twice" {
+		t.Fatalf("except = %q", got)
+	}
+	r := s.CheckVariant(strlenSteps()[:1], "clock-back")
+	if !r[0].Excepted || !r[0].Held || r[1].Excepted || r[1].Held {
+		t.Errorf("on a clock-back variant: %+v, want idle-bound excepted, always violated", r)
+	}
+	if r := s.CheckVariant(strlenSteps()[:1], "clock-forward"); r[0].Excepted || r[0].Held {
+		t.Errorf("on a clock-forward variant: %+v, want idle-bound checked", r[0])
+	}
+	var ce *CompileError
+	if _, err := Parse("x.inv", "name: a\nexcept: clock-sideways\ncheck: true\n"); !errors.As(err, &ce) || ce.Line != 2 || !strings.Contains(ce.Msg, `"clock-sideways"`) {
+		t.Errorf("unknown kind: %v, want an error at line 2 naming it", err)
+	}
+}
+
+func TestExtensions(t *testing.T) {
+	// CEL's extensions: strings, lists, math, cel.bind.
+	s, err := Parse("ext.inv", `name: strings
+check: "a,b,c".split(",").size() == 3 && "Hello".lowerAscii() == "hello" && "x-%d".format([7]) == "x-7"
+
+name: lists
+check: [3, 1, 2].sort() == [1, 2, 3] && [[1], [2, 3]].flatten() == [1, 2, 3] && lists.range(3) == [0, 1, 2]
+
+name: math
+check: math.greatest(1, 5, 3) == 5 && math.abs(-4) == 4
+
+name: bind
+check: cel.bind(n, size(req.args), n == 2)
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s.Check(strlenSteps()[:1]) {
+		if !r.Held || len(r.NotEvaluable) > 0 {
+			t.Errorf("%s: %+v", r.Name, r)
+		}
+	}
+}
+
+func TestDocExamplesCompile(t *testing.T) {
+	// Every invariant shown in docs/invariants.md compiles.
+	b, err := os.ReadFile("../docs/invariants.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(b), "```")
+	n := 0
+	for i := 1; i < len(blocks); i += 2 {
+		if !strings.Contains(blocks[i], "name:") || strings.Contains(blocks[i], "kavach ") {
+			continue
+		}
+		if _, err := Parse("docs/invariants.md", strings.TrimPrefix(blocks[i], "\n")); err != nil {
+			t.Errorf("block %d: %v\n%s", i/2+1, err, blocks[i])
+		}
+		n++
+	}
+	if n < 5 {
+		t.Errorf("found %d invariant blocks, want the doc's examples", n)
 	}
 }

@@ -10,9 +10,11 @@ import (
 
 // FailureAt builds the failure a person declares with `kavach mark`: step n
 // of the fixture fails by oracle. The signature is the oracle made as
-// specific as the recording allows (an "error" oracle whose step shows a
-// WRONGTYPE reply gets the signature "error:WRONGTYPE"), and the evidence
-// is what the recording shows at that step. codec may be nil.
+// specific as the recording allows (an "error" oracle whose step shows
+// the reply "-ERR value is not an integer or out of range" gets that
+// signature, its variable parts masked: kavach.ErrorSignature; an oracle
+// "error:CLASS" stays the loose class), and the evidence is what the
+// recording shows at that step. codec may be nil.
 func FailureAt(fx *fixtures.Fixture, codec kavach.Codec, n int, oracle kavach.Oracle) (kavach.Failure, error) {
 	steps := kavach.Steps(fx.Events, codec)
 	if n < 1 || n > len(steps) {
@@ -28,14 +30,12 @@ func FailureAt(fx *fixtures.Fixture, codec kavach.Codec, n int, oracle kavach.Or
 		ev = append(ev, "connection closed by the server")
 	}
 	f.Evidence = strings.Join(ev, "; ")
-	if cl, ok := codec.(kavach.Classifier); ok && oracle.Kind == kavach.Error && oracle.Class == "" && len(s.Responses) > 0 {
+	if cl, ok := codec.(kavach.Classifier); ok && oracle.Kind == kavach.Error && len(s.Responses) > 0 {
 		var data [][]byte
 		for _, r := range s.Responses {
 			data = append(data, r.Data)
 		}
-		if out := cl.Classify(s.Request.Data, data); out.Kind == kavach.Error && out.Class != "" {
-			f.Signature = "error:" + out.Class
-		}
+		f.Signature = oracle.SignatureFor(cl.Classify(s.Request.Data, data))
 	}
 	return f, nil
 }

@@ -554,7 +554,7 @@ func (p *Proxy) record(c *proxyConn, dir kavach.Direction, batch []message) {
 		if p.failure == nil && p.opts.FailOn != nil && m.flags&kavach.ParseError == 0 {
 			out := p.opts.Classifier.Classify(w.request, [][]byte{m.data})
 			if p.opts.FailOn.Fires(out) {
-				p.setFailure(kavach.Failure{Step: w.step, Oracle: *p.opts.FailOn, Signature: "error:" + out.Class, Evidence: out.Detail})
+				p.setFailure(kavach.Failure{Step: w.step, Oracle: *p.opts.FailOn, Signature: p.opts.FailOn.SignatureFor(out), Evidence: out.Detail})
 			}
 		}
 		if w.left--; w.left == 0 {

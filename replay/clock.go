@@ -16,7 +16,7 @@ const LibFaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 // timestamp file that the build re-reads on every clock call
 // (FAKETIME_NO_CACHE=1). Set writes the file to a temporary name and
 // renames it into place, because a half-written file kills the build and
-// a missing one silently gives real time (DESIGN §6). The monotonic clock
+// a missing one silently gives real time (docs/replay.md). The monotonic clock
 // is left real (FAKETIME_DONT_FAKE_MONOTONIC=1): faking it freezes event
 // loops. docs/replay.md has the measurements behind these choices.
 type Clock struct {
@@ -119,7 +119,7 @@ func clockDir() string {
 
 // cleanShm removes what libfaketime leaves in /dev/shm when a process
 // using it is killed; a later process with the same pid would fail to
-// start (DESIGN §6).
+// start (docs/replay.md).
 func cleanShm(pid int) {
 	for _, name := range []string{fmt.Sprintf("faketime_shm_%d", pid), fmt.Sprintf("sem.faketime_sem_%d", pid)} {
 		os.Remove(filepath.Join("/dev/shm", name))

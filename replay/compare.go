@@ -3,11 +3,12 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"hash"
+	"hash/fnv"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/kavach-dev/kavach"
 )
@@ -50,64 +51,323 @@ func (d Diff) String() string {
 
 // Compare lists where got differs from want at one step: the outcome kind
 // and class, then every path of the normalized output that differs.
-func Compare(want, got StepResult) []Diff {
+func Compare(want, got StepResult) []Diff { return CompareSkipping(want, got, nil) }
+
+// CompareSkipping is Compare with the paths skip reports (noise) left out
+// before they are diffed: neither descended into nor reported. skip may
+// be nil.
+//
+// The cost is bounded by the size of the trees: equal subtrees are
+// recognised (by equality, and in lists of different lengths by hash)
+// before anything is aligned, and lists are aligned in one pass over the
+// elements' hashes (common prefix and suffix, then insertions and
+// deletions found by hash), never by an edit distance over whole replies.
+// Multi-line strings (a text body, INFO) are compared line by line, and a
+// line of the same number of whitespace-separated tokens token by token:
+// "reply[0].body:3" is line 3 of the body, "reply[0].body:3:2" its second
+// token.
+func CompareSkipping(want, got StepResult, skip func(path string) bool) []Diff {
 	var diffs []Diff
 	if want.Outcome.Kind != got.Outcome.Kind || want.Outcome.Class != got.Outcome.Class {
 		diffs = append(diffs, Diff{Step: want.N, Path: "outcome", Want: want.Outcome.String(), Got: got.Outcome.String()})
 	}
-	var rep pathReporter
-	cmp.Equal(want.Output, got.Output, cmp.Reporter(&rep))
-	for _, d := range rep.diffs {
-		d.Step = want.N
-		diffs = append(diffs, d)
+	d := differ{skip: skip}
+	d.list("reply", want.Output, got.Output, func(i int) string { return fmt.Sprintf("reply[%d]", i) })
+	for _, x := range d.diffs {
+		x.Step = want.N
+		diffs = append(diffs, x)
 	}
 	return diffs
 }
 
-// pathReporter collects the path and both values of every difference.
-type pathReporter struct {
-	path  cmp.Path
+// differ walks two normalized trees and collects their differences.
+type differ struct {
+	skip  func(path string) bool
 	diffs []Diff
 }
 
-func (r *pathReporter) PushStep(ps cmp.PathStep) { r.path = append(r.path, ps) }
-func (r *pathReporter) PopStep()                 { r.path = r.path[:len(r.path)-1] }
+func (d *differ) add(path string, want, got any, wantOK, gotOK bool) {
+	w, g := "(missing)", "(missing)"
+	if wantOK {
+		w = renderValue(want)
+	}
+	if gotOK {
+		g = renderValue(got)
+	}
+	d.diffs = append(d.diffs, Diff{Path: path, Want: w, Got: g})
+}
 
-func (r *pathReporter) Report(rs cmp.Result) {
-	if rs.Equal() {
+func (d *differ) value(path string, want, got any) {
+	if d.skip != nil && d.skip(path) {
 		return
 	}
-	vx, vy := r.path.Last().Values()
-	r.diffs = append(r.diffs, Diff{Path: renderPath(r.path), Want: render(vx), Got: render(vy)})
-}
-
-// renderPath turns a cmp path over []any of replies into "reply[0][2].key".
-func renderPath(p cmp.Path) string {
-	var sb strings.Builder
-	sb.WriteString("reply")
-	for _, ps := range p {
-		switch s := ps.(type) {
-		case cmp.SliceIndex:
-			k := s.Key()
-			if k < 0 {
-				kx, ky := s.SplitKeys()
-				k = max(kx, ky)
+	if equal(want, got) {
+		return
+	}
+	switch w := want.(type) {
+	case []any:
+		if g, ok := got.([]any); ok {
+			d.list(path, w, g, func(i int) string { return fmt.Sprintf("%s[%d]", path, i) })
+			return
+		}
+	case map[string]any:
+		if g, ok := got.(map[string]any); ok {
+			keys := make([]string, 0, len(w)+len(g))
+			for k := range w {
+				keys = append(keys, k)
 			}
-			fmt.Fprintf(&sb, "[%d]", k)
-		case cmp.MapIndex:
-			fmt.Fprintf(&sb, ".%v", s.Key())
+			for k := range g {
+				if _, ok := w[k]; !ok {
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				wv, wok := w[k]
+				gv, gok := g[k]
+				p := path + "." + k
+				switch {
+				case wok && gok:
+					d.value(p, wv, gv)
+				case d.skip == nil || !d.skip(p):
+					d.add(p, wv, gv, wok, gok)
+				}
+			}
+			return
+		}
+	case string:
+		if g, ok := got.(string); ok && (strings.Contains(w, "\n") || strings.Contains(g, "\n")) {
+			d.text(path, w, g)
+			return
 		}
 	}
-	return sb.String()
+	d.add(path, want, got, true, true)
 }
 
-func render(v reflect.Value) string {
-	if !v.IsValid() {
-		return "(missing)"
+// list compares two lists, element paths given by at.
+func (d *differ) list(path string, want, got []any, at func(int) string) {
+	if d.skip != nil && d.skip(path) {
+		return
 	}
-	b, err := json.Marshal(v.Interface())
+	align(len(want), len(got), func(i, j int) bool { return equal(want[i], got[j]) },
+		func(i int) uint64 { return hashOf(want[i]) }, func(j int) uint64 { return hashOf(got[j]) },
+		func(i, j int) {
+			switch {
+			case i >= 0 && j >= 0:
+				d.value(at(i), want[i], got[j])
+			case i >= 0:
+				if d.skip == nil || !d.skip(at(i)) {
+					d.add(at(i), want[i], nil, true, false)
+				}
+			default:
+				if d.skip == nil || !d.skip(at(j)) {
+					d.add(at(j), nil, got[j], false, true)
+				}
+			}
+		})
+}
+
+// text compares two multi-line strings by line, and lines of as many
+// tokens by token.
+func (d *differ) text(path string, want, got string) {
+	wl, gl := lines(want), lines(got)
+	lineHash := func(l []string) func(int) uint64 {
+		return func(i int) uint64 { h := fnv.New64a(); h.Write([]byte(l[i])); return h.Sum64() }
+	}
+	align(len(wl), len(gl), func(i, j int) bool { return wl[i] == gl[j] }, lineHash(wl), lineHash(gl),
+		func(i, j int) {
+			n := i
+			if n < 0 {
+				n = j
+			}
+			lp := fmt.Sprintf("%s:%d", path, n+1)
+			if d.skip != nil && d.skip(lp) {
+				return
+			}
+			if i < 0 || j < 0 {
+				var w, g any
+				if i >= 0 {
+					w = wl[i]
+				}
+				if j >= 0 {
+					g = gl[j]
+				}
+				d.add(lp, w, g, i >= 0, j >= 0)
+				return
+			}
+			wt, gt := strings.Fields(wl[i]), strings.Fields(gl[j])
+			if len(wt) != len(gt) {
+				d.add(lp, wl[i], gl[j], true, true)
+				return
+			}
+			for k := range wt {
+				tp := fmt.Sprintf("%s:%d", lp, k+1)
+				if wt[k] != gt[k] && (d.skip == nil || !d.skip(tp)) {
+					d.add(tp, wt[k], gt[k], true, true)
+				}
+			}
+		})
+}
+
+func lines(s string) []string {
+	l := strings.Split(s, "\n")
+	for i := range l {
+		l[i] = strings.TrimSuffix(l[i], "\r")
+	}
+	return l
+}
+
+// align pairs the elements of two sequences of lengths n and m, calling
+// pair(i, j) for each pair that differs (i or j -1 for an element only one
+// side has) in order. Equal common prefixes and suffixes are skipped; in
+// between, an element whose hash appears further on the other side marks
+// an insertion or a deletion, anything else a changed pair. One pass, no
+// edit distance.
+func align(n, m int, eq func(i, j int) bool, hw, hg func(int) uint64, pair func(i, j int)) {
+	p := 0
+	for p < n && p < m && eq(p, p) {
+		p++
+	}
+	sn, sm := n, m
+	for sn > p && sm > p && eq(sn-1, sm-1) {
+		sn--
+		sm--
+	}
+	if sn-p == sm-p {
+		for k := p; k < sn; k++ {
+			pair(k, k)
+		}
+		return
+	}
+	wpos := map[uint64][]int{}
+	for i := p; i < sn; i++ {
+		wpos[hw(i)] = append(wpos[hw(i)], i)
+	}
+	gpos := map[uint64][]int{}
+	for j := p; j < sm; j++ {
+		gpos[hg(j)] = append(gpos[hg(j)], j)
+	}
+	later := func(pos map[uint64][]int, h uint64, from int) bool {
+		for _, x := range pos[h] {
+			if x > from {
+				return true
+			}
+		}
+		return false
+	}
+	i, j := p, p
+	for i < sn || j < sm {
+		switch {
+		case i < sn && j < sm && eq(i, j):
+			i++
+			j++
+		case i < sn && j < sm && later(gpos, hw(i), j) && !later(wpos, hg(j), i):
+			pair(-1, j) // got has an element inserted before want's i
+			j++
+		case i < sn && j < sm && later(wpos, hg(j), i) && !later(gpos, hw(i), j):
+			pair(i, -1) // want's i was deleted
+			i++
+		case i < sn && j < sm:
+			pair(i, j)
+			i++
+			j++
+		case i < sn:
+			pair(i, -1)
+			i++
+		default:
+			pair(-1, j)
+			j++
+		}
+	}
+}
+
+// equal is deep equality of normalized trees, without reflection.
+func equal(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case int64:
+		y, ok := b.(int64)
+		return ok && x == y
+	case float64:
+		y, ok := b.(float64)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !equal(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// hashOf is a hash of a normalized tree: equal trees hash equal.
+func hashOf(v any) uint64 {
+	h := fnv.New64a()
+	hashInto(h, v)
+	return h.Sum64()
+}
+
+func hashInto(h hash.Hash64, v any) {
+	switch x := v.(type) {
+	case nil:
+		h.Write([]byte{0})
+	case string:
+		h.Write([]byte{1})
+		h.Write([]byte(x))
+		h.Write([]byte{0})
+	case []any:
+		h.Write([]byte{2})
+		for _, e := range x {
+			hashInto(h, e)
+		}
+		h.Write([]byte{3})
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		h.Write([]byte{4})
+		for _, k := range keys {
+			h.Write([]byte(k))
+			h.Write([]byte{0})
+			hashInto(h, x[k])
+		}
+		h.Write([]byte{5})
+	default:
+		fmt.Fprintf(h, "\x06%T:%v\x00", v, v)
+	}
+}
+
+func renderValue(v any) string {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Sprint(v.Interface())
+		return fmt.Sprint(v)
 	}
 	return string(b)
 }
@@ -146,7 +406,7 @@ func FindNoise(recorded []StepResult, upTo int, traces ...*Trace) Noise {
 // field: the field itself or anything inside it.
 func (n Noise) Covers(step int, path string) bool {
 	for p := range n[step] {
-		if path == p || strings.HasPrefix(path, p) && (path[len(p)] == '[' || path[len(p)] == '.') {
+		if path == p || strings.HasPrefix(path, p) && strings.IndexByte("[.:", path[len(p)]) >= 0 {
 			return true
 		}
 	}
@@ -186,4 +446,45 @@ func (n Noise) List() []NoiseField {
 type NoiseField struct {
 	Step int    `json:"step"`
 	Path string `json:"path"`
+	// Values are the values seen there: the recording's first, then each
+	// replay's that differed (JSON; at most MaxNoiseValues, in order seen).
+	Values []string `json:"values,omitempty"`
+}
+
+// MaxNoiseValues is how many values a NoiseField keeps.
+const MaxNoiseValues = 5
+
+// Seen lists the noise as List does, with the values each field took in
+// the recording and the traces it was found in.
+func (n Noise) Seen(recorded []StepResult, traces ...*Trace) []NoiseField {
+	out := n.List()
+	type field struct {
+		step int
+		path string
+	}
+	at := map[field]int{}
+	for i, f := range out {
+		at[field{f.Step, f.Path}] = i
+	}
+	add := func(i int, v string) {
+		if v == "(missing)" || slices.Contains(out[i].Values, v) || len(out[i].Values) >= MaxNoiseValues {
+			return
+		}
+		out[i].Values = append(out[i].Values, v)
+	}
+	for _, tr := range traces {
+		for step := range n {
+			k := step - 1
+			if k < 0 || k >= len(recorded) || k >= len(tr.Steps) || !tr.Steps[k].Ran {
+				continue
+			}
+			for _, d := range Compare(recorded[k], tr.Steps[k]) {
+				if i, ok := at[field{step, d.Path}]; ok {
+					add(i, d.Want)
+					add(i, d.Got)
+				}
+			}
+		}
+	}
+	return out
 }

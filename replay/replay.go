@@ -148,7 +148,7 @@ func run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 		var se *kavach.StartError
 		// No answer at all under the fake clock: the known deadlock.
 		if clock != nil && errors.As(err, &se) && strings.Contains(se.Reason, "never became ready") && !strings.Contains(se.Reason, "answered") {
-			return nil, false, fmt.Errorf("%w\nthe build did not become ready under libfaketime: a build linked with the system's jemalloc deadlocks there (DESIGN §6); build it with MALLOC=libc", err)
+			return nil, false, fmt.Errorf("%w\nthe build did not become ready under libfaketime: a build linked with the system's jemalloc deadlocks there (docs/replay.md); build it with MALLOC=libc", err)
 		}
 		return nil, false, err
 	}

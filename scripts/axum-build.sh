@@ -349,7 +349,11 @@ work=$adir/work
 rm -rf "$work" "$adir/.tmp-out"
 mkdir -p "$work/axum-service"
 tree=$work/axum-service
-(cd "$srcdir" && tar -cf - "${files[@]}") | (cd "$tree" && tar -xf -) || die "cannot copy $srcdir to $tree"
+# -m: the copies get the time of now, not the originals' times. Cargo tells
+# a changed source by its time against the last build's: an unpatched file
+# restored with its old time, after a build of the same file patched, would
+# look unchanged and the patched binary would be reused.
+(cd "$srcdir" && tar -cf - "${files[@]}") | (cd "$tree" && tar -xmf -) || die "cannot copy $srcdir to $tree"
 log=$work/build.log
 : >"$log"
 applied=0

@@ -25,6 +25,8 @@ import (
 type Variant struct {
 	K           int    `json:"k"` // from 1
 	Description string `json:"description"`
+	// Kind is what kind of mutation it is, one of kavach.VariantKinds.
+	Kind string `json:"kind"`
 	// Regression variants mutate an input the old build handled and stop
 	// before the failing step: the old build must not fail on them, and
 	// the new build must give the old build's outputs.
@@ -59,6 +61,8 @@ type Options struct {
 	// sampled by Seed. Zero means 64.
 	Budget int
 	Seed   uint64
+	// Exclude are variant kinds not to make (kavach.VariantKinds). Nil: none.
+	Exclude []string
 }
 
 // MissingKey is a key no recording writes, for "a key that does not exist".
@@ -82,6 +86,8 @@ func Generate(events []kavach.Event, failing int, opts Options) []Variant {
 	}
 	g := newGen(events, failing, opts)
 	incident, regression := g.incident(), g.regression()
+	excluded := func(v Variant) bool { return slices.Contains(opts.Exclude, v.Kind) }
+	incident, regression = slices.DeleteFunc(incident, excluded), slices.DeleteFunc(regression, excluded)
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x6b61766163680000))
 	nInc := min(len(incident), opts.Budget)
 	if len(regression) > 0 && nInc > opts.Budget*3/4 {
@@ -237,6 +243,10 @@ func (g *gen) incident() []Variant {
 	for _, m := range g.fieldMutations(g.F, true) {
 		v := g.withRequest(g.F, m.request, fmt.Sprintf("step %d: %s", g.F, m.what), false)
 		v.group, v.primary = m.group, true
+		v.Kind = "field"
+		if m.group == "removed" || m.group == "swap" {
+			v.Kind = m.group
+		}
 		out = g.add(out, v)
 	}
 	// Earlier inputs mutated, the failing step kept: the input that made
@@ -245,18 +255,19 @@ func (g *gen) incident() []Variant {
 	for j := 1; j < g.F; j++ {
 		for _, m := range g.fieldMutations(j, false) {
 			v := g.withRequest(j, m.request, fmt.Sprintf("step %d (before the failure): %s", j, m.what), false)
-			v.group = fmt.Sprintf("step %d %s", j, m.group)
+			v.group, v.Kind = fmt.Sprintf("step %d %s", j, m.group), "earlier-field"
 			out = g.add(out, v)
 		}
 	}
 	for j := 1; j < g.F; j++ {
 		v := g.moved(j)
-		v.group, v.primary = "moved", true
+		v.group, v.primary, v.Kind = "moved", true, "moved"
 		out = g.add(out, v)
 	}
 	for j := 1; j < g.F; j++ {
 		d, t := g.dropped(j), g.twice(j)
 		d.group, t.group = "dropped", "twice"
+		d.Kind, t.Kind = "dropped", "twice"
 		out = g.add(out, d)
 		out = g.add(out, t)
 	}
@@ -264,6 +275,10 @@ func (g *gen) incident() []Variant {
 		for _, d := range clockShifts {
 			v := g.variant(g.events, fmt.Sprintf("the clock jumps %s right before step %d", signed(d), g.F), false)
 			v.ShiftFrom, v.Shift, v.group, v.primary = g.F, d, "clock", true
+			v.Kind = "clock-forward"
+			if d < 0 {
+				v.Kind = "clock-back"
+			}
 			out = g.add(out, v)
 		}
 	}
@@ -281,7 +296,7 @@ func (g *gen) regression() []Variant {
 	for j := 1; j < g.F; j++ {
 		for _, m := range g.fieldMutations(j, false) {
 			v := g.withRequest(j, m.request, fmt.Sprintf("regression: step %d: %s", j, m.what), true)
-			v.group = fmt.Sprintf("step %d %s", j, m.group)
+			v.group, v.Kind = fmt.Sprintf("step %d %s", j, m.group), "regression"
 			v.Events = v.Events[:cut]
 			v.Origin = v.Origin[:min(len(v.Origin), g.F-1)]
 			out = g.add(out, v)
@@ -493,7 +508,8 @@ func (g *gen) dropped(j int) Variant {
 	return g.variant(events, fmt.Sprintf("step %d (%s) dropped", j, g.describe(j)), false)
 }
 
-// twice is the incident with step j's request and replies delivered twice.
+// twice is the incident with step j's request and replies delivered
+// twice; both copies have step j as their origin.
 func (g *gen) twice(j int) Variant {
 	var events []kavach.Event
 	last := slices.Max(g.span[j])
@@ -501,9 +517,9 @@ func (g *gen) twice(j int) Variant {
 		events = append(events, ev)
 		if i == last {
 			for _, k := range g.span[j] {
-				dup := g.events[k]
-				dup.Seq = 0 // a new event: no origin of its own
-				events = append(events, dup)
+				// The copy keeps its Seq, so the repeated step keeps
+				// step j as its origin, and with it step j's noise.
+				events = append(events, g.events[k])
 			}
 		}
 	}

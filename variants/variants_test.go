@@ -2,6 +2,7 @@ package variants_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,8 +126,14 @@ func TestVariantEventsAreTheMutation(t *testing.T) {
 			}
 		}
 	}
-	if v := byDesc[`step 2 (APPEND "greeting" "!") delivered twice`]; fmt.Sprint(v.Origin) != "[1 2 0 3 4 5]" {
-		t.Errorf("origin of the duplicated step = %v, want [1 2 0 3 4 5]", v.Origin)
+	// The repeated step keeps its origin, and with it its noise.
+	if v := byDesc[`step 2 (APPEND "greeting" "!") delivered twice`]; fmt.Sprint(v.Origin) != "[1 2 2 3 4 5]" || v.Kind != "twice" {
+		t.Errorf("origin of the duplicated step = %v (kind %s), want [1 2 2 3 4 5] (twice)", v.Origin, v.Kind)
+	}
+	for _, v := range vs {
+		if !slices.Contains(kavach.VariantKinds, v.Kind) {
+			t.Errorf("%s: kind %q is none of kavach.VariantKinds", v.Description, v.Kind)
+		}
 	}
 	if v := byDesc[`the clock jumps +1h right before step 5`]; v.ShiftAt(4) != 0 || v.ShiftAt(5) != time.Hour {
 		t.Errorf("clock variant shifts %v at step 4, %v at step 5", v.ShiftAt(4), v.ShiftAt(5))
@@ -187,5 +194,28 @@ func TestTooNarrowToVary(t *testing.T) {
 	vs := variants.Generate(evs, 1, opts(64, 1))
 	if len(vs) > 5 {
 		t.Errorf("%d variants of a one-step incident: %v", len(vs), descriptions(vs))
+	}
+}
+
+func TestExcludeKinds(t *testing.T) {
+	// A fixture may exclude kinds (kavach mark --exclude): none is made,
+	// and the budget goes to the others.
+	o := opts(1000, 1)
+	o.Exclude = []string{"clock-back", "twice"}
+	all, some := variants.Generate(incident(), 5, opts(1000, 1)), variants.Generate(incident(), 5, o)
+	count := func(vs []variants.Variant, kind string) int {
+		n := 0
+		for _, v := range vs {
+			if v.Kind == kind {
+				n++
+			}
+		}
+		return n
+	}
+	if count(all, "clock-back") == 0 || count(all, "twice") == 0 {
+		t.Fatal("the incident has no clock-back or twice variants to exclude")
+	}
+	if count(some, "clock-back")+count(some, "twice") != 0 || count(some, "clock-forward") != count(all, "clock-forward") {
+		t.Errorf("excluded kinds made anyway, or others lost")
 	}
 }

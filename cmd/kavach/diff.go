@@ -236,6 +236,9 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 		switch f.Kind {
 		case grade.Diverged:
 			fmt.Fprintf(w, "step %d: %s\n", f.Step, f.Request)
+			if f.Step > ev.Failure.Step && f.Detail != "" {
+				fmt.Fprintf(w, "  %s\n", indent(cutLines(f.Detail, 4), "  "))
+			}
 			printDiffs(w, f)
 		case grade.StillFailing:
 			fmt.Fprintf(w, "step %d: %s\n", f.Step, f.Request)
@@ -286,9 +289,25 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	fmt.Fprintf(w, "checked: %d of %d steps before the failure compared with the recording%s\n", ck.StepsCompared, ck.StepsBeforeFailure, noise)
 	fmt.Fprintf(w, "         failure at step %d (%s): old build %s, new build %s\n", ck.FailureStep, ck.FailureSignature,
 		ck.OldOutcome, ck.NewOutcome)
-	fmt.Fprintf(w, "         variants: %d generated, %d reproduce the failure (need %d); %d regression variants, %d handled by the old build; %d pass on the new build\n",
-		ck.VariantsGenerated, ck.VariantsReproduce, ck.MinVariants, ck.RegressionVariants, ck.RegressionHandled, ck.VariantsPassing)
+	if ck.StepsAfterFailure > 0 {
+		fmt.Fprintf(w, "         after the failure: %d of %d steps compared, %d differences explained by the fix\n",
+			ck.StepsAfterCompared, ck.StepsAfterFailure, ck.StepsAfterExplained)
+	}
+	excluded := ""
+	if k := ev.Variants.Excluded; len(k) > 0 {
+		excluded = " (kinds excluded by the fixture: " + strings.Join(k, ", ") + ")"
+	}
+	fmt.Fprintf(w, "         variants: %d generated%s, %d reproduce the failure (need %d); %d regression variants, %d handled by the old build; %d pass on the new build\n",
+		ck.VariantsGenerated, excluded, ck.VariantsReproduce, ck.MinVariants, ck.RegressionVariants, ck.RegressionHandled, ck.VariantsPassing)
 	fmt.Fprintf(w, "         invariants: %d checked on every step, %d held\n", ck.Invariants, ck.InvariantsHeld)
+	for _, inv := range ev.Invariants {
+		if len(inv.NotEvaluable) > 0 {
+			fmt.Fprintf(w, "           %s (on %d steps; no violation there)\n", inv.NotEvaluableMessage, len(inv.NotEvaluable))
+		}
+		if len(inv.Except) > 0 {
+			fmt.Fprintf(w, "           %s: not checked on %s variants\n", inv.Name, strings.Join(inv.Except, ", "))
+		}
+	}
 	fmt.Fprintf(w, "report: %s\n", reportPath)
 }
 
@@ -313,6 +332,10 @@ func diffHint(rep *grade.Report, a []string) string {
 		if rep.Parts.Kind != grade.Unverified {
 			return ""
 		}
+		if strings.HasPrefix(rep.Parts.Reason, "not-evaluable") {
+			return "an invariant cannot be evaluated at the failing step, so whether the failure is gone cannot be told.\n" +
+				"Guard the expression (has(), != null, a when: clause) for the replies it meets there: docs/invariants.md"
+		}
 		if strings.HasPrefix(rep.Parts.Reason, "not-reproduced") {
 			return fmt.Sprintf("the old build does not fail the way the recording did, so the fix cannot be judged.\n"+
 				"Check that OLD is the build the fixture was recorded on: kavach replay %s %s", a[0], fixture)
@@ -328,6 +351,11 @@ func diffHint(rep *grade.Report, a []string) string {
 	f := rep.Findings[0]
 	switch f.Kind {
 	case grade.Diverged:
+		if f.Step > ev.Failure.Step {
+			return fmt.Sprintf("the new build answers step %d, after the failure (step %d), differently from the recording, and\n"+
+				"the fix does not explain it (the step touches no state a changed step touched). See the step: kavach show %s --step %d",
+				f.Step, ev.Failure.Step, fixture, f.Step)
+		}
 		return fmt.Sprintf("the new build answers step %d differently from the recording, before the failure (step %d).\n"+
 			"A fix must leave earlier behaviour as it was. See the step: kavach show %s --step %d",
 			f.Step, ev.Failure.Step, fixture, f.Step)

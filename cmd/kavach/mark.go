@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/invariants"
 	"github.com/kavach-dev/kavach/record"
 )
@@ -20,15 +23,22 @@ func markCommand() *cli.Command {
 		ArgsUsage: "FIXTURE",
 		Description: withExample("Sets the failure of a fixture: step N fails by the oracle crash, hang, error,\n"+
 			"error:CLASS (e.g. error:WRONGTYPE) or invariant:NAME. Replaces any failure recorded.\n"+
+			"With error, the signature is the error's class and message, its variable parts masked\n"+
+			"(error:ERR value is not an integer or out of range): variants reproduce only that error.\n"+
+			"error:CLASS is loose: any error of the class counts, other errors the variants meet included.\n"+
+			"The oracle must fire on the recorded step (a crash marked on a step answered ok is refused);\n"+
+			"--force marks it anyway. --exclude names variant kinds that do not speak for the incident.\n"+
 			"Sets the grade's floor with --floor-min-variants, --floor-variants and --floor-seed (each\n"+
 			"replaces the floor as a whole): 'kavach diff' and the MCP tool refuse weaker options\n"+
 			"unless told --below-floor, and then never say fixed. A floor can be set alone, without\n"+
 			"--step and --oracle. The fixture is rewritten to a new file and renamed into place: a\n"+
 			"failed mark loses nothing.",
-			"kavach mark incident.kavach --step 12 --oracle error:WRONGTYPE --floor-min-variants 10 --floor-variants 64 --floor-seed 1"),
+			"kavach mark incident.kavach --step 12 --oracle error --exclude clock-back --floor-min-variants 10 --floor-variants 64 --floor-seed 1"),
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "step", Usage: "the failing step `N` (see 'kavach show'; required with --oracle)"},
-			&cli.StringFlag{Name: "oracle", Usage: "how to tell the step failed: crash, hang, error, error:CLASS, invariant:NAME"},
+			&cli.StringFlag{Name: "oracle", Usage: "how to tell the step failed: crash, hang, error, error:CLASS (loose), invariant:NAME"},
+			&cli.StringSliceFlag{Name: "exclude", Usage: "variant `KIND`s that do not speak for the incident (" + strings.Join(kavach.VariantKinds, ", ") + ")"},
+			&cli.BoolFlag{Name: "force", Usage: "mark the failure even where the recording does not show it"},
 			&cli.IntFlag{Name: "floor-min-variants", Usage: "floor: grade with at least `M` reproducing variants needed"},
 			&cli.IntFlag{Name: "floor-variants", Usage: "floor: grade with at least `N` variants generated"},
 			&cli.Uint64Flag{Name: "floor-seed", Usage: "floor: grade with the seed `S` only"},
@@ -69,6 +79,10 @@ func markCommand() *cli.Command {
 				if err != nil {
 					return usagef("run 'kavach show "+path+"' to see the steps", "%v", err)
 				}
+				f.ExcludeVariants = c.StringSlice("exclude")
+				if err := kavach.CheckVariantKinds(f.ExcludeVariants); err != nil {
+					return usagef("", "--exclude: %v", err)
+				}
 				a.Failure = &f
 			}
 			if file := c.String("invariants"); file != "" {
@@ -90,13 +104,23 @@ func markCommand() *cli.Command {
 					return usagef("declare it in an invariants file and pass --invariants FILE", "invariant %q: no invariants file declares it", name)
 				}
 			}
+			if failure && !c.Bool("force") {
+				var set *invariants.Set
+				if oracle.Invariant != "" {
+					set, _ = loadInvariants(c.String("invariants"), fx)
+				}
+				in := integrations()[fx.Header.Protocol]
+				if err := grade.CheckMark(fx, in.codec, in.classifier(), in.normalizer(), set, f); err != nil {
+					return usagef("run 'kavach show "+path+" --step "+strconv.Itoa(f.Step)+"' to see the step, or pass --force to mark it anyway", "%v", err)
+				}
+			}
 			if err := fixtures.Amend(path, a); err != nil {
 				return err
 			}
 			if c.Bool("json") {
 				out := markJSON{Fixture: path, Floor: floor}
 				if failure {
-					out.Step, out.Signature, out.Oracle = f.Step, f.Signature, c.String("oracle")
+					out.Step, out.Signature, out.Oracle, out.Exclude = f.Step, f.Signature, c.String("oracle"), f.ExcludeVariants
 				}
 				if a.Invariants != nil {
 					out.Invariants = a.Invariants.Name
@@ -105,6 +129,9 @@ func markCommand() *cli.Command {
 			}
 			if failure {
 				fmt.Fprintf(c.App.ErrWriter, "kavach: %s: failure at step %d, signature %s\n", path, f.Step, f.Signature)
+			}
+			if len(f.ExcludeVariants) > 0 {
+				fmt.Fprintf(c.App.ErrWriter, "kavach: %s: variants excluded: %s\n", path, strings.Join(f.ExcludeVariants, ", "))
 			}
 			if floor != nil {
 				fmt.Fprintf(c.App.ErrWriter, "kavach: %s: floor %s\n", path, floorString(floor))
@@ -120,6 +147,7 @@ type markJSON struct {
 	Step       int             `json:"step,omitempty"` // the failure marked, if one was
 	Signature  string          `json:"signature,omitempty"`
 	Oracle     string          `json:"oracle,omitempty"`
+	Exclude    []string        `json:"exclude,omitempty"`    // variant kinds excluded
 	Invariants string          `json:"invariants,omitempty"` // the invariants file embedded
 	Floor      *fixtures.Floor `json:"floor,omitempty"`      // the floor set, if one was
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -427,13 +426,16 @@ func (Codec) Writes(request []byte) ([]string, *string) {
 }
 
 // Launcher starts an HTTP service build: its port through "{port}" in its
-// arguments and the PORT environment variable; ready when an HTTP request
-// gets any response; stopped with SIGTERM, then SIGKILL of its group.
+// arguments and the PORT environment variable; ready when it accepts a TCP
+// connection; stopped with SIGTERM, then SIGKILL of its group. Its probes
+// send the service no request: a connection opened and closed at once
+// reaches no handler, no middleware, no request counter (docs/record.md,
+// "Kavach's probes").
 type Launcher struct {
 	StartTimeout time.Duration // zero: 10 s
 }
 
-// Start starts a build and waits until it answers HTTP.
+// Start starts a build and waits until it accepts a connection.
 func (l Launcher) Start(launch kavach.Launch) (kavach.Process, error) {
 	p, err := kavach.Spawn{Launch: launch, Env: []string{"PORT={port}"}, StartTimeout: l.StartTimeout, Ready: ready}.Start()
 	if err != nil {
@@ -442,36 +444,33 @@ func (l Launcher) Start(launch kavach.Launch) (kavach.Process, error) {
 	return p, nil
 }
 
-// ready is any HTTP response to GET /.
+// ready is a TCP connection accepted, closed without a byte sent: an HTTP
+// server answers nothing and counts no request for it.
 func ready(ctx context.Context, addr string) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", addr)
-	buf := make([]byte, 12)
-	n, err := conn.Read(buf)
-	if n >= 12 && string(buf[:7]) == "HTTP/1." {
-		return nil
-	}
-	if err == nil {
-		err = fmt.Errorf("answered %q, not HTTP", buf[:n])
-	}
-	return err
+	return conn.Close()
 }
 
-// Version is the Server header of a response, if the service sends one.
-func (Launcher) Version(addr string) string {
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + addr + "/")
-	if err != nil {
-		return ""
+// Version is "": asking an HTTP service what it is would be a request it
+// can count. A build's identity is its file's SHA-256, in the fixture and
+// the report.
+func (Launcher) Version(string) string { return "" }
+
+var _ kavach.KeyFinder = Launcher{}
+
+// Keys is each request's resource: its path, without the query. It asks
+// no build. A path relates to the paths below it (POST /items to
+// GET /items/2); an unparsable request is unknown (nil).
+func (Launcher) Keys(_ string, requests [][]byte) [][]string {
+	out := make([][]string, len(requests))
+	for i, r := range requests {
+		if m, err := Parse(r, true); err == nil {
+			out[i] = []string{m.Path}
+		}
 	}
-	resp.Body.Close()
-	return resp.Header.Get("Server")
+	return out
 }

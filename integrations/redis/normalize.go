@@ -1,8 +1,14 @@
 package redis
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,8 +29,14 @@ var (
 //     string keys maps, others lists of [key, value] pairs.
 //   - Attributes are dropped: they are metadata, not the answer.
 //   - Replies whose order comes from a hash table (sets, maps, and the
-//     replies of SMEMBERS, KEYS, HKEYS, HGETALL, SCAN, ...) are sorted:
-//     Redis seeds its hash function at random in every process.
+//     replies of SMEMBERS, KEYS, HKEYS, HGETALL, SCAN, PUBSUB CHANNELS, ...)
+//     are sorted: Redis seeds its hash function at random in every
+//     process. The commands the server itself tips as
+//     nondeterministic_output_order, whose replies nest hash-ordered
+//     parts, are order-free at every level: COMMAND, COMMAND INFO and
+//     COMMAND DOCS become a digest per command (commandDigests),
+//     COMMAND LIST is sorted, MODULE LIST and FUNCTION LIST are sorted
+//     at every level.
 //   - Replies that differ between runs by design are replaced by a
 //     placeholder naming what was there: INFO, CLIENT LIST and INFO,
 //     MEMORY, DEBUG, SLOWLOG, LATENCY, LOLWUT; client ids (CLIENT ID, the
@@ -35,6 +47,11 @@ var (
 //
 // Everything else is compared exactly.
 func (Codec) Normalize(request, response []byte) any {
+	if name, ok := peekName(request); ok && bytes.EqualFold(name, []byte("COMMAND")) {
+		if d := rawCommandDigests(request, response); d != nil {
+			return d
+		}
+	}
 	v, err := Parse(response)
 	if err != nil {
 		return map[string]any{"unparsable": string(response)}
@@ -84,6 +101,26 @@ func (Codec) Normalize(request, response []byte) any {
 		return random(tree(v))
 	case "SMEMBERS", "SINTER", "SUNION", "SDIFF", "KEYS", "HKEYS", "HVALS":
 		return sorted(tree(v))
+	case "COMMAND":
+		// COMMAND, COMMAND LIST, DOCS and INFO answer in the order of the
+		// server's command table, a hash table, nested (subcommands) too.
+		switch sub {
+		case "LIST":
+			return sorted(tree(v))
+		case "", "DOCS", "INFO":
+			if d := commandDigests(v, sub == "DOCS"); d != nil {
+				return d
+			}
+			return deepSorted(tree(v))
+		}
+	case "MODULE", "FUNCTION":
+		if sub == "LIST" {
+			return deepSorted(tree(v))
+		}
+	case "PUBSUB":
+		if sub == "CHANNELS" || sub == "SHARDCHANNELS" {
+			return sorted(tree(v))
+		}
 	case "HGETALL", "CONFIG":
 		if v.Kind == KindArray {
 			return sortedPairs(tree(v))
@@ -154,9 +191,321 @@ func sorted(t any) any {
 	if !ok {
 		return t
 	}
-	l = append([]any(nil), l...)
-	sort.SliceStable(l, func(i, j int) bool { return key(l[i]) < key(l[j]) })
-	return l
+	type keyed struct {
+		key string
+		v   any
+	}
+	k := make([]keyed, len(l))
+	for i, e := range l {
+		k[i] = keyed{key(e), e} // each element's JSON once, not per comparison
+	}
+	sort.SliceStable(k, func(i, j int) bool { return k[i].key < k[j].key })
+	out := make([]any, len(l))
+	for i := range k {
+		out[i] = k[i].v
+	}
+	return out
+}
+
+// commandDigests is a COMMAND, COMMAND INFO or COMMAND DOCS reply as a
+// map from each command's name to a digest of its entry, the entry's
+// lists hashed as multisets at every level (orderFreeHash): equal across
+// processes, and a difference names the command whose metadata changed.
+// It never builds the reply's tree, which for COMMAND DOCS (about 200 KB)
+// would cost more than the rest of a replay. nil when the reply is not of
+// that shape.
+func commandDigests(v Value, docs bool) map[string]any {
+	out := map[string]any{}
+	switch {
+	case docs && (v.Kind == KindArray || v.Kind == KindMap) && len(v.Elems)%2 == 0:
+		for i := 0; i < len(v.Elems); i += 2 {
+			out[string(v.Elems[i].Str)] = fmt.Sprintf("<digest %016x>", orderFreeHash(v.Elems[i+1]))
+		}
+	case !docs && v.Kind == KindArray:
+		for _, e := range v.Elems {
+			if e.Null || len(e.Elems) == 0 {
+				continue // COMMAND INFO of an unknown name: null, kept out
+			}
+			out[string(e.Elems[0].Str)] = fmt.Sprintf("<digest %016x>", orderFreeHash(e))
+		}
+	default:
+		return nil
+	}
+	return out
+}
+
+// rawCommandDigests is commandDigests read straight from the reply's
+// bytes, without parsing it (COMMAND DOCS is about 200 KB, and every
+// replay and variant meets it): nil when the request is no COMMAND,
+// COMMAND INFO or COMMAND DOCS, or the reply is of another shape (an
+// error, attributes), which Normalize then parses.
+func rawCommandDigests(request, response []byte) map[string]any {
+	c, err := ParseCommand(request)
+	if err != nil || c.Name != "COMMAND" {
+		return nil
+	}
+	docs := false
+	if len(c.Args) > 1 {
+		switch strings.ToUpper(string(c.Args[1])) {
+		case "DOCS":
+			docs = true
+		case "INFO":
+		default:
+			return nil
+		}
+	}
+	if len(response) == 0 || (response[0] != '*' && !(docs && response[0] == '%')) {
+		return nil
+	}
+	count, p, ok := rawHeader(response, 0)
+	if !ok || count < 0 {
+		return nil
+	}
+	if response[0] == '%' {
+		count *= 2
+	}
+	out := map[string]any{}
+	for i := 0; i < count; i++ {
+		var name []byte
+		if docs {
+			if i%2 == 0 {
+				if name, p, ok = rawString(response, p); !ok {
+					return nil
+				}
+				i++
+			}
+		} else {
+			if p >= len(response) || response[p] != '*' && response[p] != '_' {
+				return nil
+			}
+			n, q, ok := rawHeader(response, p)
+			if !ok {
+				return nil
+			}
+			if response[p] == '_' || n < 0 {
+				p = q
+				continue // an unknown name's null
+			}
+			if name, _, ok = rawString(response, q); !ok {
+				return nil
+			}
+		}
+		h, end, ok := rawHash(response, p)
+		if !ok {
+			return nil
+		}
+		out[string(name)] = fmt.Sprintf("<digest %016x>", h)
+		p = end
+	}
+	if p != len(response) {
+		return nil
+	}
+	return out
+}
+
+// rawHeader reads the count of the aggregate (or the length of the bulk
+// string) at p: -1 for a null; and where its header ends.
+func rawHeader(data []byte, p int) (n, end int, ok bool) {
+	nl := bytes.IndexByte(data[p:], '\n')
+	if nl < 2 || data[p+nl-1] != '\r' {
+		return 0, 0, false
+	}
+	n, err := strconv.Atoi(string(data[p+1 : p+nl-1]))
+	if err != nil || n < -1 || n > MaxElems {
+		return 0, 0, false
+	}
+	return n, p + nl + 1, true
+}
+
+// rawString reads a bulk or simple string at p.
+func rawString(data []byte, p int) (s []byte, end int, ok bool) {
+	if p >= len(data) {
+		return nil, 0, false
+	}
+	switch data[p] {
+	case '$':
+		n, q, ok := rawHeader(data, p)
+		if !ok || n < 0 || q+n+2 > len(data) || data[q+n] != '\r' || data[q+n+1] != '\n' {
+			return nil, 0, false
+		}
+		return data[q : q+n], q + n + 2, true
+	case '+':
+		nl := bytes.IndexByte(data[p:], '\n')
+		if nl < 1 || data[p+nl-1] != '\r' {
+			return nil, 0, false
+		}
+		return data[p+1 : p+nl-1], p + nl + 1, true
+	}
+	return nil, 0, false
+}
+
+// rawHash hashes the RESP value at p as orderFreeHash hashes a parsed one
+// (strings of every kind alike, integers, nulls, and aggregates as
+// multisets), in one pass over the bytes; ok is false for what it does not
+// read (attributes, a malformed frame).
+func rawHash(data []byte, p int) (h uint64, end int, ok bool) {
+	if p >= len(data) {
+		return 0, 0, false
+	}
+	f := fnv.New64a()
+	switch t := data[p]; t {
+	case '$', '!', '=':
+		n, q, ok := rawHeader(data, p)
+		if !ok || q+max(n, 0)+2 > len(data) && n >= 0 {
+			return 0, 0, false
+		}
+		if n < 0 {
+			f.Write([]byte{'n'})
+			return f.Sum64(), q, true
+		}
+		if t == '!' {
+			f.Write([]byte{'e'})
+		} else {
+			f.Write([]byte{'s'})
+		}
+		f.Write(data[q : q+n])
+		return f.Sum64(), q + n + 2, true
+	case '+', '-', ':', ',', '(', '#', '_':
+		nl := bytes.IndexByte(data[p:], '\n')
+		if nl < 1 || data[p+nl-1] != '\r' {
+			return 0, 0, false
+		}
+		switch t {
+		case '+', ',', '(':
+			f.Write([]byte{'s'})
+		case '_':
+			f.Write([]byte{'n'})
+		default:
+			f.Write([]byte{t})
+		}
+		f.Write(data[p+1 : p+nl-1])
+		return f.Sum64(), p + nl + 1, true
+	case '*', '%', '~', '>':
+		n, q, ok := rawHeader(data, p)
+		if !ok {
+			return 0, 0, false
+		}
+		if n < 0 {
+			f.Write([]byte{'n'})
+			return f.Sum64(), q, true
+		}
+		if t == '%' {
+			n *= 2
+			f.Write([]byte{'m'})
+		} else {
+			f.Write([]byte{'l'})
+		}
+		hs := make([]uint64, n)
+		for i := range hs {
+			if hs[i], q, ok = rawHash(data, q); !ok {
+				return 0, 0, false
+			}
+		}
+		slices.Sort(hs)
+		var b [8]byte
+		for _, x := range hs {
+			binary.LittleEndian.PutUint64(b[:], x)
+			f.Write(b[:])
+		}
+		return f.Sum64(), q, true
+	}
+	return 0, 0, false
+}
+
+// orderFreeHash hashes a parsed value with every aggregate's elements
+// taken as a multiset: the same whatever the order at any level.
+func orderFreeHash(v Value) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	h.Write([]byte{byte(v.Kind)})
+	if len(v.Elems) > 0 || v.Kind == KindArray || v.Kind == KindMap || v.Kind == KindSet || v.Kind == KindPush {
+		hs := make([]uint64, len(v.Elems))
+		for i, e := range v.Elems {
+			hs[i] = orderFreeHash(e)
+		}
+		slices.Sort(hs)
+		for _, x := range hs {
+			binary.LittleEndian.PutUint64(b[:], x)
+			h.Write(b[:])
+		}
+		return h.Sum64()
+	}
+	h.Write(v.Str)
+	binary.LittleEndian.PutUint64(b[:], uint64(v.Int))
+	h.Write(b[:])
+	if v.Null {
+		h.Write([]byte{'n'})
+	}
+	if v.Bool {
+		h.Write([]byte{'t'})
+	}
+	return h.Sum64()
+}
+
+// deepSorted sorts every list in a tree, innermost first, by a hash of
+// each element (itself made of its parts' hashes, so the work is one walk
+// of the tree): two trees that differ only in the order of some lists'
+// elements, at any depth, become equal. The order is canonical, not
+// alphabetical; equal elements hash equal, and distinct ones colliding
+// in 64 bits keep their order (stable).
+func deepSorted(t any) any {
+	v, _ := deepSortedHash(t)
+	return v
+}
+
+func deepSortedHash(t any) (any, uint64) {
+	h := fnv.New64a()
+	var b [8]byte
+	switch x := t.(type) {
+	case []any:
+		type hashed struct {
+			h uint64
+			v any
+		}
+		l := make([]hashed, len(x))
+		for i, e := range x {
+			l[i].v, l[i].h = deepSortedHash(e)
+		}
+		sort.SliceStable(l, func(i, j int) bool { return l[i].h < l[j].h })
+		out := make([]any, len(l))
+		h.Write([]byte{'['})
+		for i, e := range l {
+			out[i] = e.v
+			binary.LittleEndian.PutUint64(b[:], e.h)
+			h.Write(b[:])
+		}
+		return out, h.Sum64()
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		m := make(map[string]any, len(x))
+		h.Write([]byte{'{'})
+		for _, k := range keys {
+			v, vh := deepSortedHash(x[k])
+			m[k] = v
+			h.Write([]byte(k))
+			binary.LittleEndian.PutUint64(b[:], vh)
+			h.Write(b[:])
+		}
+		return m, h.Sum64()
+	}
+	switch x := t.(type) {
+	case string:
+		h.Write([]byte{'s'})
+		h.Write([]byte(x))
+	case int64:
+		binary.LittleEndian.PutUint64(b[:], uint64(x))
+		h.Write([]byte{'i'})
+		h.Write(b[:])
+	case nil:
+		h.Write([]byte{'n'})
+	default:
+		fmt.Fprintf(h, "%T:%v", t, t)
+	}
+	return t, h.Sum64()
 }
 
 // sortedPairs sorts a flat [k1, v1, k2, v2, ...] list by pair.

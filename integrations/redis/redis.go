@@ -70,15 +70,27 @@ func (Codec) Replies(request []byte) int {
 // IsPush reports whether a reply is unsolicited: a pub/sub message
 // (message, pmessage, smessage), a client-side-caching invalidation, or an
 // unsubscribe confirmation no request asked for.
+//
+// Only the first element is read: a large reply (COMMAND DOCS, about 200
+// KB) is not parsed to tell it is no push.
 func (Codec) IsPush(response []byte) bool {
 	if len(response) == 0 || (response[0] != '*' && response[0] != '>') {
 		return false
 	}
-	v, err := Parse(response)
-	if err != nil || len(v.Elems) == 0 {
+	i := bytes.IndexByte(response, '\n')
+	if i < 0 || i+1 >= len(response) || response[i+1] != '$' {
+		return false // an empty or null array, or a first element that is no bulk string
+	}
+	rest := response[i+1:]
+	n, err := Split(rest)
+	if err != nil || n == 0 {
 		return false
 	}
-	switch strings.ToLower(string(v.Elems[0].Str)) {
+	first, err := Parse(rest[:n])
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(string(first.Str)) {
 	case "message", "pmessage", "smessage", "invalidate":
 		return true
 	}
@@ -121,6 +133,11 @@ func (c Codec) Classify(request []byte, responses [][]byte) kavach.Outcome {
 	for _, r := range responses {
 		if c.IsPush(r) {
 			continue
+		}
+		if len(r) > 0 && isType(r[0]) && r[0] != '-' && r[0] != '!' && r[0] != '|' {
+			// No error, no attribute before one: ok. (Responses come
+			// framed by SplitResponse: a whole frame.)
+			return kavach.Outcome{Kind: kavach.OK}
 		}
 		v, err := Parse(r)
 		if err != nil {

@@ -151,8 +151,11 @@ var errIncomplete = errors.New("resp: incomplete frame")
 // by LF or CRLF. Split does not allocate unless it reports an error, and
 // its work is linear in the bytes it looks at.
 func Split(data []byte) (n int, err error) {
-	if n, ok := fastSplit(data); ok {
+	switch n, st := fastSplit(data); st {
+	case fastDone:
 		return n, nil
+	case fastMore:
+		return 0, nil
 	}
 	s := scanner{data: data}
 	if _, n, err = s.top(); err != nil {
@@ -164,75 +167,126 @@ func Split(data []byte) (n int, err error) {
 	return n, nil
 }
 
+// What fastSplit found.
+const (
+	fastUnknown = iota // not a shape it frames: ask the scanner
+	fastDone           // a whole frame of n bytes
+	fastMore           // the start of a frame of its shapes, cut short: more bytes are needed
+)
+
 // fastSplit frames, without the general scanner, the shapes the recording
-// proxy sees most: a whole array of bulk strings (every client command), a
-// whole bulk string, or a simple string of printable ASCII. ok is false for
-// anything else — other types, a frame cut short, a header that is not
-// plainly canonical — and Split then runs the scanner, which gives the
-// same answer wherever both answer (FuzzFastSplit checks it).
-func fastSplit(data []byte) (n int, ok bool) {
-	if len(data) < 3 {
-		return 0, false
+// proxy and the replay see most: bulk strings, simple strings of printable
+// ASCII, plain integers, and arrays of those nested in one another — every
+// client command, and large replies such as COMMAND DOCS, which a replay
+// frames again each time more of it arrives. It answers fastDone (a whole
+// frame of n bytes), fastMore (a frame of those shapes cut short: the
+// scanner would ask for more bytes too), or fastUnknown for anything else —
+// other types, a header that is not plainly canonical — and Split then runs
+// the scanner. Wherever both answer, they agree (FuzzFastSplit checks it).
+func fastSplit(data []byte) (n, st int) {
+	return fastValue(data, 0, 0)
+}
+
+// fastValue frames the value at p for fastSplit: a bulk string, a simple
+// string of printable ASCII, a plain integer (at most 18 digits, no
+// leading zero), or an array of those, nested at most MaxDepth deep.
+func fastValue(data []byte, p, depth int) (end, st int) {
+	if p >= len(data) {
+		return 0, fastMore
 	}
-	switch data[0] {
+	switch data[p] {
 	case '+':
-		for i := 1; i < len(data); i++ {
+		for i := p + 1; i < len(data); i++ {
 			switch c := data[i]; {
 			case c == '\r':
-				if i+1 < len(data) && data[i+1] == '\n' {
-					return i + 2, true
+				if i+1 == len(data) {
+					return 0, fastMore
 				}
-				return 0, false
+				if data[i+1] == '\n' {
+					return i + 2, fastDone
+				}
+				return 0, fastUnknown
 			case c < 0x20 || c > 0x7e:
-				return 0, false
+				return 0, fastUnknown
 			}
 		}
-		return 0, false
+		return 0, fastMore
 	case '$':
-		return fastBulk(data, 0)
+		return fastBulk(data, p)
+	case ':':
+		i := p + 1
+		if i < len(data) && data[i] == '-' {
+			i++
+		}
+		start := i
+		for ; i < len(data) && data[i] >= '0' && data[i] <= '9'; i++ {
+		}
+		digits := i - start
+		switch {
+		case digits > 18 || digits > 1 && data[start] == '0' || digits == 1 && data[start] == '0' && start > p+1:
+			return 0, fastUnknown
+		case i == len(data) || i+1 == len(data) && data[i] == '\r' && digits > 0:
+			return 0, fastMore
+		case digits == 0 || data[i] != '\r' || data[i+1] != '\n':
+			return 0, fastUnknown
+		}
+		return i + 2, fastDone
 	case '*':
-		count, p, ok := fastHeader(data, 0, MaxElems)
-		if !ok {
-			return 0, false
+		if depth >= MaxDepth {
+			return 0, fastUnknown
+		}
+		count, q, st := fastHeader(data, p, MaxElems)
+		if st != fastDone {
+			return 0, st
 		}
 		for ; count > 0; count-- {
-			if p >= len(data) || data[p] != '$' {
-				return 0, false
-			}
-			if p, ok = fastBulk(data, p); !ok {
-				return 0, false
+			if q, st = fastValue(data, q, depth+1); st != fastDone {
+				return 0, st
 			}
 		}
-		return p, true
+		return q, fastDone
 	}
-	return 0, false
+	return 0, fastUnknown
 }
 
 // fastHeader reads "T<digits>\r\n" at p, the digits canonical ("0" or no
 // leading zero) and at most max; it returns the number and where the
-// header ends.
-func fastHeader(data []byte, p, max int) (n, end int, ok bool) {
+// header ends, or fastMore when data ends inside such a header.
+func fastHeader(data []byte, p, max int) (n, end, st int) {
 	i := p + 1
 	start := i
 	for ; i < len(data) && data[i] >= '0' && data[i] <= '9'; i++ {
 		n = n*10 + int(data[i]-'0')
 		if n > max {
-			return 0, 0, false
+			return 0, 0, fastUnknown
 		}
 	}
-	if i == start || (data[start] == '0' && i-start > 1) || i+1 >= len(data) || data[i] != '\r' || data[i+1] != '\n' {
-		return 0, 0, false
+	if i-start > 1 && data[start] == '0' {
+		return 0, 0, fastUnknown
 	}
-	return n, i + 2, true
+	if i == len(data) || i+1 == len(data) && data[i] == '\r' && i > start {
+		return 0, 0, fastMore
+	}
+	if i == start || data[i] != '\r' || data[i+1] != '\n' {
+		return 0, 0, fastUnknown
+	}
+	return n, i + 2, fastDone
 }
 
-// fastBulk reads a whole "$<len>\r\n<payload>\r\n" at p and returns where it ends.
-func fastBulk(data []byte, p int) (end int, ok bool) {
-	n, q, ok := fastHeader(data, p, MaxBulkLen)
-	if !ok || q+n+2 > len(data) || data[q+n] != '\r' || data[q+n+1] != '\n' {
-		return 0, false
+// fastBulk reads a whole "$<len>\r\n<payload>\r\n" at p and returns where
+// it ends, or fastMore when data ends inside it.
+func fastBulk(data []byte, p int) (end, st int) {
+	n, q, st := fastHeader(data, p, MaxBulkLen)
+	if st != fastDone {
+		return 0, st
 	}
-	return q + n + 2, true
+	switch {
+	case q+n < len(data) && data[q+n] != '\r', q+n+1 < len(data) && data[q+n+1] != '\n':
+		return 0, fastUnknown
+	case q+n+2 > len(data):
+		return 0, fastMore
+	}
+	return q + n + 2, fastDone
 }
 
 // Parse parses frame, which must be exactly one whole frame as Split finds

@@ -463,3 +463,20 @@ func TestString(t *testing.T) {
 		t.Errorf("String() of 1000 elements = %q", got)
 	}
 }
+
+func TestSplitNestedPrefixes(t *testing.T) {
+	// A nested reply (COMMAND DOCS's shape) framed as it arrives: every
+	// prefix needs more bytes, by the fast path; the whole is one frame.
+	frame := []byte("*4\r\n$3\r\nget\r\n*4\r\n$7\r\nsummary\r\n+Get\r\n$5\r\nsince\r\n*2\r\n:1\r\n:-20\r\n$3\r\nset\r\n*0\r\n")
+	for i := 0; i < len(frame); i++ {
+		if _, st := fastSplit(frame[:i]); st != fastMore {
+			t.Errorf("prefix of %d bytes: fast state %d, want more", i, st)
+		}
+		if n, err := Split(frame[:i]); n != 0 || err != nil {
+			t.Errorf("prefix of %d bytes: Split = %d, %v", i, n, err)
+		}
+	}
+	if n, st := fastSplit(frame); st != fastDone || n != len(frame) {
+		t.Errorf("whole frame: %d, state %d", n, st)
+	}
+}

@@ -48,7 +48,27 @@ var Split = []HTTPRequest{
 // recording stopped after the last request is answered or its connection
 // closed.
 func RecordSplit(out, old string) error {
-	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old, Args: []string{"--port", "{port}"}},
+	return RecordHTTP(out, &kavach.Launch{Path: old, Args: []string{"--port", "{port}"}}, "", Split)
+}
+
+// SplitMetrics is the HTTP incident with the service's request counters
+// read (GET /metrics, a Prometheus text page) before the failure: a
+// service that counts every request it sees, Kavach's probes included if
+// they were requests. Step 6 (parts 0) kills the connection.
+var SplitMetrics = []HTTPRequest{
+	{1, "POST", "/api/v1/items", `{"name":"lamp","price_cents":1999,"quantity":1}`},
+	{1, "GET", "/api/v1/items/1", ""},
+	{2, "POST", "/api/v1/items", `{"name":"desk","price_cents":12000,"quantity":2}`},
+	{2, "GET", "/metrics", ""},
+	{1, "POST", "/api/v1/items/1/split", `{"parts":2}`},
+	{1, "POST", "/api/v1/items/1/split", `{"parts":0}`},
+}
+
+// RecordHTTP records session into out, through a proxy in front of the
+// build that launch starts, or (launch nil) of the service running at
+// upstream. The last request must kill its connection.
+func RecordHTTP(out string, launch *kavach.Launch, upstream string, session []HTTPRequest) error {
+	s := record.Session{Out: out, Launch: launch, Upstream: upstream,
 		Launcher: axum.Launcher{}, Proxy: record.Options{Codec: axum.Codec{}, Redactor: axum.Codec{}}}
 	rec, err := s.Go(context.Background(), axum.Protocol)
 	if err != nil {
@@ -62,7 +82,7 @@ func RecordSplit(out, old string) error {
 			c.Close()
 		}
 	}()
-	for i, r := range Split {
+	for i, r := range session {
 		c := conns[r.Conn]
 		if c == nil {
 			var err error
@@ -71,26 +91,31 @@ func RecordSplit(out, old string) error {
 			}
 			conns[r.Conn] = c
 		}
-		req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: kavach\r\nUser-Agent: clerk/1\r\n", r.Method, r.Path)
-		if r.Body != "" {
-			req += fmt.Sprintf("Content-Type: application/json\r\nContent-Length: %d\r\n", len(r.Body))
-		}
-		req += "\r\n" + r.Body
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := c.Write([]byte(req)); err != nil {
-			return err
-		}
-		_, err := readResponse(c)
-		if err != nil && i != len(Split)-1 {
+		_, err := SendHTTP(c, r)
+		if err != nil && i != len(session)-1 {
 			return fmt.Errorf("request %d (%s %s): %w", i+1, r.Method, r.Path, err)
 		}
-		if err == nil && i == len(Split)-1 {
-			return fmt.Errorf("the old build %s answered the incident's split: the planted bug is not there", old)
+		if err == nil && i == len(session)-1 {
+			return fmt.Errorf("the old build answered the incident's last request (%s %s): the planted bug is not there", r.Method, r.Path)
 		}
 	}
 	time.Sleep(300 * time.Millisecond) // the proxy sees the close
 	_, err = rec.Stop()
 	return err
+}
+
+// SendHTTP sends one request of a session on c and reads its response.
+func SendHTTP(c net.Conn, r HTTPRequest) ([]byte, error) {
+	req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: kavach\r\nUser-Agent: clerk/1\r\n", r.Method, r.Path)
+	if r.Body != "" {
+		req += fmt.Sprintf("Content-Type: application/json\r\nContent-Length: %d\r\n", len(r.Body))
+	}
+	req += "\r\n" + r.Body
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte(req)); err != nil {
+		return nil, err
+	}
+	return readResponse(c)
 }
 
 // readResponse reads one whole HTTP response.

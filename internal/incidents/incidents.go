@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -181,4 +182,88 @@ func start(out, old string) (*record.Recording, error) {
 	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old}, Launcher: redis.Launcher{},
 		Proxy: record.Options{Codec: redis.Codec{}}}
 	return s.Go(context.Background(), redis.Protocol)
+}
+
+// The INCRBY incident is an error reply, not a crash: the old build
+// refuses negative increments with "ERR negative increment not allowed".
+// Its variants meet other ERR replies too (a huge number: "value is not
+// an integer or out of range"; a removed argument: "wrong number of
+// arguments"), which both builds give: only the masked message tells them
+// from the failure.
+var (
+	IncrbyOld    = []string{"incrby-negative-error.patch"}                            // the planted bug
+	IncrbyNarrow = []string{"incrby-negative-error.patch", "incrby-fix-narrow.patch"} // allows only the incident's -3
+	// IncrbyStrlen fixes INCRBY (the pristine source) and breaks STRLEN,
+	// which the incident uses only after the failure.
+	IncrbyStrlen = []string{"strlen-off-by-one.patch"}
+)
+
+// Incrby is the INCRBY incident's session. Step 4 fails; step 6 reads a
+// key no changed step touches; step 7 reads the key the fix changes.
+var Incrby = [][]string{
+	{"SET", "counter", "10"},
+	{"INCRBY", "counter", "5"},
+	{"GET", "counter"},
+	{"INCRBY", "counter", "-3"},
+	{"SET", "other", "hello"},
+	{"STRLEN", "other"},
+	{"GET", "counter"},
+}
+
+// RecordIncrby records the INCRBY incident into out on the old build and
+// marks step 4 with oracle (e.g. "error", or the loose "error:ERR") as
+// `kavach mark` does.
+func RecordIncrby(out, old, oracle string) error {
+	if err := RecordSession(out, old, Incrby); err != nil {
+		return err
+	}
+	return MarkFailure(out, 4, oracle)
+}
+
+// RecordWithRedisCli records a session the way a person would with the
+// stock client: the commands piped into one redis-cli (7.x) process, which
+// first sends COMMAND DOCS (for its hints) on its connection, a reply
+// whose order changes with every server process. Every command must be
+// answered (errors included); the recording is then stopped. redisCli is
+// the client's path.
+func RecordWithRedisCli(out, old, redisCli string, session [][]string) error {
+	rec, err := start(out, old)
+	if err != nil {
+		return err
+	}
+	host, port, _ := net.SplitHostPort(rec.Addr)
+	var in strings.Builder
+	for _, c := range session {
+		in.WriteString(strings.Join(c, " ") + "\n")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, redisCli, "-h", host, "-p", port)
+	cmd.Stdin = strings.NewReader(in.String())
+	output, err := cmd.CombinedOutput()
+	time.Sleep(50 * time.Millisecond) // the close reaches the proxy
+	if _, serr := rec.Stop(); err == nil {
+		err = serr
+	} else {
+		err = fmt.Errorf("redis-cli: %w: %s", err, output)
+	}
+	return err
+}
+
+// MarkFailure marks step n of the fixture at out as failing by oracle, as
+// kavach mark does.
+func MarkFailure(out string, n int, oracle string) error {
+	o, err := kavach.ParseOracle(oracle)
+	if err != nil {
+		return err
+	}
+	fx, err := fixtures.Load(out)
+	if err != nil {
+		return err
+	}
+	f, err := record.FailureAt(fx, redis.Codec{}, n, o)
+	if err != nil {
+		return err
+	}
+	return fixtures.Amend(out, fixtures.Amendment{Failure: &f})
 }

@@ -1,0 +1,127 @@
+package grade
+
+import (
+	"strings"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/replay"
+)
+
+// learnKeys asks a fresh old build which keys (or resources) the steps
+// from the failing step on touch, for judging the steps after the
+// failure. Steps before it, and every step when the integration cannot
+// tell, stay unknown (nil).
+func learnKeys(steps []kavach.Step, from int, old kavach.Launch, opts Options) [][]string {
+	keys := make([][]string, len(steps))
+	finder, ok := opts.Launcher.(kavach.KeyFinder)
+	if !ok || from > len(steps) {
+		return keys
+	}
+	var reqs [][]byte
+	for _, s := range steps[from-1:] {
+		reqs = append(reqs, s.Request.Data)
+	}
+	p, err := opts.Launcher.Start(old)
+	if err != nil {
+		return keys
+	}
+	defer p.Stop()
+	for i, k := range finder.Keys(p.Addr(), reqs) {
+		if from-1+i < len(keys) {
+			keys[from-1+i] = k
+		}
+	}
+	return keys
+}
+
+// relate reports whether two keys name the same state: equal, or one a
+// path and the other a path below it ("/items" and "/items/2").
+func relate(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return strings.HasPrefix(a, "/") && strings.HasPrefix(b, a) && (strings.HasSuffix(a, "/") || b[len(a)] == '/')
+}
+
+// dependsOn reports whether a step with keys k depends on state a step
+// with keys c touched. Unknown keys (unknown true) depend on everything.
+func dependsOn(k []string, kUnknown bool, c []string, cUnknown bool) bool {
+	if kUnknown || cUnknown {
+		return true
+	}
+	for _, a := range k {
+		for _, b := range c {
+			if relate(a, b) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// afterFailure judges the new build's steps after the failing step F
+// (docs/design.md §4, step 3): a crash there is a finding; so is a hang the
+// recording and the old build did not show; a difference from the
+// recording (noise excluded) is a finding unless the fix explains it: the
+// recording or the old build showed the failure at that step (a crash or
+// hang, the signature, an invariant violated), or the step depends on
+// state a changed step touched — F itself, and every later step that
+// differed — by its keys (unknown keys depend on everything).
+func afterFailure(ev Evidence, noise replay.Noise) []Finding {
+	F := ev.Failure.Step
+	old := map[int]StepEvidence{}
+	for _, s := range ev.Old.Steps {
+		old[s.Step] = s
+	}
+	type changedStep struct {
+		keys    []string
+		unknown bool
+	}
+	var changed []changedStep
+	var findings []Finding
+	for _, s := range ev.New.Steps {
+		if s.Step == F {
+			changed = append(changed, changedStep{s.Keys, s.KeysUnknown})
+		}
+		if s.Step <= F || !s.Ran {
+			continue
+		}
+		o, oldRan := old[s.Step]
+		broken := func(out kavach.Outcome) bool { return out.Kind == kavach.Crash || out.Kind == kavach.Hang }
+		switch {
+		case s.Outcome.Kind == kavach.Crash && !ev.Failure.Reproduces(s.Outcome):
+			findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
+				Expected: s.Recorded, Outcome: s.Outcome, Detail: "the new build crashed after the failing step: " + s.Outcome.Detail})
+			continue
+		case s.Outcome.Kind == kavach.Hang && !ev.Failure.Reproduces(s.Outcome) &&
+			!(s.Recorded.Kind == kavach.Hang && oldRan && o.Ran && o.Outcome.Kind == kavach.Hang):
+			findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
+				Expected: s.Recorded, Outcome: s.Outcome, Detail: "the new build hung after the failing step: " + s.Outcome.Detail})
+			continue
+		}
+		counted, _ := noise.Split(s.Diffs)
+		if len(counted) == 0 {
+			continue
+		}
+		showedFailure := broken(s.Recorded) || !oldRan || !o.Ran || broken(o.Outcome) ||
+			recurs(ev.Failure, o.Outcome, o.Violated) || len(o.Violated) > 0 || ev.Failure.Reproduces(s.Recorded)
+		depends := false
+		for _, c := range changed {
+			if dependsOn(s.Keys, s.KeysUnknown, c.keys, c.unknown) {
+				depends = true
+				break
+			}
+		}
+		if showedFailure || depends {
+			changed = append(changed, changedStep{s.Keys, s.KeysUnknown})
+			continue
+		}
+		findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
+			Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted,
+			Detail: "after the failing step, a difference the fix does not explain: the step touches no state a changed step touched"})
+	}
+	return findings
+}

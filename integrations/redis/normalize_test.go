@@ -1,0 +1,103 @@
+package redis
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"testing"
+
+	"github.com/kavach-dev/kavach"
+)
+
+func TestOrderFreeRepliesAcrossProcesses(t *testing.T) {
+	// Two processes of one build answer COMMAND and its listings in the
+	// order of their own hash tables: normalized, the replies are equal.
+	ask := func(addr string, reqs [][]byte) [][]byte {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		r := bufio.NewReader(conn)
+		var out [][]byte
+		for _, req := range reqs {
+			conn.Write(req)
+			v, err := readReply(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := v.Raw
+			out = append(out, buf)
+		}
+		return out
+	}
+	reqs := [][]byte{cmd("COMMAND"), cmd("COMMAND", "DOCS"), cmd("COMMAND", "INFO"), cmd("COMMAND", "LIST"),
+		cmd("HELLO", "3"), cmd("COMMAND", "DOCS"), cmd("COMMAND", "INFO")}
+	var replies [2][][]byte
+	for i := range replies {
+		p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replies[i] = ask(p.Addr(), reqs)
+		p.Stop()
+	}
+	if string(replies[0][0]) == string(replies[1][0]) {
+		t.Fatal("two processes answered COMMAND in the same order: the test shows nothing")
+	}
+	for i, req := range reqs {
+		a, b := Codec{}.Normalize(req, replies[0][i]), Codec{}.Normalize(req, replies[1][i])
+		if key(a) != key(b) {
+			t.Errorf("%q (RESP%d): normalized replies differ between processes", req, map[bool]int{true: 3, false: 2}[i >= 5])
+		}
+	}
+}
+
+func TestRawCommandDigests(t *testing.T) {
+	// The digests read from the bytes treat every level as a multiset, and
+	// leave what they do not read to the parsed path.
+	docs := func(order ...int) []byte {
+		entries := [][]byte{
+			[]byte("$3\r\nget\r\n*4\r\n$7\r\nsummary\r\n$9\r\nGet a key\r\n$9\r\narguments\r\n*2\r\n:1\r\n:2\r\n"),
+			[]byte("$3\r\nset\r\n*2\r\n$7\r\nsummary\r\n$9\r\nSet a key\r\n"),
+		}
+		out := []byte("*4\r\n")
+		for _, i := range order {
+			out = append(out, entries[i]...)
+		}
+		return out
+	}
+	req := cmd("COMMAND", "DOCS")
+	a, b := rawCommandDigests(req, docs(0, 1)), rawCommandDigests(req, docs(1, 0))
+	if a == nil || key(a) != key(b) || len(a) != 2 {
+		t.Fatalf("digests %v and %v: want two commands, equal in any order", a, b)
+	}
+	changed := bytes.Replace(docs(0, 1), []byte("Set a key"), []byte("Set a kex"), 1)
+	if c := rawCommandDigests(req, changed); c == nil || c["set"] == a["set"] || c["get"] != a["get"] {
+		t.Errorf("a changed summary: %v, want set's digest only to change", c)
+	}
+	for _, bad := range [][]byte{[]byte("-ERR nope\r\n"), []byte("*3\r\n$3\r\nget\r\n"), []byte("|1\r\n+a\r\n+b\r\n*0\r\n")} {
+		if d := rawCommandDigests(req, bad); d != nil {
+			t.Errorf("%q: %v, want nil (parsed instead)", bad, d)
+		}
+	}
+	if d := rawCommandDigests(cmd("COMMAND", "COUNT"), []byte(":240\r\n")); d != nil {
+		t.Errorf("COMMAND COUNT: %v, want nil", d)
+	}
+}
+
+func FuzzRawCommandDigests(f *testing.F) {
+	f.Add([]byte("*2\r\n$3\r\nget\r\n*2\r\n$7\r\nsummary\r\n$1\r\nx\r\n"))
+	f.Add([]byte("*1\r\n*3\r\n$3\r\nget\r\n:2\r\n*-1\r\n"))
+	f.Add([]byte("%1\r\n$3\r\nget\r\n%1\r\n+a\r\n_\r\n"))
+	f.Add([]byte("*2\r\n_\r\n*1\r\n$1\r\na\r\n"))
+	f.Fuzz(func(t *testing.T, reply []byte) {
+		for _, req := range [][]byte{cmd("COMMAND"), cmd("COMMAND", "DOCS"), cmd("COMMAND", "INFO")} {
+			a := rawCommandDigests(req, reply)
+			if b := rawCommandDigests(req, reply); key(a) != key(b) {
+				t.Fatalf("not deterministic on %q", reply)
+			}
+			Codec{}.Normalize(req, reply) // never panics
+		}
+	})
+}
