@@ -449,6 +449,12 @@ type NoiseField struct {
 	// Values are the values seen there: the recording's first, then each
 	// replay's that differed (JSON; at most MaxNoiseValues, in order seen).
 	Values []string `json:"values,omitempty"`
+	// Differed is in how many of the traces the field differed from the
+	// recording; Of is how many traces there were. Differed < Of: the old
+	// build reproduced the recording here in some replays and not in
+	// others, an answer that depends on timing.
+	Differed int `json:"differed_in,omitempty"`
+	Of       int `json:"of,omitempty"`
 }
 
 // MaxNoiseValues is how many values a NoiseField keeps.
@@ -472,6 +478,9 @@ func (n Noise) Seen(recorded []StepResult, traces ...*Trace) []NoiseField {
 		}
 		out[i].Values = append(out[i].Values, v)
 	}
+	for i := range out {
+		out[i].Of = len(traces)
+	}
 	for _, tr := range traces {
 		for step := range n {
 			k := step - 1
@@ -482,6 +491,7 @@ func (n Noise) Seen(recorded []StepResult, traces ...*Trace) []NoiseField {
 				if i, ok := at[field{step, d.Path}]; ok {
 					add(i, d.Want)
 					add(i, d.Got)
+					out[i].Differed++
 				}
 			}
 		}

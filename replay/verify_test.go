@@ -46,3 +46,18 @@ func TestVerifyNeverReproducesABreakAfterTheFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestNoiseSaysHowOftenItDiffered: a field that differed from the
+// recording in only some of the old build's replays is an answer that
+// depends on timing, and the noise list says so.
+func TestNoiseSaysHowOftenItDiffered(t *testing.T) {
+	ok := kavach.Outcome{Kind: kavach.OK}
+	rec := []replay.StepResult{{N: 1, Ran: true, Outcome: ok, Output: []any{int64(2)}}}
+	same := &replay.Trace{Steps: []replay.StepResult{{N: 1, Ran: true, Outcome: ok, Output: []any{int64(2)}}}}
+	other := &replay.Trace{Steps: []replay.StepResult{{N: 1, Ran: true, Outcome: ok, Output: []any{int64(3)}}}}
+	n := replay.FindNoise(rec, 0, same, other, same)
+	seen := n.Seen(rec, same, other, same)
+	if len(seen) != 1 || seen[0].Differed != 1 || seen[0].Of != 3 {
+		t.Fatalf("noise %+v, want one field that differed in 1 of 3 replays", seen)
+	}
+}

@@ -264,6 +264,16 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 			fmt.Fprintf(w, "%s: %s\n", f.Kind, f.Detail)
 			printDiffs(w, f)
 		}
+		if f.Variant == 0 {
+			for _, nf := range ev.Noise {
+				if nf.Step == f.Step && nf.Of > 1 && nf.Differed < nf.Of {
+					// The old build itself answered this step two ways.
+					fmt.Fprintf(w, "note: on the old build, step %d's %s differed from the recording in %d of %d replays: a timing-dependent answer, left out of the comparison; the finding rests on the rest of the step\n",
+						f.Step, nf.Path, nf.Differed, nf.Of)
+					break
+				}
+			}
+		}
 		printHint(w, rep, a)
 		if n := len(rep.Findings) - 1; n > 0 {
 			fmt.Fprintf(w, "(+%d more findings in the report)\n", n)
