@@ -414,6 +414,14 @@ type Launcher interface {
 	Version(addr string) string
 }
 
+// Identifier is an optional Launcher method: what version a build is,
+// found without asking the running service anything (Version's request
+// would be counted by it), e.g. by running the executable with
+// --version. "" when it cannot tell.
+type Identifier interface {
+	Identify(l Launch) string
+}
+
 // Process is a running build.
 type Process interface {
 	// Addr is the loopback address the service listens on.

@@ -37,6 +37,9 @@ type Spawn struct {
 	// Ready probes the service at addr and returns nil once it answers.
 	// It is called every 20 ms until it succeeds or StartTimeout passes.
 	Ready func(ctx context.Context, addr string) error
+	// ReadyPid, when set, is used instead of Ready: it may also look at
+	// the build's process (pid), from outside (see InEventLoop).
+	ReadyPid func(ctx context.Context, addr string, pid int) error
 	// Shutdown asks the service at addr to exit, gently. Nil: go straight
 	// to SIGTERM.
 	Shutdown func(addr string)
@@ -164,7 +167,12 @@ func (s Spawn) start() (*Spawned, error) {
 	defer cancel()
 	for {
 		probe, cancelProbe := context.WithTimeout(ctx, 500*time.Millisecond)
-		err := s.Ready(probe, addr)
+		var err error
+		if s.ReadyPid != nil {
+			err = s.ReadyPid(probe, addr, p.cmd.Process.Pid)
+		} else {
+			err = s.Ready(probe, addr)
+		}
 		cancelProbe()
 		if err == nil {
 			return p, nil
@@ -201,6 +209,30 @@ func (p *Spawned) wait() {
 	}
 	p.exit = e
 	close(p.done)
+}
+
+// InEventLoop reports whether a process of the tree rooted at pid has its
+// main thread asleep in epoll_wait: a service that has finished starting
+// and waits for work. It is read from /proc (the thread's wait channel),
+// so the service sees nothing of it.
+func InEventLoop(pid int) bool {
+	pids := []int{pid}
+	for i := 0; i < len(pids) && i < 64; i++ {
+		p := strconv.Itoa(pids[i])
+		if b, err := os.ReadFile("/proc/" + p + "/wchan"); err == nil {
+			switch string(b) {
+			case "do_epoll_wait", "ep_poll", "do_epoll_pwait":
+				return true
+			}
+		}
+		b, _ := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, c)
+			}
+		}
+	}
+	return false
 }
 
 // waitExited blocks until process pid has exited, without reaping it

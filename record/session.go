@@ -76,7 +76,13 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 		}
 		defer proc.Stop()
 		upstream = proc.Addr()
-		h.Build = &fixtures.Build{Path: s.Launch.Path, SHA256: sum, Version: s.Launcher.Version(upstream)}
+		version := ""
+		if id, ok := s.Launcher.(kavach.Identifier); ok {
+			version = id.Identify(*s.Launch)
+		} else {
+			version = s.Launcher.Version(upstream)
+		}
+		h.Build = &fixtures.Build{Path: s.Launch.Path, SHA256: sum, Version: version}
 		h.Launch = s.Launch
 		if s.RedactArgs != nil {
 			hl := *s.Launch

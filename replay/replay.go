@@ -159,7 +159,11 @@ func run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 		}
 	}()
 
-	tr.Version = opts.Launcher.Version(proc.Addr())
+	if id, ok := opts.Launcher.(kavach.Identifier); ok {
+		tr.Version = id.Identify(launch)
+	} else {
+		tr.Version = opts.Launcher.Version(proc.Addr())
+	}
 	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, events: events, conns: map[uint64]*conn{}, batch: batch}
 	if p, ok := proc.(interface{ Pid() int }); ok {
 		r.watch = watch{pid: p.Pid()}

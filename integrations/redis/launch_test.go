@@ -152,3 +152,39 @@ func TestSafetyArgsWin(t *testing.T) {
 		}
 	}
 }
+
+// TestProbesAreNoRequests: starting a build and finding its version send
+// it no command: the server's command statistics are empty when the first
+// request of a replay arrives.
+func TestProbesAreNoRequests(t *testing.T) {
+	path := redisServer(t)
+	p, err := Launcher{}.Start(kavach.Launch{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	if v := (Launcher{}).Identify(kavach.Launch{Path: path}); !strings.HasPrefix(v, "redis ") && !strings.HasPrefix(v, "valkey ") {
+		t.Errorf("Identify = %q, want redis or valkey and a version", v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := call(ctx, p.Addr(), "INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(v.Str), "cmdstat_") {
+		t.Errorf("the server counted commands before the first request:\n%s", v.Str)
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	for out, want := range map[string]string{
+		"Redis server v=7.0.15 sha=00000000:0 malloc=libc bits=64 build=2189cded9c606fe8\n": "redis 7.0.15",
+		"Valkey server v=8.0.1 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=1\n":      "valkey 8.0.1",
+		"something else": "",
+	} {
+		if got := parseVersion(out); got != want {
+			t.Errorf("parseVersion(%q) = %q, want %q", out, got, want)
+		}
+	}
+}

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kavach-dev/kavach"
@@ -267,9 +270,10 @@ func Unredact(request []byte, secret string) []byte {
 // Launcher starts redis-server and valkey-server builds: a free loopback
 // port, a fresh directory, persistence off. The launch's arguments come
 // after Kavach's defaults (so they win over those) and before its safety
-// settings (which win over them: see SafetyArgs). Ready when PING answers;
-// stopped with SHUTDOWN NOSAVE, then SIGTERM, then SIGKILL of the process
-// group.
+// settings (which win over them: see SafetyArgs). Ready when its port
+// accepts a connection and its main thread waits in its event loop (read
+// from /proc: the server is sent no request it could count); stopped with
+// SHUTDOWN NOSAVE, then SIGTERM, then SIGKILL of the process group.
 type Launcher struct {
 	// Env is added to the build's environment (libfaketime's variables, say).
 	Env []string
@@ -289,7 +293,7 @@ var DefaultArgs = []string{
 // started again without it.
 var fastCrash = []string{"--crash-memcheck-enabled", "no"}
 
-// Start starts a build and waits until PING answers.
+// Start starts a build and waits until it is ready (see Launcher).
 func (l Launcher) Start(launch kavach.Launch) (kavach.Process, error) {
 	sp := l.spawn(launch)
 	sp.Defaults = append(slices.Clone(DefaultArgs), fastCrash...)
@@ -311,13 +315,34 @@ func (l Launcher) spawn(launch kavach.Launch) kavach.Spawn {
 		Safety:       SafetyArgs,
 		Env:          l.Env,
 		StartTimeout: l.StartTimeout,
-		Ready:        ping,
+		ReadyPid:     ready,
 		Shutdown: func(addr string) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			call(ctx, addr, "SHUTDOWN", "NOSAVE")
 		},
 	}
+}
+
+// ready is ready when the port accepts a connection (closed at once,
+// nothing sent) and the server's main thread sleeps in epoll_wait: it has
+// finished starting and waits for work. A build that deadlocks while
+// starting (Debian's packaged server under libfaketime) never gets there.
+// Neither probe is a request the server counts: command statistics, the
+// keyspace and client lists are as if Kavach had not looked (only the
+// number of connections received moves, in INFO, which replays do not
+// compare).
+func ready(ctx context.Context, addr string, pid int) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	c.Close()
+	if !kavach.InEventLoop(pid) {
+		return errors.New("accepts connections, but is not yet waiting in its event loop")
+	}
+	return nil
 }
 
 // ping is ready when PING gets any answer but an error, or -NOAUTH from a
@@ -332,6 +357,41 @@ func ping(ctx context.Context, addr string) error {
 		return nil
 	}
 	return fmt.Errorf("PING answered %s", v)
+}
+
+// Identify runs the build with --version, not the running server (which
+// would count an INFO): "redis 7.0.15", "valkey 8.0.1"; "" if it does not
+// say. The answer is kept per executable (path, size, time of change).
+func (Launcher) Identify(l kavach.Launch) string {
+	st, err := os.Stat(l.Path)
+	if err != nil {
+		return ""
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%d", l.Path, st.Size(), st.ModTime().UnixNano())
+	if v, ok := identities.Load(key); ok {
+		return v.(string)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, l.Path, "--version").Output()
+	v := parseVersion(string(out))
+	if ctx.Err() == nil {
+		identities.Store(key, v)
+	}
+	return v
+}
+
+var identities sync.Map // Identify's answers
+
+// parseVersion reads "Redis server v=7.0.15 sha=..." (or "Valkey server
+// v=8.0.1 ...") as "redis 7.0.15".
+func parseVersion(out string) string {
+	name, rest, ok := strings.Cut(strings.TrimSpace(out), " server v=")
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, " ")
+	return strings.ToLower(name) + " " + v
 }
 
 // Version reads redis_version (or valkey_version) from INFO server:
