@@ -1,0 +1,64 @@
+package grade_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/redisbuild"
+)
+
+// TestSameVerdictUnderLoad grades the GETRANGE example's committed
+// fixture (recorded with stock redis-cli: a worker blocked in BLPOP on
+// its own connection, woken by another's LPUSH, then the crash) again and
+// again while stress-ng saturates every core: the correct fix is fixed
+// every time, and the narrow fix is red every time.
+func TestSameVerdictUnderLoad(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "examples", "redis-getrange-crash")
+	old := redisbuild.MustBuild(t, filepath.Join(dir, "bug.patch"))
+	correct := redisbuild.MustBuild(t, filepath.Join(dir, "bug.patch"), filepath.Join(dir, "candidates", "correct.patch"))
+	narrow := redisbuild.MustBuild(t, filepath.Join(dir, "bug.patch"), filepath.Join(dir, "candidates", "narrow.patch"))
+	fx, err := fixtures.Load(filepath.Join(dir, "fixture.kavach"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := exec.LookPath("stress-ng")
+	if err != nil {
+		t.Fatal("stress-ng is not installed: the README's test command installs it (scripts/deps.sh)")
+	}
+	load := exec.Command(path, "--cpu", "0", "--timeout", "600s", "--quiet")
+	if err := load.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { load.Process.Kill(); load.Wait() }()
+	time.Sleep(200 * time.Millisecond)
+
+	c := redis.Codec{}
+	grade1 := func(new string) string {
+		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Variants: 64, MinVariants: 10, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Verdict
+	}
+	for i := range 10 {
+		if v := grade1(correct); v != "fixed" {
+			t.Fatalf("run %d of the correct fix under load: %s", i+1, v)
+		}
+	}
+	for i := range 2 {
+		if v := grade1(narrow); !strings.HasPrefix(v, "variant_failed(") {
+			t.Fatalf("run %d of the narrow fix under load: %s", i+1, v)
+		}
+	}
+}
