@@ -832,6 +832,13 @@ func (r *runner) read(c *conn) {
 			c.reading.Store(true)
 		}
 		data = append(data, buf[:n]...)
+		if n == len(buf) && err == nil && !raw {
+			// The buffer filled: more is waiting. Frame once it is all
+			// in, not on every read of a large reply (framing a 200 KB
+			// COMMAND DOCS reply again for each 64 KB read cost more than
+			// the rest of its step).
+			continue
+		}
 		for len(data) > 0 {
 			m, serr := r.opts.Codec.SplitResponse(data)
 			if raw || serr != nil {
