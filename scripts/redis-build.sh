@@ -38,18 +38,34 @@ prog=redis-build
 # Redis's Makefile.
 tail_log() { tail -n "${2:-30}" "$1" | sed 's/\x1b\[[0-9;]*m//g' | sed 's/^/    /' >&2; }
 
-source_pkg=redis
+# KAVACH_REDIS_SOURCE picks the source package (redis, or valkey) and
+# KAVACH_REDIS_SUITE the Debian suite to take it from (default: the
+# system's release; e.g. trixie, for the newer Redis and Valkey that a
+# real upgrade is graded against). The suite is reached through the URIs
+# of the system's own apt sources.
+source_pkg=${KAVACH_REDIS_SOURCE:-redis}
+case $source_pkg in
+redis) server=redis-server ;;
+valkey) server=valkey-server ;;
+*) echo "redis-build: KAVACH_REDIS_SOURCE=$source_pkg: want redis or valkey" >&2; exit 2 ;;
+esac
 make_args=(MALLOC=libc BUILD_TLS=no USE_SYSTEMD=no)
 jobs=2
 # Part of every build key: change it when the way of building changes.
-recipe="kavach-redis-build/1 make -C src redis-server ${make_args[*]}"
+recipe="kavach-redis-build/1 make -C src $server ${make_args[*]}"
 
 [ -n "${HOME:-}" ] || die "HOME is not set"
 cache=${KAVACH_CACHE_DIR:-$HOME/.cache/kavach}
 mkdir -p "$cache" || die "cannot create cache directory $cache"
 cache=$(cd "$cache" && pwd -P)
 aptdir=$cache/apt
+system_codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+suite=${KAVACH_REDIS_SUITE:-$system_codename}
 rdir=$cache/redis
+if [ "$source_pkg" != redis ] || [ "$suite" != "$system_codename" ]; then
+	rdir=$cache/$source_pkg-$suite
+	aptdir=$cache/apt-$suite
+fi
 mkdir -p "$rdir" "$aptdir"
 
 # ---------------------------------------------------------------- patches ---
@@ -68,6 +84,7 @@ write_sources() {
 	codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
 	[ -n "$codename" ] || codename=$(lsb_release -sc 2>/dev/null || true)
 	[ -n "$codename" ] || die "cannot tell the Debian release (no VERSION_CODENAME in /etc/os-release)"
+	local target=${suite:-$codename}
 	eval "$(apt-config shell sl Dir::Etc::sourcelist/f sp Dir::Etc::sourceparts/d)"
 	local files=()
 	[ -f "$sl" ] && files+=("$sl")
@@ -79,8 +96,8 @@ write_sources() {
 	: >"$out"
 	for f in "${files[@]}"; do
 		case $f in
-		*.sources) awk -v codename="$codename" -f <(deb822_awk) "$f" >>"$out" ;;
-		*) awk -v codename="$codename" -f <(oneline_awk) "$f" >>"$out" ;;
+		*.sources) awk -v codename="$codename" -v target="$target" -f <(deb822_awk) "$f" >>"$out" ;;
+		*) awk -v codename="$codename" -v target="$target" -f <(oneline_awk) "$f" >>"$out" ;;
 		esac
 	done
 	grep -q '^Types:' "$out" ||
@@ -89,7 +106,8 @@ write_sources() {
 
 # awk programs shared by both formats: keep only this release's suites.
 suite_awk='
-function wanted(s) { return s == codename || s == codename "-updates" || s == codename "-security" }
+function wanted(s) { return target == codename ? (s == codename || s == codename "-updates" || s == codename "-security") : s == codename }
+function renamed(s) { return target == codename ? s : target }
 '
 
 # deb822 (.sources): copies each enabled stanza of type deb or deb-src as one
@@ -105,7 +123,7 @@ function flush(   i, n, parts, keep, isdeb, t) {
 	for (i = 1; i <= n; i++) if (parts[i] == "deb" || parts[i] == "deb-src") isdeb = 1
 	keep = ""
 	n = split(field["suites"], parts, /[ \t]+/)
-	for (i = 1; i <= n; i++) if (wanted(parts[i])) keep = keep (keep == "" ? "" : " ") parts[i]
+	for (i = 1; i <= n; i++) if (wanted(parts[i])) keep = keep (keep == "" ? "" : " ") renamed(parts[i])
 	if (isdeb && keep != "" && tolower(field["enabled"]) != "no") {
 		print "Types: deb-src"
 		print "Suites: " keep
@@ -145,7 +163,7 @@ $suite_awk
 	if (n < 2 || !wanted(w[2]) || seen[w[1] " " w[2]]++) next
 	print "Types: deb-src"
 	print "URIs: " w[1]
-	print "Suites: " w[2]
+	print "Suites: " renamed(w[2])
 	comps = ""; for (i = 3; i <= n; i++) comps = comps (comps == "" ? "" : " ") w[i]
 	if (comps != "") print "Components: " comps
 	m = split(opts, o, /[ \t]+/)
@@ -153,6 +171,41 @@ $suite_awk
 	print ""
 }
 EOF
+}
+
+# older_source DIR: when the mirror's pool lacks the version its index
+# names (a mirror between two point releases: the index says +deb13u3, the
+# pool still holds +deb13u2), fetches the newest earlier +debNNuK upload of
+# the same version from the same pool: its .dsc, then each file the .dsc
+# lists, checked against the .dsc's SHA-256 sums. Only for a suite other
+# than the system's (a newer release to grade an upgrade against).
+older_source() {
+	local dl=$1 idx uri ver base k v url f
+	[ "$suite" != "$system_codename" ] || return 1
+	idx=$("${apt[@]}" -q=2 source --print-uris "$source_pkg" 2>/dev/null | grep -o "'[^']*\.dsc'" | tr -d "'" | head -n1)
+	[ -n "$idx" ] || return 1
+	uri=${idx%/*}
+	ver=$(basename "$idx" .dsc)
+	ver=${ver#"${source_pkg}"_}
+	ver=${ver//%2b/+}
+	case $ver in *+deb*u*) ;; *) return 1 ;; esac
+	base=${ver%u*}
+	k=${ver##*u}
+	while [ "$k" -gt 1 ]; do
+		k=$((k - 1))
+		v=${base}u$k
+		url=$uri/${source_pkg}_${v//+/%2b}.dsc
+		if curl -fsS -o "$dl/${source_pkg}_$v.dsc" "$url" 2>/dev/null; then
+			say "the pool lacks $ver; using $v from the same pool"
+			awk '/^Checksums-Sha256:/{on=1; next} /^[^ ]/{on=0} on && NF==3 {print $1, $3}' "$dl/${source_pkg}_$v.dsc" |
+				while read -r sum f; do
+					curl -fsS -o "$dl/$f" "$uri/${f//+/%2b}" || exit 1
+					echo "$sum  $dl/$f" | sha256sum -c --quiet - || exit 1
+				done || return 1
+			return 0
+		fi
+	done
+	return 1
 }
 
 # fetch_source: downloads the newest source of $source_pkg the release
@@ -172,7 +225,8 @@ fetch_source() {
 	dl=$(mktemp -d "$rdir/.tmp-src.XXXXXX")
 	tmps+=("$dl")
 	say "downloading the source package $source_pkg"
-	(cd "$dl" && "${apt[@]}" source --download-only "$source_pkg") >"$aptdir/source.log" 2>&1 || {
+	(cd "$dl" && "${apt[@]}" source --download-only "$source_pkg") >"$aptdir/source.log" 2>&1 ||
+		older_source "$dl" || {
 		tail_log "$aptdir/source.log"
 		die "apt-get source $source_pkg failed (log: $aptdir/source.log)"
 	}
@@ -241,7 +295,7 @@ manifest=$(
 # The key covers the patch contents, not their names.
 key=$(printf '%s\n' "$manifest" | sed 's/^\(patch [0-9a-f]*\) .*/\1/' | sha256sum | cut -d' ' -f1)
 out=$rdir/build-$key
-bin=$out/redis-server
+bin=$out/$server
 
 if [ -x "$bin" ]; then
 	echo "$bin" >&3
@@ -279,8 +333,8 @@ done
 
 say "building $source_pkg $version${patches[0]+ with ${#patches[@]} patch(es)} (about a minute; log: $log)"
 start=$SECONDS
-echo "== make -C src redis-server ${make_args[*]} -j$jobs" >>"$log"
-if ! make -C "$work/tree/src" redis-server "${make_args[@]}" -j"$jobs" >>"$log" 2>&1; then
+echo "== make -C src $server ${make_args[*]} -j$jobs" >>"$log"
+if ! make -C "$work/tree/src" "$server" "${make_args[@]}" -j"$jobs" >>"$log" 2>&1; then
 	failed=$rdir/failed-$key.log
 	cp "$log" "$failed"
 	# With -j2 the first error can scroll out of the tail: show it too.
@@ -292,10 +346,10 @@ if ! make -C "$work/tree/src" redis-server "${make_args[@]}" -j"$jobs" >>"$log" 
 	tail_log "$log" 30
 	die "build failed (full log: $failed)"
 fi
-[ -x "$work/tree/src/redis-server" ] || die "build produced no src/redis-server (log: $log)"
+[ -x "$work/tree/src/$server" ] || die "build produced no src/$server (log: $log)"
 
 mkdir "$work/out"
-mv "$work/tree/src/redis-server" "$work/out/redis-server"
+mv "$work/tree/src/$server" "$work/out/$server"
 mv "$log" "$work/out/build.log"
 printf '%s\n' "$manifest" >"$work/out/manifest"
 rm -rf "$work/tree"
