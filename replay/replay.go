@@ -591,7 +591,7 @@ func (r *runner) idle() bool {
 		if r.watch.busy() || r.unread() {
 			return false
 		}
-		time.Sleep(200 * time.Microsecond)
+		time.Sleep(100 * time.Microsecond)
 		if r.frames.Load() != n || len(r.wake) > 0 {
 			return false
 		}
