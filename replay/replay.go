@@ -198,6 +198,7 @@ type runner struct {
 	// them, and replies not waited for (see batches).
 	batched   []bool
 	batch     bool            // pipeline batches at all
+	sent      bool            // a request went out since the build was last seen idle
 	lostBatch bool            // the build ended a connection with batched steps unanswered
 	due       []time.Duration // per step: recorded offset of its last reply, or of the request
 	shift     time.Duration   // the clock variant's shift now in force
@@ -476,7 +477,13 @@ func (r *runner) advance(t time.Time) {
 		// time) than recorded pushes what follows later too.
 		return
 	}
+	if t.Truncate(time.Millisecond).Equal(from) {
+		return
+	}
 	r.jump = false
+	// What was sent is taken in at the time it was sent: a BLPOP read
+	// after the move would count its timeout from the new time.
+	r.quiesce()
 	if err := r.clock.Set(t); err != nil {
 		r.opts.Logger.Error("set clock", "err", err)
 		return
@@ -525,6 +532,23 @@ func (r *runner) turns(n int) {
 		time.Sleep(pause)
 		pause = min(2*pause, time.Millisecond)
 	}
+}
+
+// quiesce waits, when requests were sent since the build was last seen
+// idle, until it is idle again (or has worked for the step timeout, or is
+// gone): everything it was sent has been read and handled.
+func (r *runner) quiesce() {
+	if !r.sent {
+		return
+	}
+	began := time.Now()
+	for !r.idle() {
+		if r.proc.Exited() != nil || time.Since(began) > r.opts.StepTimeout {
+			break
+		}
+		r.wait(100 * time.Microsecond)
+	}
+	r.sent = false
 }
 
 // blocked reports whether a step is waiting for a reply.
@@ -947,6 +971,7 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 		data = r.opts.Prepare(data)
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(r.opts.StepTimeout))
+	r.sent = true
 	if _, err := c.nc.Write(data); err != nil {
 		r.crashed(c, "write failed: "+err.Error())
 	}
