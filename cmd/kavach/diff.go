@@ -13,13 +13,15 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/replay"
 )
 
 func diffCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "diff",
-		Usage:     "grade a new build against an incident",
+		Usage:     "grade a new build against an incident or a contract",
 		ArgsUsage: "OLD NEW FIXTURE",
 		Description: withExample("Replays the fixture on the old build (which must fail the recorded way) and on\n"+
 			"the new build, and prints one verdict on the first line: fixed, diverged@N,\n"+
@@ -27,7 +29,11 @@ func diffCommand() *cli.Command {
 			"unverified(REASON); then the finding (step, request, expected and actual output), a\n"+
 			"hint, what was checked, and where the full report is. Both builds start with the\n"+
 			"arguments the fixture was recorded with.\n"+
-			"Exit status: 0 fixed, 1 red, 2 could not grade, 3 unverified.",
+			"A fixture with no failure is a contract: every step must give the recording's answer,\n"+
+			"every invariant hold, and regression variants of every step the old build's answers;\n"+
+			"the verdict is then held, diverged@N, invariant_violated(NAME)@N, variant_failed(K)@N or\n"+
+			"unverified(REASON).\n"+
+			"Exit status: 0 fixed or held, 1 red, 2 could not grade, 3 unverified.",
 			"kavach diff ./redis-old ./redis-new incident.kavach --out report.json"),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "invariants", Usage: "check the invariants in `FILE` (default: those embedded in the fixture, or FIXTURE's name with .invariants)"},
@@ -185,7 +191,7 @@ func checkOut(out string) error {
 // verdictExit maps a verdict kind to the exit status of docs/design.md §3.
 func verdictExit(kind string) error {
 	switch kind {
-	case grade.Fixed:
+	case grade.Fixed, grade.Held:
 		return nil
 	case grade.Unverified:
 		return &verdictError{code: exitUnverified}
@@ -284,6 +290,10 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	}
 	fmt.Fprintln(w)
 	ck := rep.Checked()
+	if ev.Contract {
+		printContractChecked(w, rep, ck, reportPath)
+		return
+	}
 	noise := ""
 	if n := len(ev.Noise); n > 0 {
 		var parts []string
@@ -342,6 +352,9 @@ func diffHint(rep *grade.Report, a []string) string {
 		if rep.Parts.Kind != grade.Unverified {
 			return ""
 		}
+		if ev.Contract {
+			return contractHint(rep, a)
+		}
 		if strings.HasPrefix(rep.Parts.Reason, "not-evaluable") {
 			return "an invariant cannot be evaluated at the failing step, so whether the failure is gone cannot be told.\n" +
 				"Guard the expression (has(), != null, a when: clause) for the replies it meets there: docs/invariants.md"
@@ -361,6 +374,9 @@ func diffHint(rep *grade.Report, a []string) string {
 	f := rep.Findings[0]
 	switch f.Kind {
 	case grade.Diverged:
+		if ev.Contract {
+			return contractHint(rep, a)
+		}
 		if f.Step > ev.Failure.Step {
 			return fmt.Sprintf("the new build answers step %d, after the failure (step %d), differently from the recording, and\n"+
 				"the fix does not explain it (the step touches no state a changed step touched). See the step: kavach show %s --step %d",
@@ -429,4 +445,68 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// noiseSummary is ", N noise fields excluded (step 2 reply[0], ...)", or "".
+func noiseSummary(noise []replay.NoiseField) string {
+	n := len(noise)
+	if n == 0 {
+		return ""
+	}
+	var parts []string
+	for i, f := range noise {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("+%d more", n-3))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("step %d %s", f.Step, f.Path))
+	}
+	return fmt.Sprintf(", %d noise fields excluded (%s)", n, strings.Join(parts, ", "))
+}
+
+// printContractChecked prints what a contract's diff checked: every step
+// against the recording, the regression variants, the invariants, and
+// those the old build does not meet (a feature's).
+func printContractChecked(w io.Writer, rep *grade.Report, ck grade.Checked, reportPath string) {
+	ev := rep.Evidence
+	fmt.Fprintf(w, "checked: contract (no failure): %d of %d steps compared with the recording%s\n", ck.StepsCompared, ck.StepsBeforeFailure, noiseSummary(ev.Noise))
+	fmt.Fprintf(w, "         variants: %d regression variants, %d handled by the old build (need %d); %d pass on the new build\n",
+		ck.RegressionVariants, ck.RegressionHandled, ck.MinVariants, ck.VariantsPassing)
+	fmt.Fprintf(w, "         invariants: %d checked on every step, %d held\n", ck.Invariants, ck.InvariantsHeld)
+	for _, u := range ev.OldUnmet {
+		fmt.Fprintf(w, "           %s (step %d), so its steps are judged by it, not by the recording\n", grade.OldUnmetNote(u.Name), u.FirstStep)
+	}
+	fmt.Fprintf(w, "report: %s\n", reportPath)
+}
+
+// contractHint says what a contract's headline divergence, or its
+// unverified verdict, means and what to run next.
+func contractHint(rep *grade.Report, a []string) string {
+	fixture := a[2]
+	if len(rep.Findings) == 0 {
+		if strings.HasPrefix(rep.Parts.Reason, "not-replayed") {
+			return fmt.Sprintf("the old build does not answer its own recording the way it was recorded, so nothing can be\n"+
+				"held against the new build. Check that OLD is the build the contract was recorded on: kavach replay %s %s", a[0], fixture)
+		}
+		if strings.HasPrefix(rep.Parts.Reason, "below-floor") {
+			return "every check passed, but with options below the fixture's floor. Grade it again without --below-floor."
+		}
+		return fmt.Sprintf("every check passed, but only %d regression variants were handled by the old build (%d needed):\n"+
+			"the evidence is too thin to call it held. Record richer traffic, raise --variants, or lower --min-variants.",
+			rep.Evidence.Variants.Handled, rep.Evidence.Variants.Min)
+	}
+	f := rep.Findings[0]
+	if f.Outcome.Kind == kavach.Crash || f.Outcome.Kind == kavach.Hang {
+		return fmt.Sprintf("the new build %s at step %d, which the recording answered: a contract's traffic must keep working.\n"+
+			"Reproduce it alone: kavach replay %s %s", pastTense(f.Outcome.Kind), f.Step, a[1], fixture)
+	}
+	return fmt.Sprintf("the new build answers step %d differently from the recording: a contract holds every step to it.\n"+
+		"See the step: kavach show %s --step %d", f.Step, fixture, f.Step)
+}
+
+func pastTense(k kavach.OutcomeKind) string {
+	if k == kavach.Crash {
+		return "crashed"
+	}
+	return "hung"
 }

@@ -75,6 +75,16 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A contract: the GETRANGE session recorded on the pristine build,
+	// which answers every step (no failure).
+	contractPath := filepath.Join(t.TempDir(), "contract.kavach")
+	if err := incidents.RecordSession(contractPath, builds["REDIS_BUILD"], incidents.Getrange); err != nil {
+		t.Fatal(err)
+	}
+	contractFixture, err := os.ReadFile(contractPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
@@ -91,6 +101,7 @@ func TestScripts(t *testing.T) {
 			for name, data := range map[string][]byte{
 				"getrange.kavach":   fixture,
 				"strlen.kavach":     strlenFixture,
+				"contract.kavach":   contractFixture,
 				"strlen.invariants": []byte(incidents.StrlenInvariants),
 			} {
 				if err := os.WriteFile(filepath.Join(env.WorkDir, name), data, 0o644); err != nil {
