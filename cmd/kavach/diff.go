@@ -22,7 +22,7 @@ func diffCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "diff",
 		Usage:     "grade a new build against an incident or a contract",
-		ArgsUsage: "OLD NEW FIXTURE",
+		ArgsUsage: "OLD NEW FIXTURE [FIXTURE...]",
 		Description: withExample("Replays the fixture on the old build (which must fail the recorded way) and on\n"+
 			"the new build, and prints one verdict on the first line: fixed, diverged@N,\n"+
 			"still_failing@N, invariant_violated(NAME)@N, variant_failed(K)@N or\n"+
@@ -33,7 +33,10 @@ func diffCommand() *cli.Command {
 			"every invariant hold, and regression variants of every step the old build's answers;\n"+
 			"the verdict is then held, diverged@N, invariant_violated(NAME)@N, variant_failed(K)@N or\n"+
 			"unverified(REASON).\n"+
-			"Exit status: 0 fixed or held, 1 red, 2 could not grade, 3 unverified.",
+			"Several fixtures (or a directory of .kavach files) are a suite, graded in one run: the\n"+
+			"first line is the suite's verdict (the first red fixture's in argument order, else the\n"+
+			"first unverified, else fixed or held), then one line per fixture with its verdict.\n"+
+			"Exit status: 0 fixed or held, 1 red, 2 could not grade, 3 unverified (a suite: the worst).",
 			"kavach diff ./redis-old ./redis-new incident.kavach --out report.json"),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "invariants", Usage: "check the invariants in `FILE` (default: those embedded in the fixture, or FIXTURE's name with .invariants)"},
@@ -52,10 +55,16 @@ func diffCommand() *cli.Command {
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			a, err := args(c, "OLD", "NEW", "FIXTURE")
+			if c.NArg() < 3 {
+				return usagef("run 'kavach diff --help' for usage and an example",
+					"kavach diff takes 3 argument(s) or more, [OLD NEW FIXTURE...]; got %d", c.NArg())
+			}
+			a := c.Args().Slice()
+			fixtures, suite, err := fixtureArgs(a[2:])
 			if err != nil {
 				return err
 			}
+			a = []string{a[0], a[1], fixtures[0]}
 			req := diffRequest{
 				Old: a[0], New: a[1], Fixture: a[2], Invariants: c.String("invariants"),
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
@@ -71,11 +80,12 @@ func diffCommand() *cli.Command {
 			if err := checkOut(c.String("out")); err != nil {
 				return err
 			}
+			if suite {
+				return suiteCommand(c, req, fixtures)
+			}
 			rep, err := runDiff(c.Context, req)
-			var below *grade.BelowFloorError
-			if errors.As(err, &below) {
-				return usagef("raise --variants or --min-variants, or use the floor's --seed (see 'kavach show "+req.Fixture+"');\n"+
-					"--below-floor grades anyway, but then the verdict is never fixed", "%v (set with kavach mark)", err)
+			if err := belowFloorUsage(err, req.Fixture); err != nil {
+				return err
 			}
 			if err != nil {
 				return err
@@ -213,7 +223,19 @@ func reportPath(out string) (string, error) {
 	return f.Name(), nil
 }
 
-func writeReport(path string, rep *grade.Report) error {
+// belowFloorUsage turns a diff refused below a fixture's floor into a
+// usage error saying what to do; any other error is returned as it is.
+func belowFloorUsage(err error, fixture string) error {
+	var below *grade.BelowFloorError
+	if errors.As(err, &below) {
+		return usagef("raise --variants or --min-variants, or use the floor's --seed (see 'kavach show "+fixture+"');\n"+
+			"--below-floor grades anyway, but then the verdict is never fixed", "%v (set with kavach mark)", err)
+	}
+	return err
+}
+
+// writeReport writes a report (one fixture's, or a suite's) as JSON.
+func writeReport(path string, rep any) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
@@ -235,6 +257,13 @@ func writeReport(path string, rep *grade.Report) error {
 // checked, and where the report is.
 func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	fmt.Fprintln(w, rep.Verdict)
+	printDiffBody(w, rep, a)
+	fmt.Fprintf(w, "report: %s\n", reportPath)
+}
+
+// printDiffBody is printDiff without its first line (the verdict) and its
+// last (the report's path).
+func printDiffBody(w io.Writer, rep *grade.Report, a []string) {
 	ev := rep.Evidence
 	if len(rep.Findings) > 0 {
 		f := rep.Findings[0]
@@ -291,7 +320,7 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	fmt.Fprintln(w)
 	ck := rep.Checked()
 	if ev.Contract {
-		printContractChecked(w, rep, ck, reportPath)
+		printContractChecked(w, rep, ck)
 		return
 	}
 	noise := ""
@@ -328,7 +357,6 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 			fmt.Fprintf(w, "           %s: not checked on %s variants\n", inv.Name, strings.Join(inv.Except, ", "))
 		}
 	}
-	fmt.Fprintf(w, "report: %s\n", reportPath)
 }
 
 // hintIndent indents the lines of a hint after its first.
@@ -467,7 +495,7 @@ func noiseSummary(noise []replay.NoiseField) string {
 // printContractChecked prints what a contract's diff checked: every step
 // against the recording, the regression variants, the invariants, and
 // those the old build does not meet (a feature's).
-func printContractChecked(w io.Writer, rep *grade.Report, ck grade.Checked, reportPath string) {
+func printContractChecked(w io.Writer, rep *grade.Report, ck grade.Checked) {
 	ev := rep.Evidence
 	fmt.Fprintf(w, "checked: contract (no failure): %d of %d steps compared with the recording%s\n", ck.StepsCompared, ck.StepsBeforeFailure, noiseSummary(ev.Noise))
 	fmt.Fprintf(w, "         variants: %d regression variants, %d handled by the old build (need %d); %d pass on the new build\n",
@@ -476,7 +504,6 @@ func printContractChecked(w io.Writer, rep *grade.Report, ck grade.Checked, repo
 	for _, u := range ev.OldUnmet {
 		fmt.Fprintf(w, "           %s (step %d), so its steps are judged by it, not by the recording\n", grade.OldUnmetNote(u.Name), u.FirstStep)
 	}
-	fmt.Fprintf(w, "report: %s\n", reportPath)
 }
 
 // contractHint says what a contract's headline divergence, or its
