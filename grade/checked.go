@@ -24,7 +24,11 @@ type Checked struct {
 	// recording the fix explains.
 	StepsAfterExplained int `json:"steps_after_explained" jsonschema:"of those, steps whose difference from the recording the fix explains"`
 	Invariants          int `json:"invariants" jsonschema:"invariants checked on every step"`
-	InvariantsHeld      int `json:"invariants_held" jsonschema:"of those, held on the new build"`
+	// Contract: the fixture has no failure; StepsBeforeFailure is then
+	// every step.
+	Contract       bool `json:"contract,omitempty" jsonschema:"the fixture is a contract (no failure): every step is compared with the recording"`
+	OldUnmet       int  `json:"old_unmet,omitempty" jsonschema:"for a contract, invariants the old build does not meet (a feature's), which the new build must"`
+	InvariantsHeld int  `json:"invariants_held" jsonschema:"of those, held on the new build"`
 }
 
 // Checked counts what the report's evidence checked.
@@ -50,6 +54,23 @@ func (rep *Report) Checked() Checked {
 			noise[f.Step] = map[string]bool{}
 		}
 		noise[f.Step][f.Path] = true
+	}
+	if ev.Contract {
+		// Every step is held to the recording: "before the failure" is
+		// every step, and there is no failure.
+		ck.Contract, ck.StepsBeforeFailure = true, len(ev.New.Steps)
+		for _, s := range ev.New.Steps {
+			if s.Ran {
+				ck.StepsCompared++
+			}
+		}
+		ck.OldUnmet = len(ev.OldUnmet)
+		for _, inv := range ev.Invariants {
+			if inv.Held {
+				ck.InvariantsHeld++
+			}
+		}
+		return ck
 	}
 	for _, s := range ev.New.Steps {
 		if s.Step < ev.Failure.Step && s.Ran {

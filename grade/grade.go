@@ -79,10 +79,13 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	}
 	f := fx.Failure
 	steps := kavach.Steps(fx.Events, opts.Codec)
-	if f == nil {
-		return nil, fmt.Errorf("fixture %s has no failure to grade against: mark it with 'kavach mark %s --step N --oracle crash|hang|error[:CLASS]'", fx.Path, fx.Path)
-	}
-	if f.Step < 1 || f.Step > len(steps) {
+	contract := f == nil
+	if contract {
+		if len(steps) == 0 {
+			return nil, fmt.Errorf("fixture %s has no steps: a contract needs recorded traffic", fx.Path)
+		}
+		f = &kavach.Failure{} // a contract: no failure, every step held to the recording
+	} else if f.Step < 1 || f.Step > len(steps) {
 		return nil, fmt.Errorf("fixture %s: its failure is at step %d, but it has steps 1 to %d", fx.Path, f.Step, len(steps))
 	}
 	if name := f.Oracle.Invariant; name != "" && (opts.Invariants == nil || !opts.Invariants.Has(name)) {
@@ -111,6 +114,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	newInv := checkInvariants(opts.Invariants, opts.Codec, nw, "")
 	ev := Evidence{
 		Failure:    *f,
+		Contract:   contract,
 		Noise:      noise.Seen(recorded, olds...),
 		Old:        OldEvidence{Runs: opts.OldRuns, Clock: olds[0].Clock, Stopped: olds[0].Stopped},
 		New:        NewEvidence{Clock: nw.Clock, Stopped: nw.Stopped, Exit: nw.Exit},
@@ -130,11 +134,18 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		}
 		ev.Invariants = append(ev.Invariants, ie)
 	}
+	if contract {
+		for _, r := range oldInv.results {
+			if !r.Held {
+				ev.OldUnmet = append(ev.OldUnmet, InvariantEvidence{Name: r.Name, FirstStep: r.FirstStep, Message: r.Message})
+			}
+		}
+	}
 	if ev.Noise == nil {
 		ev.Noise = []replay.NoiseField{}
 	}
 	var keys [][]string
-	if f.Step < len(steps) {
+	if !contract && f.Step < len(steps) {
 		keys = learnKeys(steps, f.Step, old, opts)
 	}
 	for i, s := range steps {
@@ -145,7 +156,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		n := nw.Steps[i]
 		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: recorded[i].Outcome, Outcome: n.Outcome,
 			Violated: newInv.violated[s.N], NotEvaluable: newInv.notEvaluable[s.N], Output: n.Output}
-		if s.N >= f.Step {
+		if !contract && s.N >= f.Step {
 			se.KeysUnknown = i >= len(keys) || keys[i] == nil
 			if !se.KeysUnknown {
 				se.Keys = keys[i]
@@ -158,13 +169,25 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	}
 	var variantsTook time.Duration
 	switch {
-	case notReproduced(ev) != "":
+	case contract && notReplayed(ev) != "":
+		ev.Variants.Note = "no variants: the old build does not replay its own recording"
+	case !contract && notReproduced(ev) != "":
 		ev.Variants.Note = "no variants: the old build does not reproduce the incident"
 	case opts.Variants <= 0:
 		ev.Variants.Note = "no variants asked for (--variants 0)"
 	default:
 		vstart := time.Now()
-		ev.Variants = runVariants(ctx, fx, old, new, ropts, noise, opts)
+		// A contract's steps where the old build does not meet an
+		// invariant (a feature's) are the invariant's to judge, on the
+		// variants as on the recording.
+		var feature map[int]bool
+		if contract {
+			feature = map[int]bool{}
+			for n := range oldInv.violated {
+				feature[n] = true
+			}
+		}
+		ev.Variants = runVariants(ctx, fx, old, new, ropts, noise, feature, opts)
 		variantsTook = time.Since(vstart)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))
@@ -185,7 +208,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		Verdict:       parts.String(),
 		Parts:         parts,
 		Findings:      findings,
-		Fixture:       Fixture{Path: fx.Path, SHA256: sum, Protocol: fx.Header.Protocol, Steps: len(steps), Failure: f},
+		Fixture:       Fixture{Path: fx.Path, SHA256: sum, Protocol: fx.Header.Protocol, Steps: len(steps), Failure: fx.Failure},
 		Builds:        Builds{Old: identify(old, olds[0]), New: identify(new, nw)},
 		Evidence:      ev,
 		Seed:          opts.Seed,

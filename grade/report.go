@@ -21,6 +21,7 @@ const SchemaVersion = 1
 // Verdict kinds.
 const (
 	Fixed              = "fixed"
+	Held               = "held" // a contract (a fixture with no failure) that the new build keeps
 	Diverged           = "diverged"
 	StillFailing       = "still_failing"
 	InvariantViolated  = "invariant_violated"
@@ -60,8 +61,8 @@ type Parts struct {
 // "unverified(not-reproduced: ...)".
 func (p Parts) String() string {
 	switch p.Kind {
-	case Fixed:
-		return Fixed
+	case Fixed, Held:
+		return p.Kind
 	case Unverified:
 		return fmt.Sprintf("unverified(%s)", p.Reason)
 	case InvariantViolated:
@@ -129,7 +130,13 @@ type Durations struct {
 
 // Evidence is everything the verdict is derived from.
 type Evidence struct {
-	Failure kavach.Failure `json:"failure"`
+	Failure kavach.Failure `json:"failure,omitzero"` // zero (left out) for a contract
+	// Contract: the fixture has no failure (Failure is zero); every step
+	// is held to the recording (docs/contracts.md).
+	Contract bool `json:"contract,omitempty"`
+	// OldUnmet are, for a contract, the invariants the old build's replay
+	// does not meet: expected for a feature's, which the new build must meet.
+	OldUnmet []InvariantEvidence `json:"old_unmet,omitempty"`
 	// Old is the old build's replays against the recording.
 	Old OldEvidence `json:"old"`
 	// Noise is what differed between the recording and the old build's
@@ -259,16 +266,13 @@ type InvariantEvidence struct {
 // unverified(below-floor: ...) when graded below the fixture's floor;
 // else fixed.
 func Derive(ev Evidence) (Parts, []Finding) {
+	if ev.Contract {
+		return deriveContract(ev)
+	}
 	if reason := notReproduced(ev); reason != "" {
 		return Parts{Kind: Unverified, Reason: reasonNotReproduce + ": " + reason}, nil
 	}
-	noise := replay.Noise{}
-	for _, f := range ev.Noise {
-		if noise[f.Step] == nil {
-			noise[f.Step] = map[string]bool{}
-		}
-		noise[f.Step][f.Path] = true
-	}
+	noise := noiseOf(ev)
 	F := ev.Failure.Step
 	var findings []Finding
 	for _, s := range ev.New.Steps {
@@ -377,4 +381,16 @@ func notReproduced(ev Evidence) string {
 
 func sortFindings(f []Finding, less func(a, b Finding) bool) {
 	sort.SliceStable(f, func(i, j int) bool { return less(f[i], f[j]) })
+}
+
+// noiseOf is the evidence's noise fields as a replay.Noise.
+func noiseOf(ev Evidence) replay.Noise {
+	noise := replay.Noise{}
+	for _, f := range ev.Noise {
+		if noise[f.Step] == nil {
+			noise[f.Step] = map[string]bool{}
+		}
+		noise[f.Step][f.Path] = true
+	}
+	return noise
 }

@@ -45,7 +45,10 @@ func learnSchema(fx *fixtures.Fixture, old kavach.Launch, opts Options) (kavach.
 // keeps those that reproduce the failure (or, for regression variants,
 // that the old build handles), and replays the kept ones on the new build
 // (docs/design.md §4, steps 4 and 5), Jobs at a time.
-func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, opts Options) VariantsEvidence {
+// feature are the fixture's steps whose answers are not compared (a
+// contract's steps where the old build does not meet an invariant); nil
+// for an incident.
+func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, feature map[int]bool, opts Options) VariantsEvidence {
 	ve := VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
 	variator, ok := opts.Codec.(kavach.Variator)
 	if !ok {
@@ -53,11 +56,19 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		return ve
 	}
 	schema, note := learnSchema(fx, old, opts)
-	vs := variants.Generate(fx.Events, fx.Failure.Step, variants.Options{
-		Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed,
-		Exclude: fx.Failure.ExcludeVariants})
+	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed}
+	// A contract (no failure) has regression variants of every step only.
+	var f kavach.Failure
+	var vs []variants.Variant
+	if fx.Failure == nil {
+		vs = variants.Regression(fx.Events, vopts)
+	} else {
+		f = *fx.Failure
+		vopts.Exclude = f.ExcludeVariants
+		vs = variants.Generate(fx.Events, f.Step, vopts)
+	}
 	ve.Note = note
-	ve.Excluded = fx.Failure.ExcludeVariants
+	ve.Excluded = f.ExcludeVariants
 	results := make([]VariantEvidence, len(vs))
 	var (
 		next   atomic.Int64
@@ -78,7 +89,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 					results[i] = VariantEvidence{K: vs[i].K, Kind: vs[i].Kind, Description: vs[i].Description, Regression: vs[i].Regression, Skipped: true}
 					continue
 				}
-				results[i] = runVariant(ctx, vs[i], *fx.Failure, old, new, ropts, noise, opts)
+				results[i] = runVariant(ctx, vs[i], f, old, new, ropts, noise, feature, opts)
 				if results[i].Kept && results[i].FailedStep > 0 {
 					failed.Store(true)
 				}
@@ -125,8 +136,9 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 // same answer there and it is not the failing request: an unrelated error
 // both builds give is none of the new build's doing), or, before the old
 // build's failing step and where the old build did not fail, an output
-// different from the old build's, noise of the step's origin excluded.
-func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, opts Options) VariantEvidence {
+// different from the old build's, noise of the step's origin excluded,
+// and steps whose origin is in feature not compared.
+func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, feature map[int]bool, opts Options) VariantEvidence {
 	r := VariantEvidence{K: v.K, Kind: v.Kind, Description: v.Description, Regression: v.Regression}
 	ropts.Shift = v.ShiftAt
 	ot, err := runRetry(ctx, old, v.Events, ropts)
@@ -198,7 +210,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		// Outputs are compared before the old build's failing step, where
 		// the old build did not fail: an answer that was itself a failure
 		// (an invariant it broke, the signature) may rightly change.
-		if s.N >= limit || o == nil || broken(*o) || recurs(f, o.Outcome, oldInv.violated[s.N]) || len(oldInv.violated[s.N]) > 0 {
+		if s.N >= limit || o == nil || broken(*o) || recurs(f, o.Outcome, oldInv.violated[s.N]) || len(oldInv.violated[s.N]) > 0 || feature[originOf(v, s.N)] {
 			continue
 		}
 		// Noise of the step's origin is skipped before diffing.

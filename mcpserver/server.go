@@ -61,6 +61,13 @@ type Config struct {
 	ExitStatus func(kind string) int
 	// Print prints what kavach diff prints; args are OLD, NEW and FIXTURE.
 	Print func(w io.Writer, rep *grade.Report, args []string, report string)
+	// GradeSuite grades as kavach diff OLD NEW F1 F2 ... does, and
+	// returns the fixtures it graded (directories expanded).
+	GradeSuite func(ctx context.Context, r Request, fixtures []string) (*grade.SuiteReport, []string, error)
+	// WriteSuite writes a suite's report as WriteReport writes one.
+	WriteSuite func(out string, s *grade.SuiteReport) (string, error)
+	// PrintSuite prints what kavach diff prints for a suite.
+	PrintSuite func(w io.Writer, s *grade.SuiteReport, old, new string, fixtures []string, report string)
 	// Hint is the hint Print prints, alone.
 	Hint func(rep *grade.Report, args []string) string
 	// HintIndent starts the lines of a printed hint after its first.
@@ -105,7 +112,10 @@ func Serve(ctx context.Context, t mcp.Transport, cfg Config) error {
 			"of the incident, and returns one verdict: fixed, diverged@N (the new build answers step N, before the failure, " +
 			"differently from the recording), still_failing@N, invariant_violated(NAME)@N, variant_failed(K)@N (a variant " +
 			"of the incident, or an input the old build handled, fails on the new build) or unverified(REASON) (the evidence " +
-			"is too thin to judge: not your fix's fault). The result holds the headline finding with its diff, a hint saying " +
+			"is too thin to judge: not your fix's fault). A fixture with no failure is a contract: every step must answer as " +
+			"recorded, and its verdict is held when it does. Several fixtures (fixture, then fixtures) are graded as a suite: " +
+			"the verdict is the first red fixture's, and fixture_verdicts lists each. " +
+			"The result holds the headline finding with its diff, a hint saying " +
 			"what to do next, what was checked, and the path of the full JSON report. Takes seconds to a few minutes; " +
 			"progress is reported when a progress token is given.",
 		InputSchema:  in,
@@ -188,34 +198,43 @@ func (f *inflight) closeAndWait() {
 // DiffInput is the tool's input: `kavach diff`'s arguments and flags.
 // Defaults (in the schema) are the command line's.
 type DiffInput struct {
-	Old            string `json:"old" jsonschema:"path of the old build: the one the incident was recorded on, which must still fail the recorded way"`
-	New            string `json:"new" jsonschema:"path of the new build: the candidate fix"`
-	Fixture        string `json:"fixture" jsonschema:"path of the incident's fixture file, written by kavach record"`
-	Invariants     string `json:"invariants,omitempty" jsonschema:"path of an invariants file to check (default: those embedded in the fixture, or the fixture's name with .invariants)"`
-	Variants       int    `json:"variants,omitempty" jsonschema:"generate at most this many variants of the incident"`
-	MinVariants    int    `json:"min_variants,omitempty" jsonschema:"call it fixed only with at least this many variants reproducing the failure on the old build"`
-	Seed           uint64 `json:"seed,omitempty" jsonschema:"seed of the variant generator"`
-	Jobs           int    `json:"jobs,omitempty" jsonschema:"replays run at once (0: the number of cores)"`
-	FailFast       bool   `json:"fail_fast,omitempty" jsonschema:"stop running variants on the new build after the first it fails"`
-	StepTimeoutMS  int    `json:"step_timeout_ms,omitempty" jsonschema:"a step with no reply within this many milliseconds hangs"`
-	StartTimeoutMS int    `json:"start_timeout_ms,omitempty" jsonschema:"a build not ready within this many milliseconds cannot be graded"`
-	Detail         string `json:"detail,omitempty" jsonschema:"concise: the headline finding only, long values cut (about 2,000 tokens at most); full: every finding, uncut"`
-	Out            string `json:"out,omitempty" jsonschema:"where to write the full JSON report (default: a new file in the temporary directory)"`
-	BelowFloor     bool   `json:"below_floor,omitempty" jsonschema:"grade with options below the fixture's floor: the verdict is then never fixed, at best unverified(below-floor: ...)"`
+	Old            string   `json:"old" jsonschema:"path of the old build: the one the incident was recorded on, which must still fail the recorded way"`
+	New            string   `json:"new" jsonschema:"path of the new build: the candidate fix"`
+	Fixture        string   `json:"fixture" jsonschema:"path of the incident's fixture file (or a contract's: a fixture with no failure), written by kavach record"`
+	Fixtures       []string `json:"fixtures,omitempty" jsonschema:"more fixtures (files, or directories of .kavach files) graded with fixture as a suite: the verdict is then the suite's (the first red fixture's in order, else the first unverified, else fixed or held), and fixture_verdicts lists each"`
+	Invariants     string   `json:"invariants,omitempty" jsonschema:"path of an invariants file to check (default: those embedded in the fixture, or the fixture's name with .invariants)"`
+	Variants       int      `json:"variants,omitempty" jsonschema:"generate at most this many variants of the incident"`
+	MinVariants    int      `json:"min_variants,omitempty" jsonschema:"call it fixed only with at least this many variants reproducing the failure on the old build"`
+	Seed           uint64   `json:"seed,omitempty" jsonschema:"seed of the variant generator"`
+	Jobs           int      `json:"jobs,omitempty" jsonschema:"replays run at once (0: the number of cores)"`
+	FailFast       bool     `json:"fail_fast,omitempty" jsonschema:"stop running variants on the new build after the first it fails"`
+	StepTimeoutMS  int      `json:"step_timeout_ms,omitempty" jsonschema:"a step with no reply within this many milliseconds hangs"`
+	StartTimeoutMS int      `json:"start_timeout_ms,omitempty" jsonschema:"a build not ready within this many milliseconds cannot be graded"`
+	Detail         string   `json:"detail,omitempty" jsonschema:"concise: the headline finding only, long values cut (about 2,000 tokens at most); full: every finding, uncut"`
+	Out            string   `json:"out,omitempty" jsonschema:"where to write the full JSON report (default: a new file in the temporary directory)"`
+	BelowFloor     bool     `json:"below_floor,omitempty" jsonschema:"grade with options below the fixture's floor: the verdict is then never fixed, at best unverified(below-floor: ...)"`
 }
 
 // DiffOutput is the tool's result: the report's verdict and findings,
 // what was checked, a hint, and where the full report is.
 type DiffOutput struct {
-	Verdict string `json:"verdict" jsonschema:"the verdict exactly as kavach diff prints it: fixed, diverged@N, still_failing@N, invariant_violated(NAME)@N, variant_failed(K)@N or unverified(REASON)"`
+	Verdict string `json:"verdict" jsonschema:"the verdict exactly as kavach diff prints it: fixed, held (a contract), diverged@N, still_failing@N, invariant_violated(NAME)@N, variant_failed(K)@N or unverified(REASON)"`
 	grade.Parts
-	ExitStatus   int             `json:"exit_status" jsonschema:"the status kavach diff exits with for this verdict: 0 fixed, 1 red, 3 unverified"`
+	ExitStatus   int             `json:"exit_status" jsonschema:"the status kavach diff exits with for this verdict: 0 fixed or held, 1 red, 3 unverified"`
 	Report       string          `json:"report" jsonschema:"path of the full JSON report; kavach verdict REPORT re-derives the verdict from its evidence"`
 	Findings     []grade.Finding `json:"findings" jsonschema:"what is wrong with the new build, headline first (concise: the headline only)"`
 	MoreFindings int             `json:"more_findings,omitempty" jsonschema:"findings left out of a concise result: they are in the report"`
 	Cut          bool            `json:"cut,omitempty" jsonschema:"long values or differences were cut from the finding: the report has them whole"`
 	Checked      grade.Checked   `json:"checked" jsonschema:"what was checked"`
 	Hint         string          `json:"hint,omitempty" jsonschema:"what the verdict means and what to do next"`
+	// FixtureVerdicts are a suite's fixtures in order, each with its verdict.
+	FixtureVerdicts []FixtureVerdict `json:"fixture_verdicts,omitempty" jsonschema:"for a suite (fixtures given): every fixture in order with its verdict; findings, checked and hint are then the headline fixture's"`
+}
+
+// FixtureVerdict is one fixture of a suite and its verdict.
+type FixtureVerdict struct {
+	Fixture string `json:"fixture" jsonschema:"the fixture's path"`
+	Verdict string `json:"verdict" jsonschema:"its verdict, as kavach diff prints it"`
 }
 
 // schemas are the tool's input and output schemas, inferred from the
@@ -269,6 +288,9 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 		Progress:     progress(ctx, req),
 		BelowFloor:   in.BelowFloor,
 	}
+	if len(in.Fixtures) > 0 {
+		return cfg.diffSuite(ctx, in, r)
+	}
 	rep, err := cfg.Grade(ctx, r)
 	var below *grade.BelowFloorError
 	if errors.As(err, &below) {
@@ -294,7 +316,44 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 	// structured result as JSON, for clients that read only the text.
 	var buf bytes.Buffer
 	cfg.Print(&buf, rep, a, path)
-	text := buf.String()
+	return cfg.result(in, out, buf.String())
+}
+
+// diffSuite is a call with several fixtures: kavach diff OLD NEW F1 F2 ...
+func (cfg Config) diffSuite(ctx context.Context, in DiffInput, r Request) (*mcp.CallToolResult, DiffOutput, error) {
+	s, fixtures, err := cfg.GradeSuite(ctx, r, append([]string{in.Fixture}, in.Fixtures...))
+	var below *grade.BelowFloorError
+	if errors.As(err, &below) {
+		return nil, DiffOutput{}, fmt.Errorf("%w (the floor was set with kavach mark): raise variants or min_variants, or use the "+
+			"floor's seed, or leave them out for the defaults; below_floor: true grades anyway, but then the verdict is never fixed", err)
+	}
+	if err != nil {
+		return nil, DiffOutput{}, fmt.Errorf("kavach could not grade (exit status 2 on the command line): %w", err)
+	}
+	path, err := cfg.WriteSuite(in.Out, s)
+	if err != nil {
+		return nil, DiffOutput{}, err
+	}
+	out := DiffOutput{Verdict: s.Verdict, Parts: s.Parts, ExitStatus: cfg.ExitStatus(s.Parts.Kind), Report: path, Findings: []grade.Finding{}}
+	for i, rep := range s.Reports {
+		out.FixtureVerdicts = append(out.FixtureVerdicts, FixtureVerdict{Fixture: fixtures[i], Verdict: rep.Verdict})
+	}
+	if h := s.Headline; h >= 0 {
+		rep := s.Reports[h]
+		out.Findings, out.Checked = rep.Findings, rep.Checked()
+		out.Hint = strings.ReplaceAll(cfg.Hint(rep, []string{in.Old, in.New, fixtures[h]}), "\n", " ")
+		if out.Findings == nil {
+			out.Findings = []grade.Finding{}
+		}
+	}
+	var buf bytes.Buffer
+	cfg.PrintSuite(&buf, s, in.Old, in.New, fixtures, path)
+	return cfg.result(in, out, buf.String())
+}
+
+// result shapes a call's result: the printed text, and with detail full
+// the structured result as JSON too; concise cuts both.
+func (cfg Config) result(in DiffInput, out DiffOutput, text string) (*mcp.CallToolResult, DiffOutput, error) {
 	var content []mcp.Content
 	if in.Detail == "full" {
 		b, err := json.Marshal(out)
@@ -393,6 +452,14 @@ func (in DiffInput) check() error {
 			return fmt.Errorf("%q: %v: give the path of %s", p.name, err, p.what)
 		case st.IsDir():
 			return fmt.Errorf("%q: %s is a directory: give the path of %s", p.name, p.path, p.what)
+		}
+	}
+	for i, f := range in.Fixtures {
+		if f == "" {
+			return fmt.Errorf("\"fixtures\"[%d] is empty: give the path of a fixture file, or of a directory of them", i)
+		}
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("\"fixtures\"[%d]: %v%s: give the path of a fixture file, or of a directory of them", i, err, pathcheck.RelativeTo(f))
 		}
 	}
 	if in.Detail != "concise" && in.Detail != "full" {

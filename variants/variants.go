@@ -288,11 +288,33 @@ func (g *gen) incident() []Variant {
 	return out
 }
 
+// Regression makes the regression variants of a recording with no
+// failure (a contract): every step's fields mutated in turn, the rest of
+// the recording kept; at most opts.Budget of them (zero: 64), sampled by
+// opts.Seed as Generate samples, numbered from 1.
+func Regression(events []kavach.Event, opts Options) []Variant {
+	if opts.Budget <= 0 {
+		opts.Budget = 64
+	}
+	g := newGen(events, len(kavach.Steps(events, opts.Codec))+1, opts)
+	vs := slices.DeleteFunc(g.regression(), func(v Variant) bool { return slices.Contains(opts.Exclude, v.Kind) })
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x6b61766163680000))
+	out := sample(vs, opts.Budget, rng)
+	for i := range out {
+		out[i].K = i + 1
+	}
+	return out
+}
+
 // regression makes the regression variants: each earlier step's fields
-// mutated, the recording cut before the failing step.
+// mutated, the recording cut before the failing step (kept whole when
+// there is no failing step: a contract).
 func (g *gen) regression() []Variant {
 	var out []Variant
-	cut := g.span[g.F][0] // the failing request's index
+	cut := len(g.events)
+	if span, ok := g.span[g.F]; ok {
+		cut = span[0] // the failing request's index
+	}
 	for j := 1; j < g.F; j++ {
 		for _, m := range g.fieldMutations(j, false) {
 			v := g.withRequest(j, m.request, fmt.Sprintf("regression: step %d: %s", j, m.what), true)

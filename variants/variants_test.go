@@ -219,3 +219,31 @@ func TestExcludeKinds(t *testing.T) {
 		t.Errorf("excluded kinds made anyway, or others lost")
 	}
 }
+
+func TestRegressionVariantsOfAContract(t *testing.T) {
+	// A contract is a recording with no failure: every step's fields are
+	// mutated, the last step's too, and the rest of the recording is kept.
+	evs := incident()[:10] // the four steps that work, no failure
+	vs := variants.Regression(evs, opts(1000, 1))
+	mutated := map[string]bool{}
+	for i, v := range vs {
+		if !v.Regression || v.Kind != "regression" || v.K != i+1 {
+			t.Fatalf("variant %+v: want regression variants numbered from 1", v)
+		}
+		if len(v.Events) != len(evs) {
+			t.Errorf("%s: %d events, want the whole recording's %d", v.Description, len(v.Events), len(evs))
+		}
+		mutated[strings.SplitN(v.Description, ":", 3)[1]] = true
+	}
+	for _, step := range []string{" step 1", " step 2", " step 3", " step 4"} {
+		if !mutated[step] {
+			t.Errorf("no variant of%s among %v", step, descriptions(vs))
+		}
+	}
+	if few := variants.Regression(evs, opts(5, 1)); len(few) != 5 {
+		t.Errorf("budget 5: %d variants", len(few))
+	}
+	if a, b := descriptions(variants.Regression(evs, opts(5, 2))), descriptions(variants.Regression(evs, opts(5, 2))); !slices.Equal(a, b) {
+		t.Errorf("one seed, two sets: %v %v", a, b)
+	}
+}

@@ -13,21 +13,30 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/replay"
 )
 
 func diffCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "diff",
-		Usage:     "grade a new build against an incident",
-		ArgsUsage: "OLD NEW FIXTURE",
+		Usage:     "grade a new build against an incident or a contract",
+		ArgsUsage: "OLD NEW FIXTURE [FIXTURE...]",
 		Description: withExample("Replays the fixture on the old build (which must fail the recorded way) and on\n"+
 			"the new build, and prints one verdict on the first line: fixed, diverged@N,\n"+
 			"still_failing@N, invariant_violated(NAME)@N, variant_failed(K)@N or\n"+
 			"unverified(REASON); then the finding (step, request, expected and actual output), a\n"+
 			"hint, what was checked, and where the full report is. Both builds start with the\n"+
 			"arguments the fixture was recorded with.\n"+
-			"Exit status: 0 fixed, 1 red, 2 could not grade, 3 unverified.",
+			"A fixture with no failure is a contract: every step must give the recording's answer,\n"+
+			"every invariant hold, and regression variants of every step the old build's answers;\n"+
+			"the verdict is then held, diverged@N, invariant_violated(NAME)@N, variant_failed(K)@N or\n"+
+			"unverified(REASON).\n"+
+			"Several fixtures (or a directory of .kavach files) are a suite, graded in one run: the\n"+
+			"first line is the suite's verdict (the first red fixture's in argument order, else the\n"+
+			"first unverified, else fixed or held), then one line per fixture with its verdict.\n"+
+			"Exit status: 0 fixed or held, 1 red, 2 could not grade, 3 unverified (a suite: the worst).",
 			"kavach diff ./redis-old ./redis-new incident.kavach --out report.json"),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "invariants", Usage: "check the invariants in `FILE` (default: those embedded in the fixture, or FIXTURE's name with .invariants)"},
@@ -46,10 +55,16 @@ func diffCommand() *cli.Command {
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			a, err := args(c, "OLD", "NEW", "FIXTURE")
+			if c.NArg() < 3 {
+				return usagef("run 'kavach diff --help' for usage and an example",
+					"kavach diff takes 3 argument(s) or more, [OLD NEW FIXTURE...]; got %d", c.NArg())
+			}
+			a := c.Args().Slice()
+			fixtures, suite, err := fixtureArgs(a[2:])
 			if err != nil {
 				return err
 			}
+			a = []string{a[0], a[1], fixtures[0]}
 			req := diffRequest{
 				Old: a[0], New: a[1], Fixture: a[2], Invariants: c.String("invariants"),
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
@@ -65,11 +80,12 @@ func diffCommand() *cli.Command {
 			if err := checkOut(c.String("out")); err != nil {
 				return err
 			}
+			if suite {
+				return suiteCommand(c, req, fixtures)
+			}
 			rep, err := runDiff(c.Context, req)
-			var below *grade.BelowFloorError
-			if errors.As(err, &below) {
-				return usagef("raise --variants or --min-variants, or use the floor's --seed (see 'kavach show "+req.Fixture+"');\n"+
-					"--below-floor grades anyway, but then the verdict is never fixed", "%v (set with kavach mark)", err)
+			if err := belowFloorUsage(err, req.Fixture); err != nil {
+				return err
 			}
 			if err != nil {
 				return err
@@ -185,7 +201,7 @@ func checkOut(out string) error {
 // verdictExit maps a verdict kind to the exit status of docs/design.md §3.
 func verdictExit(kind string) error {
 	switch kind {
-	case grade.Fixed:
+	case grade.Fixed, grade.Held:
 		return nil
 	case grade.Unverified:
 		return &verdictError{code: exitUnverified}
@@ -207,7 +223,19 @@ func reportPath(out string) (string, error) {
 	return f.Name(), nil
 }
 
-func writeReport(path string, rep *grade.Report) error {
+// belowFloorUsage turns a diff refused below a fixture's floor into a
+// usage error saying what to do; any other error is returned as it is.
+func belowFloorUsage(err error, fixture string) error {
+	var below *grade.BelowFloorError
+	if errors.As(err, &below) {
+		return usagef("raise --variants or --min-variants, or use the floor's --seed (see 'kavach show "+fixture+"');\n"+
+			"--below-floor grades anyway, but then the verdict is never fixed", "%v (set with kavach mark)", err)
+	}
+	return err
+}
+
+// writeReport writes a report (one fixture's, or a suite's) as JSON.
+func writeReport(path string, rep any) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
@@ -229,6 +257,13 @@ func writeReport(path string, rep *grade.Report) error {
 // checked, and where the report is.
 func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	fmt.Fprintln(w, rep.Verdict)
+	printDiffBody(w, rep, a)
+	fmt.Fprintf(w, "report: %s\n", reportPath)
+}
+
+// printDiffBody is printDiff without its first line (the verdict) and its
+// last (the report's path).
+func printDiffBody(w io.Writer, rep *grade.Report, a []string) {
 	ev := rep.Evidence
 	if len(rep.Findings) > 0 {
 		f := rep.Findings[0]
@@ -284,6 +319,10 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	}
 	fmt.Fprintln(w)
 	ck := rep.Checked()
+	if ev.Contract {
+		printContractChecked(w, rep, ck)
+		return
+	}
 	noise := ""
 	if n := len(ev.Noise); n > 0 {
 		var parts []string
@@ -318,7 +357,6 @@ func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 			fmt.Fprintf(w, "           %s: not checked on %s variants\n", inv.Name, strings.Join(inv.Except, ", "))
 		}
 	}
-	fmt.Fprintf(w, "report: %s\n", reportPath)
 }
 
 // hintIndent indents the lines of a hint after its first.
@@ -342,6 +380,9 @@ func diffHint(rep *grade.Report, a []string) string {
 		if rep.Parts.Kind != grade.Unverified {
 			return ""
 		}
+		if ev.Contract {
+			return contractHint(rep, a)
+		}
 		if strings.HasPrefix(rep.Parts.Reason, "not-evaluable") {
 			return "an invariant cannot be evaluated at the failing step, so whether the failure is gone cannot be told.\n" +
 				"Guard the expression (has(), != null, a when: clause) for the replies it meets there: docs/invariants.md"
@@ -361,6 +402,9 @@ func diffHint(rep *grade.Report, a []string) string {
 	f := rep.Findings[0]
 	switch f.Kind {
 	case grade.Diverged:
+		if ev.Contract {
+			return contractHint(rep, a)
+		}
 		if f.Step > ev.Failure.Step {
 			return fmt.Sprintf("the new build answers step %d, after the failure (step %d), differently from the recording, and\n"+
 				"the fix does not explain it (the step touches no state a changed step touched). See the step: kavach show %s --step %d",
@@ -429,4 +473,67 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// noiseSummary is ", N noise fields excluded (step 2 reply[0], ...)", or "".
+func noiseSummary(noise []replay.NoiseField) string {
+	n := len(noise)
+	if n == 0 {
+		return ""
+	}
+	var parts []string
+	for i, f := range noise {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("+%d more", n-3))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("step %d %s", f.Step, f.Path))
+	}
+	return fmt.Sprintf(", %d noise fields excluded (%s)", n, strings.Join(parts, ", "))
+}
+
+// printContractChecked prints what a contract's diff checked: every step
+// against the recording, the regression variants, the invariants, and
+// those the old build does not meet (a feature's).
+func printContractChecked(w io.Writer, rep *grade.Report, ck grade.Checked) {
+	ev := rep.Evidence
+	fmt.Fprintf(w, "checked: contract (no failure): %d of %d steps compared with the recording%s\n", ck.StepsCompared, ck.StepsBeforeFailure, noiseSummary(ev.Noise))
+	fmt.Fprintf(w, "         variants: %d regression variants, %d handled by the old build (need %d); %d pass on the new build\n",
+		ck.RegressionVariants, ck.RegressionHandled, ck.MinVariants, ck.VariantsPassing)
+	fmt.Fprintf(w, "         invariants: %d checked on every step, %d held\n", ck.Invariants, ck.InvariantsHeld)
+	for _, u := range ev.OldUnmet {
+		fmt.Fprintf(w, "           %s (step %d), so its steps are judged by it, not by the recording\n", grade.OldUnmetNote(u.Name), u.FirstStep)
+	}
+}
+
+// contractHint says what a contract's headline divergence, or its
+// unverified verdict, means and what to run next.
+func contractHint(rep *grade.Report, a []string) string {
+	fixture := a[2]
+	if len(rep.Findings) == 0 {
+		if strings.HasPrefix(rep.Parts.Reason, "not-replayed") {
+			return fmt.Sprintf("the old build does not answer its own recording the way it was recorded, so nothing can be\n"+
+				"held against the new build. Check that OLD is the build the contract was recorded on: kavach replay %s %s", a[0], fixture)
+		}
+		if strings.HasPrefix(rep.Parts.Reason, "below-floor") {
+			return "every check passed, but with options below the fixture's floor. Grade it again without --below-floor."
+		}
+		return fmt.Sprintf("every check passed, but only %d regression variants were handled by the old build (%d needed):\n"+
+			"the evidence is too thin to call it held. Record richer traffic, raise --variants, or lower --min-variants.",
+			rep.Evidence.Variants.Handled, rep.Evidence.Variants.Min)
+	}
+	f := rep.Findings[0]
+	if f.Outcome.Kind == kavach.Crash || f.Outcome.Kind == kavach.Hang {
+		return fmt.Sprintf("the new build %s at step %d, which the recording answered: a contract's traffic must keep working.\n"+
+			"Reproduce it alone: kavach replay %s %s", pastTense(f.Outcome.Kind), f.Step, a[1], fixture)
+	}
+	return fmt.Sprintf("the new build answers step %d differently from the recording: a contract holds every step to it.\n"+
+		"See the step: kavach show %s --step %d", f.Step, fixture, f.Step)
+}
+
+func pastTense(k kavach.OutcomeKind) string {
+	if k == kavach.Crash {
+		return "crashed"
+	}
+	return "hung"
 }

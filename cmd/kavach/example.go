@@ -49,7 +49,7 @@ func gradeCommand() *cli.Command {
 					}
 					return exitCode(verdictExit(rep.Parts.Kind))
 				},
-				WriteReport: writeReport,
+				WriteReport: func(path string, rep *grade.Report) error { return writeReport(path, rep) },
 				Integration: func(protocol string) (kavach.Codec, func(time.Duration) kavach.Launcher, bool) {
 					in, ok := integrations()[protocol]
 					return in.codec, in.launcher, ok

@@ -54,6 +54,7 @@ func TestScripts(t *testing.T) {
 		"REDIS_STRLEN_OLD":   redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenOld)...),
 		"REDIS_STRLEN_SHORT": redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenShortWrong)...),
 		"REDIS_BLOCK_LATE":   redisbuild.MustBuild(t, incidents.PatchPaths([]string{"block-timeout-late.patch"})...),
+		"REDIS_INCRBY_NEG":   redisbuild.MustBuild(t, incidents.PatchPaths(incidents.IncrbyOld)...),
 	}
 	// The GETRANGE incident, recorded once on the old build; each script
 	// gets a copy as getrange.kavach.
@@ -75,6 +76,26 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A contract: the GETRANGE session recorded on the pristine build,
+	// which answers every step (no failure).
+	contractPath := filepath.Join(t.TempDir(), "contract.kavach")
+	if err := incidents.RecordSession(contractPath, builds["REDIS_BUILD"], incidents.Getrange); err != nil {
+		t.Fatal(err)
+	}
+	contractFixture, err := os.ReadFile(contractPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A contract around the GETRANGE incident, recorded on its old build:
+	// a counter moved up and down with INCRBY.
+	counterPath := filepath.Join(t.TempDir(), "counter.kavach")
+	if err := incidents.RecordSession(counterPath, builds["REDIS_OLD"], counterSession); err != nil {
+		t.Fatal(err)
+	}
+	counterFixture, err := os.ReadFile(counterPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
@@ -91,6 +112,8 @@ func TestScripts(t *testing.T) {
 			for name, data := range map[string][]byte{
 				"getrange.kavach":   fixture,
 				"strlen.kavach":     strlenFixture,
+				"contract.kavach":   contractFixture,
+				"counter.kavach":    counterFixture,
 				"strlen.invariants": []byte(incidents.StrlenInvariants),
 			} {
 				if err := os.WriteFile(filepath.Join(env.WorkDir, name), data, 0o644); err != nil {
@@ -100,6 +123,14 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// counterSession is the counter contract's traffic.
+var counterSession = [][]string{
+	{"SET", "counter", "10"},
+	{"INCRBY", "counter", "-3"},
+	{"GET", "counter"},
+	{"INCRBY", "counter", "5"},
 }
 
 // mkfixtureMain is a script command: mkfixture OUT [cut N | noend | protocol P].

@@ -30,8 +30,8 @@ func markCommand() *cli.Command {
 			"--force marks it anyway. --exclude names variant kinds that do not speak for the incident.\n"+
 			"Sets the grade's floor with --floor-min-variants, --floor-variants and --floor-seed (each\n"+
 			"replaces the floor as a whole): 'kavach diff' and the MCP tool refuse weaker options\n"+
-			"unless told --below-floor, and then never say fixed. A floor can be set alone, without\n"+
-			"--step and --oracle. The fixture is rewritten to a new file and renamed into place: a\n"+
+			"unless told --below-floor, and then never say fixed. A floor, or invariants (--invariants,\n"+
+			"a contract's, docs/contracts.md), can be set alone, without --step and --oracle. The fixture is rewritten to a new file and renamed into place: a\n"+
 			"failed mark loses nothing.",
 			"kavach mark incident.kavach --step 12 --oracle error --exclude clock-back --floor-min-variants 10 --floor-variants 64 --floor-seed 1"),
 		Flags: []cli.Flag{
@@ -57,9 +57,9 @@ func markCommand() *cli.Command {
 			}
 			failure := c.IsSet("step") || c.IsSet("oracle")
 			switch {
-			case !failure && floor == nil:
+			case !failure && floor == nil && !c.IsSet("invariants"):
 				return usagef("run 'kavach mark --help' for usage and an example",
-					"Required flags \"step, oracle\" not set (or set a floor with --floor-min-variants, --floor-variants, --floor-seed)")
+					"Required flags \"step, oracle\" not set (or set a floor with --floor-min-variants, --floor-variants, --floor-seed, or embed invariants with --invariants)")
 			case failure && !(c.IsSet("step") && c.IsSet("oracle")):
 				return usagef("run 'kavach mark --help' for usage and an example", "Required flags \"step, oracle\": give both")
 			}
@@ -135,6 +135,9 @@ func markCommand() *cli.Command {
 			}
 			if floor != nil {
 				fmt.Fprintf(c.App.ErrWriter, "kavach: %s: floor %s\n", path, floorString(floor))
+			}
+			if a.Invariants != nil {
+				fmt.Fprintf(c.App.ErrWriter, "kavach: %s: invariants %s embedded\n", path, a.Invariants.Name)
 			}
 			return nil
 		},

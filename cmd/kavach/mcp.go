@@ -44,6 +44,24 @@ func mcpConfig() mcpserver.Config {
 				Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs, FailFast: r.FailFast,
 				StepTimeout: r.StepTimeout, StartTimeout: r.StartTimeout, BelowFloor: r.BelowFloor, Progress: r.Progress})
 		},
+		GradeSuite: func(ctx context.Context, r mcpserver.Request, list []string) (*grade.SuiteReport, []string, error) {
+			fixtures, _, err := fixtureArgs(list)
+			if err != nil {
+				return nil, nil, err
+			}
+			s, err := runSuite(ctx, diffRequest{Old: r.Old, New: r.New, Invariants: r.Invariants,
+				Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs, FailFast: r.FailFast,
+				StepTimeout: r.StepTimeout, StartTimeout: r.StartTimeout, BelowFloor: r.BelowFloor, Progress: r.Progress}, fixtures)
+			return s, fixtures, err
+		},
+		WriteSuite: func(out string, s *grade.SuiteReport) (string, error) {
+			path, err := reportPath(out)
+			if err == nil {
+				err = writeReport(path, s)
+			}
+			return path, err
+		},
+		PrintSuite: printSuite,
 		WriteReport: func(out string, rep *grade.Report) (string, error) {
 			path, err := reportPath(out)
 			if err == nil {

@@ -165,6 +165,32 @@ func TestMCP(t *testing.T) {
 		}
 	})
 
+	t.Run("suite", func(t *testing.T) {
+		// The incident and a contract around it, recorded on the old
+		// build; the candidate fixes GETRANGE and breaks negative INCRBY.
+		counter := filepath.Join(dir, "counter.kavach")
+		if err := incidents.RecordSession(counter, old, counterSession); err != nil {
+			t.Fatal(err)
+		}
+		incrby := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.IncrbyOld)...)
+		report := filepath.Join(dir, "suite.json")
+		res, out := callDiff(t, ctx, session, "", map[string]any{"old": old, "new": incrby, "fixture": fixture, "fixtures": []string{counter}, "out": report})
+		want := []mcpserver.FixtureVerdict{{Fixture: fixture, Verdict: "fixed"}, {Fixture: counter, Verdict: "diverged@2"}}
+		if out.Verdict != "diverged@2" || out.ExitStatus != 1 || len(out.FixtureVerdicts) != 2 || out.FixtureVerdicts[0] != want[0] || out.FixtureVerdicts[1] != want[1] {
+			t.Errorf("suite: verdict %s (exit %d), fixtures %+v; want diverged@2 (exit 1), %+v", out.Verdict, out.ExitStatus, out.FixtureVerdicts, want)
+		}
+		if len(out.Findings) != 1 || out.Findings[0].Request != `INCRBY "counter" "-3"` || !out.Checked.Contract {
+			t.Errorf("suite: findings %+v, checked %+v; want the contract's step 2", out.Findings, out.Checked)
+		}
+		if text := res.Content[0].(*mcp.TextContent).Text; !strings.HasPrefix(text, "diverged@2\nfixed       "+fixture+"\ndiverged@2  "+counter+"\n") {
+			t.Errorf("text content:\n%s\nwant the suite's lines", text)
+		}
+		var stdout, errb bytes.Buffer
+		if code := run(ctx, []string{"kavach", "verdict", report}, nil, &stdout, &errb); code != 0 || !strings.HasPrefix(stdout.String(), "agrees: diverged@2 (the suite)\n") {
+			t.Errorf("kavach verdict %s: exit %d: %s%s", report, code, stdout.String(), errb.String())
+		}
+	})
+
 	t.Run("long paths are not cut", func(t *testing.T) {
 		// The concise text cuts long lines, but never the command the hint
 		// says to run next, nor the report's path.

@@ -105,7 +105,7 @@ func recordCommand() *cli.Command {
 			if f := res.Failure; f != nil {
 				fmt.Fprintf(stderr, "kavach: failure at step %d: %s\n", f.Step, f.Signature)
 			} else if res.Reason != "" {
-				fmt.Fprintf(stderr, "kavach: no failure recorded; mark it with 'kavach mark %s --step N --oracle ...'\n", s.Out)
+				fmt.Fprintf(stderr, "kavach: no failure recorded: %s is a contract (kavach diff holds every step to the recording); to grade it as an incident, mark it with 'kavach mark %s --step N --oracle ...'\n", s.Out, s.Out)
 			}
 			if err == nil && c.Bool("json") {
 				out := recordJSON{Fixture: s.Out, Requests: res.Stats.Requests, Responses: res.Stats.Responses,

@@ -151,7 +151,7 @@ func (v *fixtureView) writeHeader(w io.Writer) {
 			}
 		}
 	} else {
-		fmt.Fprintf(w, "failure   none marked (kavach mark FIXTURE --step N --oracle ...)\n")
+		fmt.Fprintf(w, "failure   none: a contract (no failure); kavach diff holds every step to the recording (or mark a failure: kavach mark FIXTURE --step N --oracle ...)\n")
 	}
 	if fl := h.Floor; fl != nil {
 		fmt.Fprintf(w, "floor     %s\n", floorString(fl))

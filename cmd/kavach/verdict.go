@@ -33,6 +33,12 @@ func verdictCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("read report: %w", err)
 			}
+			var probe struct {
+				Suite bool `json:"suite"`
+			}
+			if json.Unmarshal(b, &probe) == nil && probe.Suite {
+				return verdictSuite(c, path, b)
+			}
 			var rep grade.Report
 			if err := json.Unmarshal(b, &rep); err != nil {
 				return fmt.Errorf("report %s: not a kavach diff report: %w", path, err)
@@ -65,6 +71,9 @@ type verdictJSON struct {
 	Verdict string `json:"verdict"` // as written in the report
 	Derived string `json:"derived"` // as its evidence gives it
 	Agrees  bool   `json:"agrees"`
+	// Fixtures are a suite's fixtures, each re-derived (Report is then
+	// the fixture's path).
+	Fixtures []verdictJSON `json:"fixtures,omitempty"`
 }
 
 // printJSON prints v as indented JSON, the shape of every --json output.
