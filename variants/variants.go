@@ -249,6 +249,11 @@ func (g *gen) incident() []Variant {
 		}
 		out = g.add(out, v)
 	}
+	for _, sub := range g.substitutions(g.F) {
+		v := g.substituted(g.F, sub, fmt.Sprintf("step %d: %s", g.F, sub.What), false)
+		v.group, v.primary, v.Kind = "type "+sub.What, true, "type"
+		out = g.add(out, v)
+	}
 	// Earlier inputs mutated, the failing step kept: the input that made
 	// the old build fail may have come before it (a value stored, then
 	// read wrongly).
@@ -301,8 +306,43 @@ func (g *gen) regression() []Variant {
 			v.Origin = v.Origin[:min(len(v.Origin), g.F-1)]
 			out = g.add(out, v)
 		}
+		for _, sub := range g.substitutions(j) {
+			v := g.substituted(j, sub, fmt.Sprintf("regression: step %d: %s", j, sub.What), true)
+			v.group, v.Kind = fmt.Sprintf("step %d type", j), "regression"
+			v.Events = v.Events[:cut+len(sub.Setup)]
+			v.Origin = v.Origin[:min(len(v.Origin), g.F-1+len(sub.Setup))]
+			out = g.add(out, v)
+		}
 	}
 	return out
+}
+
+// substitutions are step n's request on keys of every type the service
+// has, when the Variator knows them.
+func (g *gen) substitutions(n int) []kavach.Substitution {
+	tv, ok := g.opts.Variator.(kavach.TypeVariator)
+	req := g.steps[n-1].Request
+	if !ok || req.Flags&kavach.ParseError != 0 {
+		return nil
+	}
+	return tv.Substitutions(req.Data, g.opts.Schema)
+}
+
+// substituted is the incident with step n's request replaced by sub's,
+// and sub's writes inserted right before it on its connection, at its
+// time. The writes are new inputs: no origin.
+func (g *gen) substituted(n int, sub kavach.Substitution, what string, regression bool) Variant {
+	i := g.span[n][0]
+	req := g.events[i]
+	events := make([]kavach.Event, 0, len(g.events)+len(sub.Setup))
+	events = append(events, g.events[:i]...)
+	for _, w := range sub.Setup {
+		events = append(events, kavach.Event{Conn: req.Conn, Dir: kavach.Request, Offset: req.Offset, Data: w})
+	}
+	req.Data, req.Flags = sub.Request, req.Flags&^kavach.Redacted
+	events = append(events, req)
+	events = append(events, g.events[i+1:]...)
+	return g.variant(events, what, regression)
 }
 
 // mutation is a request with one change, what the change was, and which

@@ -34,9 +34,11 @@ type ArgSpec struct {
 	Tokens []string
 }
 
-// Learn asks the build at addr, with COMMAND DOCS, about the arguments of
-// the given commands. Builds without COMMAND DOCS (Redis before 7) give an
-// empty schema, and Fields falls back to guessing.
+// Learn asks the build at addr about the given commands: their arguments
+// (COMMAND DOCS), where their keys are (COMMAND INFO), and the types of
+// key the build has (learnTypes). It returns a *Learned. Builds without
+// COMMAND DOCS (Redis before 7) give no arguments, and Fields falls back
+// to guessing.
 func (Launcher) Learn(addr string, kinds []string) (kavach.Schema, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -45,8 +47,9 @@ func (Launcher) Learn(addr string, kinds []string) (kavach.Schema, error) {
 		return nil, fmt.Errorf("learn commands: %w", err)
 	}
 	s := Schema{}
+	l := &Learned{Args: s, Keys: learnKeys(ctx, addr, kinds), Types: learnTypes(ctx, addr)}
 	if v.Kind == KindError {
-		return s, nil
+		return l, nil
 	}
 	for name, doc := range pairs(v) {
 		for key, val := range pairs(doc) {
@@ -55,7 +58,7 @@ func (Launcher) Learn(addr string, kinds []string) (kavach.Schema, error) {
 			}
 		}
 	}
-	return s, nil
+	return l, nil
 }
 
 // pairs reads a RESP2 flat key/value array or a RESP3 map.
@@ -105,8 +108,11 @@ func (Codec) Fields(request []byte, schema kavach.Schema) (string, []kavach.Fiel
 		return "", nil, false
 	}
 	var specs []ArgSpec
-	if s, ok := schema.(Schema); ok {
+	switch s := schema.(type) {
+	case Schema:
 		specs = s[c.Name]
+	case *Learned:
+		specs = s.Args[c.Name]
 	}
 	fields := make([]kavach.Field, 0, len(c.Args)-1)
 	positional := true

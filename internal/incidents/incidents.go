@@ -193,6 +193,10 @@ func start(out, old string) (*record.Recording, error) {
 var (
 	IncrbyOld    = []string{"incrby-negative-error.patch"}                            // the planted bug
 	IncrbyNarrow = []string{"incrby-negative-error.patch", "incrby-fix-narrow.patch"} // allows only the incident's -3
+	// IncrbyStringsOnly lifts the refusal for string and missing keys
+	// only: on a key of another type it still refuses, where the correct
+	// fix answers WRONGTYPE. Only a variant on a key of another type sees it.
+	IncrbyStringsOnly = []string{"incrby-negative-error.patch", "incrby-fix-strings-only.patch"}
 	// IncrbyStrlen fixes INCRBY (the pristine source) and breaks STRLEN,
 	// which the incident uses only after the failure.
 	IncrbyStrlen = []string{"strlen-off-by-one.patch"}
