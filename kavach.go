@@ -285,6 +285,7 @@ var VariantKinds = []string{
 	"clock-back",    // the clock jumps back before the failing step
 	"regression",    // an earlier input mutated, the recording cut before the failure
 	"type",          // the failing request on a key of another type, written right before it
+	"grammar",       // the failing request with another choice its grammar allows
 }
 
 // CheckVariantKinds returns an error naming the first of kinds that is not
@@ -518,6 +519,14 @@ type Variator interface {
 // from schema, learned from the old build.
 type TypeVariator interface {
 	Substitutions(request []byte, schema Schema) []Substitution
+}
+
+// GrammarVariator is an optional Variator interface: the request with
+// the other choices its grammar allows (Redis: COMMAND DOCS) — tokens
+// swapped within their group, optional parts dropped and added, repeated
+// parts repeated. Substitutions it returns have no Setup. It must be pure.
+type GrammarVariator interface {
+	Rewrites(request []byte, schema Schema) []Substitution
 }
 
 // Substitution is a request with one of its keys replaced by a key that

@@ -250,8 +250,8 @@ func (g *gen) incident() []Variant {
 		out = g.add(out, v)
 	}
 	for _, sub := range g.substitutions(g.F) {
-		v := g.substituted(g.F, sub, fmt.Sprintf("step %d: %s", g.F, sub.What), false)
-		v.group, v.primary, v.Kind = "type "+sub.What, true, "type"
+		v := g.substituted(g.F, sub.Substitution, fmt.Sprintf("step %d: %s", g.F, sub.What), false)
+		v.group, v.primary, v.Kind = sub.kind+" "+sub.What, true, sub.kind
 		out = g.add(out, v)
 	}
 	// Earlier inputs mutated, the failing step kept: the input that made
@@ -307,8 +307,8 @@ func (g *gen) regression() []Variant {
 			out = g.add(out, v)
 		}
 		for _, sub := range g.substitutions(j) {
-			v := g.substituted(j, sub, fmt.Sprintf("regression: step %d: %s", j, sub.What), true)
-			v.group, v.Kind = fmt.Sprintf("step %d type", j), "regression"
+			v := g.substituted(j, sub.Substitution, fmt.Sprintf("regression: step %d: %s", j, sub.What), true)
+			v.group, v.Kind = fmt.Sprintf("step %d %s", j, sub.kind), "regression"
 			v.Events = v.Events[:cut+len(sub.Setup)]
 			v.Origin = v.Origin[:min(len(v.Origin), g.F-1+len(sub.Setup))]
 			out = g.add(out, v)
@@ -317,15 +317,31 @@ func (g *gen) regression() []Variant {
 	return out
 }
 
+type substitution struct {
+	kavach.Substitution
+	kind string // "type" or "grammar"
+}
+
 // substitutions are step n's request on keys of every type the service
-// has, when the Variator knows them.
-func (g *gen) substitutions(n int) []kavach.Substitution {
-	tv, ok := g.opts.Variator.(kavach.TypeVariator)
+// has, then with the other choices its grammar allows, as far as the
+// Variator knows them.
+func (g *gen) substitutions(n int) []substitution {
 	req := g.steps[n-1].Request
-	if !ok || req.Flags&kavach.ParseError != 0 {
+	if req.Flags&kavach.ParseError != 0 {
 		return nil
 	}
-	return tv.Substitutions(req.Data, g.opts.Schema)
+	var out []substitution
+	if tv, ok := g.opts.Variator.(kavach.TypeVariator); ok {
+		for _, s := range tv.Substitutions(req.Data, g.opts.Schema) {
+			out = append(out, substitution{s, "type"})
+		}
+	}
+	if gv, ok := g.opts.Variator.(kavach.GrammarVariator); ok {
+		for _, s := range gv.Rewrites(req.Data, g.opts.Schema) {
+			out = append(out, substitution{s, "grammar"})
+		}
+	}
+	return out
 }
 
 // substituted is the incident with step n's request replaced by sub's,

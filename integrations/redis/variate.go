@@ -29,9 +29,13 @@ type ArgSpec struct {
 	Token    string
 	Optional bool
 	Multiple bool
+	// MultipleToken: the token comes again before each repetition.
+	MultipleToken bool
 	// Tokens are the words accepted at this position: the token of a
 	// pure-token, the tokens of a oneof's alternatives.
 	Tokens []string
+	// Args are a block's parts, in order, or a oneof's alternatives.
+	Args []ArgSpec
 }
 
 // Learn asks the build at addr about the given commands: their arguments
@@ -79,15 +83,20 @@ func argSpecs(v Value) []ArgSpec {
 			switch string(f.Str) {
 			case "optional":
 				spec.Optional = true
-			case "multiple", "multiple_token":
+			case "multiple":
 				spec.Multiple = true
+			case "multiple_token":
+				spec.Multiple, spec.MultipleToken = true, true
 			}
 		}
 		if spec.Token != "" {
 			spec.Tokens = append(spec.Tokens, spec.Token)
 		}
+		if spec.Type == "oneof" || spec.Type == "block" {
+			spec.Args = argSpecs(p["arguments"])
+		}
 		if spec.Type == "oneof" {
-			for _, alt := range argSpecs(p["arguments"]) {
+			for _, alt := range spec.Args {
 				spec.Tokens = append(spec.Tokens, alt.Tokens...)
 			}
 		}

@@ -214,6 +214,34 @@ var Incrby = [][]string{
 	{"GET", "counter"},
 }
 
+// The SET expire incident: the old build refuses every SET with an
+// expire ("ERR expires are not allowed"; a message of its own, which no
+// correct build gives for a bad expire).
+var (
+	SetExpireOld = []string{"set-expire-refused.patch"} // the planted bug
+	// SetExpireWithoutGet lifts the refusal only where GET is not given:
+	// the incident never used GET, so only a variant that adds the
+	// optional flag the grammar allows sees it.
+	SetExpireWithoutGet = []string{"set-expire-refused.patch", "set-expire-fix-without-get.patch"}
+)
+
+// SetExpire is the SET expire incident's session. Step 2 fails.
+var SetExpire = [][]string{
+	{"SET", "greeting", "hello"},
+	{"SET", "greeting", "hello world", "EX", "100"},
+	{"GET", "greeting"},
+	{"STRLEN", "greeting"},
+}
+
+// RecordSetExpire records the SET expire incident into out on the old
+// build, step 2 marked with the oracle error.
+func RecordSetExpire(out, old string) error {
+	if err := RecordSession(out, old, SetExpire); err != nil {
+		return err
+	}
+	return MarkFailure(out, 2, "error")
+}
+
 // RecordIncrby records the INCRBY incident into out on the old build and
 // marks step 4 with oracle (e.g. "error", or the loose "error:ERR") as
 // `kavach mark` does.
