@@ -284,6 +284,8 @@ var VariantKinds = []string{
 	"clock-forward", // the clock jumps forward before the failing step
 	"clock-back",    // the clock jumps back before the failing step
 	"regression",    // an earlier input mutated, the recording cut before the failure
+	"type",          // the failing request on a key of another type, written right before it
+	"grammar",       // the failing request with another choice its grammar allows
 }
 
 // CheckVariantKinds returns an error naming the first of kinds that is not
@@ -517,6 +519,30 @@ type Variator interface {
 	// same fields Fields gave, in order, with values changed or fields
 	// left out (a removed field).
 	Rebuild(request []byte, fields []Field) []byte
+}
+
+// TypeVariator is an optional Variator interface: the request on keys
+// (resources) of every type the service has, each written right before
+// it. It must be pure: what it knows about types and key positions comes
+// from schema, learned from the old build.
+type TypeVariator interface {
+	Substitutions(request []byte, schema Schema) []Substitution
+}
+
+// GrammarVariator is an optional Variator interface: the request with
+// the other choices its grammar allows (Redis: COMMAND DOCS) — tokens
+// swapped within their group, optional parts dropped and added, repeated
+// parts repeated. Substitutions it returns have no Setup. It must be pure.
+type GrammarVariator interface {
+	Rewrites(request []byte, schema Schema) []Substitution
+}
+
+// Substitution is a request with one of its keys replaced by a key that
+// Setup writes first, on the same connection.
+type Substitution struct {
+	Setup   [][]byte // requests sent right before Request
+	Request []byte
+	What    string // for a person: which key, and what it now holds
 }
 
 // SchemaLearner is an optional Launcher interface: ask a running build

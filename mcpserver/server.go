@@ -68,8 +68,8 @@ type Config struct {
 	WriteSuite func(out string, s *grade.SuiteReport) (string, error)
 	// PrintSuite prints what kavach diff prints for a suite.
 	PrintSuite func(w io.Writer, s *grade.SuiteReport, old, new string, fixtures []string, report string)
-	// Hint is the hint Print prints, alone.
-	Hint func(rep *grade.Report, args []string) string
+	// Hint is the hint Print prints, alone; report is the report's path.
+	Hint func(rep *grade.Report, args []string, report string) string
 	// HintIndent starts the lines of a printed hint after its first.
 	HintIndent string
 }
@@ -265,7 +265,7 @@ func schemas(def Request) (in, out *jsonschema.Schema, err error) {
 	for name, desc := range map[string]string{
 		"kind":      "the verdict's kind: fixed, diverged, still_failing, invariant_violated, variant_failed or unverified",
 		"step":      "the step of the verdict's finding",
-		"variant":   "for variant_failed: the variant, as kavach variants FIXTURE lists them",
+		"variant":   "for variant_failed: the variant, as the report numbers them (kavach variants --report REPORT lists them)",
 		"invariant": "for invariant_violated: the invariant",
 		"reason":    "for unverified: why the evidence is too thin",
 	} {
@@ -307,7 +307,7 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 	a := []string{in.Old, in.New, in.Fixture}
 	out := DiffOutput{
 		Verdict: rep.Verdict, Parts: rep.Parts, ExitStatus: cfg.ExitStatus(rep.Parts.Kind),
-		Report: path, Findings: rep.Findings, Checked: rep.Checked(), Hint: strings.ReplaceAll(cfg.Hint(rep, a), "\n", " "),
+		Report: path, Findings: rep.Findings, Checked: rep.Checked(), Hint: strings.ReplaceAll(cfg.Hint(rep, a, path), "\n", " "),
 	}
 	if out.Findings == nil {
 		out.Findings = []grade.Finding{}
@@ -341,7 +341,7 @@ func (cfg Config) diffSuite(ctx context.Context, in DiffInput, r Request) (*mcp.
 	if h := s.Headline; h >= 0 {
 		rep := s.Reports[h]
 		out.Findings, out.Checked = rep.Findings, rep.Checked()
-		out.Hint = strings.ReplaceAll(cfg.Hint(rep, []string{in.Old, in.New, fixtures[h]}), "\n", " ")
+		out.Hint = strings.ReplaceAll(cfg.Hint(rep, []string{in.Old, in.New, fixtures[h]}, path), "\n", " ")
 		if out.Findings == nil {
 			out.Findings = []grade.Finding{}
 		}

@@ -39,6 +39,11 @@ type Variant struct {
 	ShiftFrom int           `json:"shift_from,omitempty"`
 	Shift     time.Duration `json:"shift_ns,omitempty"`
 
+	// build makes Events and Origin of a variant made lazily: only the
+	// variants kept in the budget are built. key tells it from the others.
+	build func() ([]kavach.Event, []int)
+	key   [32]byte
+
 	group   string // what it mutates (a field of a step, moves, drops, ...), for sampling
 	primary bool   // mutates the failing request itself, moves it, or shifts the clock
 	order   int    // position in the order made
@@ -113,6 +118,10 @@ func Generate(events []kavach.Event, failing int, opts Options) []Variant {
 	out := append(chosen, sample(regression, opts.Budget-nInc, rng)...)
 	for i := range out {
 		out[i].K = i + 1
+		if b := out[i].build; b != nil {
+			out[i].Events, out[i].Origin = b()
+			out[i].build = nil
+		}
 	}
 	return out
 }
@@ -169,11 +178,14 @@ type gen struct {
 	strings []string      // string values seen in the fixture
 	keys    []string      // keys seen in the fixture
 	span    map[int][]int // step -> indexes of its request and response events
+	// mutations are each earlier step's field mutations, made once for
+	// the incident's variants and the regression variants.
+	mutations map[int][]mutation
 }
 
 func newGen(events []kavach.Event, failing int, opts Options) *gen {
 	g := &gen{opts: opts, events: events, steps: kavach.Steps(events, opts.Codec), F: failing,
-		seen: map[[32]byte]bool{}, span: map[int][]int{}}
+		seen: map[[32]byte]bool{}, span: map[int][]int{}, mutations: map[int][]mutation{}}
 	bySeq := map[uint64]int{}
 	for i, ev := range events {
 		bySeq[ev.Seq] = i
@@ -207,9 +219,13 @@ func appendNew(list []string, s string) []string {
 	return append(list, s)
 }
 
-// add keeps a variant unless an identical one was made.
+// add keeps a variant unless an identical one was made: the same events
+// and clock shift, or, for one made lazily, the same key.
 func (g *gen) add(out []Variant, v Variant) []Variant {
-	h := hash(v.Events, v.ShiftFrom, v.Shift)
+	h := v.key
+	if v.build == nil {
+		h = hash(v.Events, v.ShiftFrom, v.Shift)
+	}
 	if g.seen[h] {
 		return out
 	}
@@ -249,6 +265,11 @@ func (g *gen) incident() []Variant {
 		}
 		out = g.add(out, v)
 	}
+	for _, sub := range g.substitutions(g.F) {
+		v := g.substituted(g.F, sub.Substitution, fmt.Sprintf("step %d: %s", g.F, sub.What), false)
+		v.group, v.primary, v.Kind = sub.kind+" "+sub.What, true, sub.kind
+		out = g.add(out, v)
+	}
 	// Earlier inputs mutated, the failing step kept: the input that made
 	// the old build fail may have come before it (a value stored, then
 	// read wrongly).
@@ -260,12 +281,13 @@ func (g *gen) incident() []Variant {
 		}
 	}
 	for j := 1; j < g.F; j++ {
-		v := g.moved(j)
+		v := g.lazily(fmt.Sprintf("moved|%d", j), fmt.Sprintf("step %d (%s) moved before step %d", g.F, g.describe(g.F), j), func() Variant { return g.moved(j) })
 		v.group, v.primary, v.Kind = "moved", true, "moved"
 		out = g.add(out, v)
 	}
 	for j := 1; j < g.F; j++ {
-		d, t := g.dropped(j), g.twice(j)
+		d := g.lazily(fmt.Sprintf("dropped|%d", j), fmt.Sprintf("step %d (%s) dropped", j, g.describe(j)), func() Variant { return g.dropped(j) })
+		t := g.lazily(fmt.Sprintf("twice|%d", j), fmt.Sprintf("step %d (%s) delivered twice", j, g.describe(j)), func() Variant { return g.twice(j) })
 		d.group, t.group = "dropped", "twice"
 		d.Kind, t.Kind = "dropped", "twice"
 		out = g.add(out, d)
@@ -319,12 +341,103 @@ func (g *gen) regression() []Variant {
 		for _, m := range g.fieldMutations(j, false) {
 			v := g.withRequest(j, m.request, fmt.Sprintf("regression: step %d: %s", j, m.what), true)
 			v.group, v.Kind = fmt.Sprintf("step %d %s", j, m.group), "regression"
-			v.Events = v.Events[:cut]
-			v.Origin = v.Origin[:min(len(v.Origin), g.F-1)]
+			v.build = cut1(v.build, cut, g.F-1)
+			out = g.add(out, v)
+		}
+		for _, sub := range g.substitutions(j) {
+			v := g.substituted(j, sub.Substitution, fmt.Sprintf("regression: step %d: %s", j, sub.What), true)
+			v.group, v.Kind = fmt.Sprintf("step %d %s", j, sub.kind), "regression"
+			v.build = cut1(v.build, cut+len(sub.Setup), g.F-1+len(sub.Setup))
 			out = g.add(out, v)
 		}
 	}
 	return out
+}
+
+type substitution struct {
+	kavach.Substitution
+	kind string // "type" or "grammar"
+}
+
+// lazily is a variant built only when it is kept: what describes it,
+// key tells it from the others, make builds it.
+func (g *gen) lazily(key, what string, make func() Variant) Variant {
+	return Variant{Description: what, key: sha256.Sum256([]byte(key)), build: func() ([]kavach.Event, []int) {
+		w := make()
+		return w.Events, w.Origin
+	}}
+}
+
+// cut1 makes build stop its variant's events before index events and
+// its origin after steps steps.
+func cut1(build func() ([]kavach.Event, []int), events, steps int) func() ([]kavach.Event, []int) {
+	return func() ([]kavach.Event, []int) {
+		e, o := build()
+		return e[:events], o[:min(len(o), steps)]
+	}
+}
+
+// lazyKey tells a variant that replaces step n's request (after inserting
+// setup) from every other such variant; a regression variant is cut.
+func lazyKey(n int, regression bool, setup [][]byte, request []byte) [32]byte {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d|%v|%d|", n, regression, len(setup))
+	for _, s := range setup {
+		fmt.Fprintf(h, "%d|", len(s))
+		h.Write(s)
+	}
+	h.Write(request)
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// substitutions are step n's request on keys of every type the service
+// has, then with the other choices its grammar allows, as far as the
+// Variator knows them.
+func (g *gen) substitutions(n int) []substitution {
+	req := g.steps[n-1].Request
+	if req.Flags&kavach.ParseError != 0 {
+		return nil
+	}
+	var out []substitution
+	if tv, ok := g.opts.Variator.(kavach.TypeVariator); ok {
+		for _, s := range tv.Substitutions(req.Data, g.opts.Schema) {
+			out = append(out, substitution{s, "type"})
+		}
+	}
+	if gv, ok := g.opts.Variator.(kavach.GrammarVariator); ok {
+		for _, s := range gv.Rewrites(req.Data, g.opts.Schema) {
+			out = append(out, substitution{s, "grammar"})
+		}
+	}
+	return out
+}
+
+// substituted is the incident with step n's request replaced by sub's,
+// and sub's writes inserted right before it on its connection, at its
+// time. The writes are new inputs: no origin.
+func (g *gen) substituted(n int, sub kavach.Substitution, what string, regression bool) Variant {
+	v := Variant{Description: what, Regression: regression, key: lazyKey(n, regression, sub.Setup, sub.Request)}
+	v.build = func() ([]kavach.Event, []int) {
+		w := g.substitutedNow(n, sub)
+		return w.Events, w.Origin
+	}
+	return v
+}
+
+func (g *gen) substitutedNow(n int, sub kavach.Substitution) Variant {
+	i := g.span[n][0]
+	req := g.events[i]
+	events := make([]kavach.Event, 0, len(g.events)+len(sub.Setup))
+	events = append(events, g.events[:i]...)
+	for _, w := range sub.Setup {
+		events = append(events, kavach.Event{Conn: req.Conn, Dir: kavach.Request, Offset: req.Offset, Data: w})
+	}
+	req.Data, req.Flags = sub.Request, req.Flags&^kavach.Redacted
+	events = append(events, req)
+	events = append(events, g.events[i+1:]...)
+	return g.variant(events, "", false)
 }
 
 // mutation is a request with one change, what the change was, and which
@@ -341,6 +454,17 @@ type mutation struct {
 // other recorded keys; tokens to the other tokens; any field removed; and,
 // when all is true, fields swapped with requests of the same kind.
 func (g *gen) fieldMutations(n int, all bool) []mutation {
+	if m, ok := g.mutations[n]; ok && !all {
+		return m
+	}
+	m := g.fieldMutationsNow(n, all)
+	if !all {
+		g.mutations[n] = m
+	}
+	return m
+}
+
+func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 	req := g.steps[n-1].Request
 	if req.Flags&kavach.ParseError != 0 {
 		return nil
@@ -481,11 +605,16 @@ func (g *gen) variant(events []kavach.Event, what string, regression bool) Varia
 // request is a new input: its origin is kept for noise, since its replies
 // are compared old build against new build only.
 func (g *gen) withRequest(n int, request []byte, what string, regression bool) Variant {
-	events := slices.Clone(g.events)
-	i := g.span[n][0]
-	events[i].Data = request
-	events[i].Flags &^= kavach.Redacted
-	return g.variant(events, what, regression)
+	v := Variant{Description: what, Regression: regression, key: lazyKey(n, regression, nil, request)}
+	v.build = func() ([]kavach.Event, []int) {
+		events := slices.Clone(g.events)
+		i := g.span[n][0]
+		events[i].Data = request
+		events[i].Flags &^= kavach.Redacted
+		w := g.variant(events, "", false)
+		return w.Events, w.Origin
+	}
+	return v
 }
 
 // moved is the incident with the failing request (and its replies, and

@@ -247,3 +247,56 @@ func TestRegressionVariantsOfAContract(t *testing.T) {
 		t.Errorf("one seed, two sets: %v %v", a, b)
 	}
 }
+
+// learned is what the old build told Learn: the incident's commands'
+// arguments, their keys, and two types of key with their writes.
+var learned = &redis.Learned{
+	Args: schema,
+	Keys: map[string]redis.KeyRange{"GETRANGE": {First: 1, Last: 1, Step: 1}, "SET": {First: 1, Last: 1, Step: 1},
+		"APPEND": {First: 1, Last: 1, Step: 1}, "STRLEN": {First: 1, Last: 1, Step: 1}},
+	Types: []redis.TypeWrite{{Type: "string", Write: []string{"SET", "", "hello world"}}, {Type: "list", Write: []string{"RPUSH", "", "alpha", "beta"}}},
+}
+
+func TestTypeSubstitution(t *testing.T) {
+	o := opts(1000, 1)
+	o.Schema = learned
+	vs := variants.Generate(incident(), 5, o)
+	byDesc := map[string]variants.Variant{}
+	for _, v := range vs {
+		byDesc[v.Description] = v
+	}
+	steps := func(v variants.Variant) []string {
+		var out []string
+		for _, s := range kavach.Steps(v.Events, redis.Codec{}) {
+			out = append(out, redis.Codec{}.DescribeRequest(s.Request.Data, 0))
+		}
+		return out
+	}
+	for desc, want := range map[string][]string{
+		`step 5: argument 1 (key) "greeting" → a list key (RPUSH kavach:type:list alpha beta)`: {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`,
+			`RPUSH "kavach:type:list" "alpha" "beta"`, `GETRANGE "kavach:type:list" "-100" "-1"`},
+		`step 5: argument 1 (key) "greeting" → a string key (SET kavach:type:string hello world)`: {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`,
+			`SET "kavach:type:string" "hello world"`, `GETRANGE "kavach:type:string" "-100" "-1"`},
+		`regression: step 2: argument 1 (key) "greeting" → a list key (RPUSH kavach:type:list alpha beta)`: {`SET "greeting" "hello world"`,
+			`RPUSH "kavach:type:list" "alpha" "beta"`, `APPEND "kavach:type:list" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`},
+	} {
+		v, ok := byDesc[desc]
+		if !ok {
+			t.Errorf("no variant %q among:\n%s", desc, strings.Join(descriptions(vs), "\n"))
+			continue
+		}
+		if diff := cmp.Diff(want, steps(v)); diff != "" {
+			t.Errorf("%s: steps (-want +got):\n%s", desc, diff)
+		}
+	}
+	// The write is a new input; the varied request keeps its origin, so
+	// the grade finds the failing request where it now is.
+	v := byDesc[`step 5: argument 1 (key) "greeting" → a list key (RPUSH kavach:type:list alpha beta)`]
+	if fmt.Sprint(v.Origin) != "[1 2 3 4 0 5]" || v.Kind != "type" || v.Regression {
+		t.Errorf("origin %v, kind %s, regression %v; want [1 2 3 4 0 5], type, false", v.Origin, v.Kind, v.Regression)
+	}
+	// The same budget with a schema of no types: no such variant.
+	if n := len(variants.Generate(incident(), 5, opts(1000, 1))); n >= len(vs) {
+		t.Errorf("%d variants without types, %d with: the types add none", n, len(vs))
+	}
+}

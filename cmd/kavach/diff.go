@@ -257,13 +257,13 @@ func writeReport(path string, rep any) error {
 // checked, and where the report is.
 func printDiff(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	fmt.Fprintln(w, rep.Verdict)
-	printDiffBody(w, rep, a)
+	printDiffBody(w, rep, a, reportPath)
 	fmt.Fprintf(w, "report: %s\n", reportPath)
 }
 
 // printDiffBody is printDiff without its first line (the verdict) and its
 // last (the report's path).
-func printDiffBody(w io.Writer, rep *grade.Report, a []string) {
+func printDiffBody(w io.Writer, rep *grade.Report, a []string, reportPath string) {
 	ev := rep.Evidence
 	if len(rep.Findings) > 0 {
 		f := rep.Findings[0]
@@ -309,13 +309,13 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string) {
 				}
 			}
 		}
-		printHint(w, rep, a)
+		printHint(w, rep, a, reportPath)
 		if n := len(rep.Findings) - 1; n > 0 {
 			fmt.Fprintf(w, "(+%d more findings in the report)\n", n)
 		}
 	} else if rep.Parts.Kind == grade.Unverified {
 		fmt.Fprintln(w)
-		printHint(w, rep, a)
+		printHint(w, rep, a, reportPath)
 	}
 	fmt.Fprintln(w)
 	ck := rep.Checked()
@@ -363,17 +363,17 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string) {
 const hintIndent = "      "
 
 // printHint prints diffHint's hint, if there is one, as printDiff shows it.
-func printHint(w io.Writer, rep *grade.Report, a []string) {
-	if h := diffHint(rep, a); h != "" {
+func printHint(w io.Writer, rep *grade.Report, a []string, report string) {
+	if h := diffHint(rep, a, report); h != "" {
 		fmt.Fprintf(w, "hint: %s\n", indent(h, hintIndent))
 	}
 }
 
 // diffHint says what the headline finding, or an unverified verdict,
 // means and what to run next; "" when there is nothing to say. a is OLD,
-// NEW and FIXTURE as given. printDiff prints it after "hint: "; the MCP
+// NEW and FIXTURE as given, report where the report is. printDiff prints it after "hint: "; the MCP
 // tool returns it as it is.
-func diffHint(rep *grade.Report, a []string) string {
+func diffHint(rep *grade.Report, a []string, report string) string {
 	ev := rep.Evidence
 	fixture := a[2]
 	if len(rep.Findings) == 0 {
@@ -419,10 +419,11 @@ func diffHint(rep *grade.Report, a []string) string {
 	case grade.VariantFailed:
 		if strings.HasPrefix(f.Detail, "regression:") || len(f.Diffs) > 0 {
 			return fmt.Sprintf("the new build changed how it answers an input the old build handled (a mutation of an\n"+
-				"earlier step): a fix must keep that behaviour. All variants: kavach variants %s", fixture)
+				"earlier step): a fix must keep that behaviour. The variants this diff ran: kavach variants --report %s", report)
 		}
 		return fmt.Sprintf("the new build passes the recorded incident but fails this variant of it, which still breaks\n"+
-			"the old build the same way: fix the cause, not the one input. All variants: kavach variants %s", fixture)
+			"the old build the same way: fix the cause, not the one input. The variants this diff ran:\n"+
+			"kavach variants --report %s", report)
 	case grade.InvariantViolated:
 		return fmt.Sprintf("the new build gives an answer that a declared invariant forbids (see %s).\n"+
 			"Look at the step: kavach show %s --step %d", rep.Options.Invariants, fixture, f.Step)

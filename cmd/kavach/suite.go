@@ -103,7 +103,7 @@ func printSuite(w io.Writer, s *grade.SuiteReport, old, new string, fixtures []s
 	}
 	if h := s.Headline; h >= 0 {
 		fmt.Fprintf(w, "\n%s: %s\n", fixtures[h], s.Reports[h].Verdict)
-		printDiffBody(w, s.Reports[h], []string{old, new, fixtures[h]})
+		printDiffBody(w, s.Reports[h], []string{old, new, fixtures[h]}, reportPath)
 	}
 	fmt.Fprintf(w, "report: %s (one report per fixture)\n", reportPath)
 }

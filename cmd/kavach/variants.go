@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/variants"
 )
 
@@ -16,21 +18,31 @@ func variantsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "variants",
 		Usage:     "list the variants a diff would generate, without running anything",
-		ArgsUsage: "FIXTURE",
+		ArgsUsage: "FIXTURE | --report REPORT",
 		Description: withExample("Lists the mutated variants of the incident that 'kavach diff' would replay, each\n"+
 			"with its id K and a one-line description. Nothing is run: field types are guessed\n"+
-			"(numbers look like numbers); 'kavach diff' learns them from the old build, so its set can\n"+
-			"differ. --build OLD learns them here too (it starts OLD once).",
-			"kavach variants incident.kavach --variants 64 --seed 1"),
+			"(numbers look like numbers) and no variant on keys of other types or other choices of the\n"+
+			"grammar is made; 'kavach diff' learns them from the old build, so its numbering can differ.\n"+
+			"--build OLD learns them here too (it starts OLD once), with the diff's --variants and --seed\n"+
+			"giving its set. --report REPORT lists the variants a diff ran, as its report numbers them,\n"+
+			"with what became of each.",
+			"kavach variants incident.kavach --variants 64 --seed 1\n   kavach variants --report report.json"),
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "variants", Value: 64, Usage: "generate at most `N` variants"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the generator"},
 			&cli.StringFlag{Name: "build", Usage: "learn request types from the old build at `PATH`"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON Lines, one variant per line"},
+			&cli.StringFlag{Name: "report", Usage: "list the variants the diff that wrote `REPORT` ran (no FIXTURE)"},
 			trustFlag(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
+			if r := c.String("report"); r != "" {
+				if c.NArg() != 0 {
+					return usagef("run 'kavach variants --help' for usage and an example", "kavach variants --report REPORT takes no FIXTURE; got %d argument(s)", c.NArg())
+				}
+				return listReportVariants(c, r)
+			}
 			path, err := oneArg(c, "FIXTURE")
 			if err != nil {
 				return err
@@ -50,6 +62,10 @@ func variantsCommand() *cli.Command {
 				return fmt.Errorf("the %s integration cannot vary requests", fx.Header.Protocol)
 			}
 			var schema kavach.Schema
+			if c.String("build") == "" {
+				fmt.Fprintf(c.App.ErrWriter, "kavach: without --build, field types are guessed: this numbering may differ from kavach diff's.\n"+
+					"The variants a diff ran, as it numbers them: kavach variants --report REPORT\n")
+			}
 			if b := c.String("build"); b != "" {
 				if err := in.checkLaunch(fx, c.Bool("trust-fixture-launch"), b); err != nil {
 					return err
@@ -98,4 +114,51 @@ func variantsCommand() *cli.Command {
 			return tw.Flush()
 		},
 	}
+}
+
+// listReportVariants prints the variants a diff ran, from its report: K,
+// kind, what became of it, and its description.
+func listReportVariants(c *cli.Context, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read report: %w", err)
+	}
+	var rep grade.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("report %s: not a kavach diff report: %w", path, err)
+	}
+	if rep.SchemaVersion != grade.SchemaVersion {
+		return fmt.Errorf("report %s: schema version %d, this Kavach reads %d", path, rep.SchemaVersion, grade.SchemaVersion)
+	}
+	list := rep.Evidence.Variants.List
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		for _, v := range list {
+			if err := enc.Encode(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "K\tKIND\tRESULT\tDESCRIPTION")
+	for _, v := range list {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", v.K, v.Kind, variantResult(v), v.Description)
+	}
+	return tw.Flush()
+}
+
+// variantResult is what became of a variant in a diff.
+func variantResult(v grade.VariantEvidence) string {
+	switch {
+	case !v.Kept && v.Regression:
+		return "not-kept(old build failed)"
+	case !v.Kept:
+		return "not-kept(old build did not fail)"
+	case v.Skipped:
+		return "skipped"
+	case v.FailedStep > 0:
+		return fmt.Sprintf("failed@%d", v.FailedStep)
+	}
+	return "passed"
 }

@@ -29,14 +29,20 @@ type ArgSpec struct {
 	Token    string
 	Optional bool
 	Multiple bool
+	// MultipleToken: the token comes again before each repetition.
+	MultipleToken bool
 	// Tokens are the words accepted at this position: the token of a
 	// pure-token, the tokens of a oneof's alternatives.
 	Tokens []string
+	// Args are a block's parts, in order, or a oneof's alternatives.
+	Args []ArgSpec
 }
 
-// Learn asks the build at addr, with COMMAND DOCS, about the arguments of
-// the given commands. Builds without COMMAND DOCS (Redis before 7) give an
-// empty schema, and Fields falls back to guessing.
+// Learn asks the build at addr about the given commands: their arguments
+// (COMMAND DOCS), where their keys are (COMMAND INFO), and the types of
+// key the build has (learnTypes). It returns a *Learned. Builds without
+// COMMAND DOCS (Redis before 7) give no arguments, and Fields falls back
+// to guessing.
 func (Launcher) Learn(addr string, kinds []string) (kavach.Schema, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -45,8 +51,9 @@ func (Launcher) Learn(addr string, kinds []string) (kavach.Schema, error) {
 		return nil, fmt.Errorf("learn commands: %w", err)
 	}
 	s := Schema{}
+	l := &Learned{Args: s, Keys: learnKeys(ctx, addr, kinds), Types: learnTypes(ctx, addr)}
 	if v.Kind == KindError {
-		return s, nil
+		return l, nil
 	}
 	for name, doc := range pairs(v) {
 		for key, val := range pairs(doc) {
@@ -55,7 +62,7 @@ func (Launcher) Learn(addr string, kinds []string) (kavach.Schema, error) {
 			}
 		}
 	}
-	return s, nil
+	return l, nil
 }
 
 // pairs reads a RESP2 flat key/value array or a RESP3 map.
@@ -76,15 +83,20 @@ func argSpecs(v Value) []ArgSpec {
 			switch string(f.Str) {
 			case "optional":
 				spec.Optional = true
-			case "multiple", "multiple_token":
+			case "multiple":
 				spec.Multiple = true
+			case "multiple_token":
+				spec.Multiple, spec.MultipleToken = true, true
 			}
 		}
 		if spec.Token != "" {
 			spec.Tokens = append(spec.Tokens, spec.Token)
 		}
+		if spec.Type == "oneof" || spec.Type == "block" {
+			spec.Args = argSpecs(p["arguments"])
+		}
 		if spec.Type == "oneof" {
-			for _, alt := range argSpecs(p["arguments"]) {
+			for _, alt := range spec.Args {
 				spec.Tokens = append(spec.Tokens, alt.Tokens...)
 			}
 		}
@@ -105,8 +117,11 @@ func (Codec) Fields(request []byte, schema kavach.Schema) (string, []kavach.Fiel
 		return "", nil, false
 	}
 	var specs []ArgSpec
-	if s, ok := schema.(Schema); ok {
+	switch s := schema.(type) {
+	case Schema:
 		specs = s[c.Name]
+	case *Learned:
+		specs = s.Args[c.Name]
 	}
 	fields := make([]kavach.Field, 0, len(c.Args)-1)
 	positional := true

@@ -193,6 +193,10 @@ func start(out, old string) (*record.Recording, error) {
 var (
 	IncrbyOld    = []string{"incrby-negative-error.patch"}                            // the planted bug
 	IncrbyNarrow = []string{"incrby-negative-error.patch", "incrby-fix-narrow.patch"} // allows only the incident's -3
+	// IncrbyStringsOnly lifts the refusal for string and missing keys
+	// only: on a key of another type it still refuses, where the correct
+	// fix answers WRONGTYPE. Only a variant on a key of another type sees it.
+	IncrbyStringsOnly = []string{"incrby-negative-error.patch", "incrby-fix-strings-only.patch"}
 	// IncrbyStrlen fixes INCRBY (the pristine source) and breaks STRLEN,
 	// which the incident uses only after the failure.
 	IncrbyStrlen = []string{"strlen-off-by-one.patch"}
@@ -208,6 +212,34 @@ var Incrby = [][]string{
 	{"SET", "other", "hello"},
 	{"STRLEN", "other"},
 	{"GET", "counter"},
+}
+
+// The SET expire incident: the old build refuses every SET with an
+// expire ("ERR expires are not allowed"; a message of its own, which no
+// correct build gives for a bad expire).
+var (
+	SetExpireOld = []string{"set-expire-refused.patch"} // the planted bug
+	// SetExpireWithoutGet lifts the refusal only where GET is not given:
+	// the incident never used GET, so only a variant that adds the
+	// optional flag the grammar allows sees it.
+	SetExpireWithoutGet = []string{"set-expire-refused.patch", "set-expire-fix-without-get.patch"}
+)
+
+// SetExpire is the SET expire incident's session. Step 2 fails.
+var SetExpire = [][]string{
+	{"SET", "greeting", "hello"},
+	{"SET", "greeting", "hello world", "EX", "100"},
+	{"GET", "greeting"},
+	{"STRLEN", "greeting"},
+}
+
+// RecordSetExpire records the SET expire incident into out on the old
+// build, step 2 marked with the oracle error.
+func RecordSetExpire(out, old string) error {
+	if err := RecordSession(out, old, SetExpire); err != nil {
+		return err
+	}
+	return MarkFailure(out, 2, "error")
 }
 
 // RecordIncrby records the INCRBY incident into out on the old build and

@@ -1,0 +1,266 @@
+package redis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kavach-dev/kavach"
+)
+
+var _ kavach.GrammarVariator = Codec{}
+
+// A part is where one argument spec of the grammar matched a request's
+// arguments: [start, end) among the arguments after the command's name
+// (start == end where an optional part is absent). For a oneof, alt is
+// the alternative taken; for a repeated part, reps are the ranges of its
+// repetitions.
+type part struct {
+	spec       *ArgSpec
+	start, end int
+	present    bool
+	alt        int
+	reps       [][2]int
+}
+
+// matchBudget bounds the matcher's work on one request: a grammar with
+// many optional and repeated parts may give many ways to try, and bad
+// input must not hang.
+const matchBudget = 20000
+
+type matcher struct {
+	args []string
+	left int
+}
+
+// match parses args with the grammar specs, in the documented order,
+// the first parse found by trying each optional part present before
+// absent and each repeated part as often as it goes. ok is false when
+// the arguments do not follow the grammar in its order (Redis accepts
+// some options in any order: SET key value GET NX): such a request gets
+// no grammar variants.
+func match(specs []ArgSpec, args []string) ([]part, bool) {
+	m := &matcher{args: args, left: matchBudget}
+	var out []part
+	ok := m.seq(specs, 0, 0, nil, func(i int, parts []part) bool {
+		if i != len(args) {
+			return false
+		}
+		out = parts
+		return true
+	})
+	return out, ok
+}
+
+// seq matches specs[k:] from argument i on, then calls cont with where it
+// ended and the parts matched so far.
+func (m *matcher) seq(specs []ArgSpec, k, i int, parts []part, cont func(int, []part) bool) bool {
+	if m.left--; m.left < 0 {
+		return false
+	}
+	if k == len(specs) {
+		return cont(i, parts)
+	}
+	sp := &specs[k]
+	if m.repeated(sp, i, i, nil, nil, -1, func(j int, reps [][2]int, inner []part, alt int) bool {
+		p := part{spec: sp, start: i, end: j, present: true, alt: alt, reps: reps}
+		return m.seq(specs, k+1, j, append(append(slices.Clone(parts), p), inner...), cont)
+	}) {
+		return true
+	}
+	if sp.Optional {
+		return m.seq(specs, k+1, i, append(slices.Clone(parts), part{spec: sp, start: i, end: i, alt: -1}), cont)
+	}
+	return false
+}
+
+// repeated matches one repetition of sp at i, then (for a repeated part)
+// more, greedily, backing off when the rest does not match.
+func (m *matcher) repeated(sp *ArgSpec, start, i int, reps [][2]int, inner []part, alt int, cont func(int, [][2]int, []part, int) bool) bool {
+	withToken := len(reps) == 0 || sp.MultipleToken
+	return m.one(sp, i, withToken, func(j int, in []part, a int) bool {
+		if j == i {
+			return false // no progress: never loop
+		}
+		reps := append(slices.Clone(reps), [2]int{i, j})
+		in = append(slices.Clone(inner), in...)
+		if len(reps) == 1 {
+			alt = a
+		}
+		if sp.Multiple && m.repeated(sp, start, j, reps, in, alt, cont) {
+			return true
+		}
+		return cont(j, reps, in, alt)
+	})
+}
+
+// one matches a single occurrence of sp at argument i.
+func (m *matcher) one(sp *ArgSpec, i int, withToken bool, cont func(int, []part, int) bool) bool {
+	if m.left--; m.left < 0 {
+		return false
+	}
+	if sp.Token != "" && withToken {
+		if i >= len(m.args) || !strings.EqualFold(m.args[i], sp.Token) {
+			return false
+		}
+		i++
+	}
+	switch sp.Type {
+	case "pure-token":
+		return cont(i, nil, -1)
+	case "block":
+		return m.seq(sp.Args, 0, i, nil, func(j int, in []part) bool { return cont(j, in, -1) })
+	case "oneof":
+		for a := range sp.Args {
+			if m.seq(sp.Args[a:a+1], 0, i, nil, func(j int, in []part) bool { return cont(j, in, a) }) {
+				return true
+			}
+		}
+		return false
+	}
+	if i >= len(m.args) || !valueFits(sp.Type, m.args[i]) {
+		return false
+	}
+	return cont(i+1, nil, -1)
+}
+
+// valueFits says whether an argument can be a value of a documented type.
+func valueFits(typ, a string) bool {
+	switch typ {
+	case "integer", "unix-time":
+		_, err := strconv.ParseInt(a, 10, 64)
+		return err == nil
+	case "double":
+		f, err := strconv.ParseFloat(a, 64)
+		return err == nil && !math.IsNaN(f)
+	}
+	return true
+}
+
+// sample is a value for an argument a variant adds: realistic for its
+// type; a key that does not exist for a key.
+func sample(sp *ArgSpec) []string {
+	var out []string
+	if sp.Token != "" {
+		out = append(out, sp.Token)
+	}
+	switch sp.Type {
+	case "pure-token":
+	case "block":
+		for i := range sp.Args {
+			if !sp.Args[i].Optional {
+				out = append(out, sample(&sp.Args[i])...)
+			}
+		}
+	case "oneof":
+		if len(sp.Args) > 0 {
+			out = append(out, sample(&sp.Args[0])...)
+		}
+	case "integer":
+		out = append(out, "100")
+	case "unix-time":
+		out = append(out, "4102444800") // 2100-01-01, in seconds (or milliseconds: soon)
+	case "double":
+		out = append(out, "1.5")
+	case "key":
+		out = append(out, "kavach:missing-key")
+	case "pattern":
+		out = append(out, "*")
+	default:
+		out = append(out, "value")
+	}
+	return out
+}
+
+// Rewrites are the request with the grammar's other choices (COMMAND
+// DOCS, taken whole): each oneof's other alternatives in place of the one
+// taken (a token swapped for another of its group keeps its value: EX 10
+// becomes PX 10); each optional part present dropped, each absent one
+// added (a oneof, once with each alternative); each repeated part's last
+// repetition repeated. A request that does not follow its grammar in the
+// documented order gets none.
+func (Codec) Rewrites(request []byte, schema kavach.Schema) []kavach.Substitution {
+	l, ok := schema.(*Learned)
+	if !ok || l == nil {
+		return nil
+	}
+	c, err := ParseCommand(request)
+	if err != nil || c.Name == "" || len(l.Args[c.Name]) == 0 {
+		return nil
+	}
+	args := make([]string, len(c.Args)-1)
+	for i, a := range c.Args[1:] {
+		args[i] = string(a)
+	}
+	parts, ok := match(l.Args[c.Name], args)
+	if !ok {
+		return nil
+	}
+	var out []kavach.Substitution
+	emit := func(at, end int, with []string, what string) {
+		next := slices.Concat(args[:at], with, args[end:])
+		b := make([][]byte, 0, len(next)+1)
+		b = append(b, c.Args[0])
+		for _, a := range next {
+			b = append(b, []byte(a))
+		}
+		out = append(out, kavach.Substitution{Request: AppendCommand(nil, b...), What: what})
+	}
+	for _, p := range parts {
+		sp := p.spec
+		if p.present && sp.Type == "oneof" && p.alt >= 0 && len(p.reps) > 0 {
+			r := p.reps[0]
+			taken := &sp.Args[p.alt]
+			for a := range sp.Args {
+				if a == p.alt {
+					continue
+				}
+				other := &sp.Args[a]
+				with := sample(other)
+				if taken.Token != "" && other.Token != "" && taken.Type != "pure-token" && other.Type != "pure-token" &&
+					r[1]-r[0] == 2 && valueFits(other.Type, args[r[0]+1]) {
+					with = []string{other.Token, args[r[0]+1]}
+				}
+				emit(r[0], r[1], with, fmt.Sprintf("%s → %s (another choice of %s)", show(args[r[0]:r[1]]), show(with), sp.Name))
+			}
+		}
+		if p.present && sp.Optional {
+			emit(p.start, p.end, nil, fmt.Sprintf("optional %s (%s) dropped", show(args[p.start:p.end]), sp.Name))
+		}
+		if !p.present && sp.Optional {
+			alts := []*ArgSpec{sp}
+			if sp.Type == "oneof" {
+				alts = nil
+				for a := range sp.Args {
+					alts = append(alts, &sp.Args[a])
+				}
+			}
+			for _, alt := range alts {
+				with := sample(alt)
+				if sp.Type == "oneof" && sp.Token != "" {
+					with = append([]string{sp.Token}, with...)
+				}
+				emit(p.start, p.start, with, fmt.Sprintf("optional %s (%s) added", show(with), sp.Name))
+			}
+		}
+		if p.present && sp.Multiple && len(p.reps) > 0 {
+			r := p.reps[len(p.reps)-1]
+			rep := args[r[0]:r[1]]
+			if len(p.reps) == 1 && sp.Token != "" && !sp.MultipleToken {
+				rep = rep[1:] // the token comes once
+			}
+			emit(r[1], r[1], rep, fmt.Sprintf("repeated %s (%s) once more", show(rep), sp.Name))
+		}
+	}
+	return out
+}
+
+func show(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = strconv.Quote(a)
+	}
+	return strings.Join(q, " ")
+}

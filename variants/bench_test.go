@@ -1,0 +1,86 @@
+package variants_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/variants"
+)
+
+// bigIncident is a session of n steps on one connection: SETs with
+// expires, GETs, INCRBYs and ZADDs over 50 keys; the last step fails.
+func bigIncident(n int) []kavach.Event {
+	var evs []kavach.Event
+	add := func(dir kavach.Direction, data []byte) {
+		evs = append(evs, kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: dir, Offset: time.Duration(len(evs)) * time.Millisecond, Data: data})
+	}
+	c := func(args ...string) []byte {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		return redis.AppendCommand(nil, b...)
+	}
+	add(kavach.Open, nil)
+	for i := 1; i <= n; i++ {
+		key := fmt.Sprintf("key:%d", i%50)
+		switch i % 4 {
+		case 0:
+			add(kavach.Request, c("SET", key, fmt.Sprintf("value %d", i), "EX", "100"))
+			add(kavach.Response, []byte("+OK\r\n"))
+		case 1:
+			add(kavach.Request, c("GET", key))
+			add(kavach.Response, []byte("$-1\r\n"))
+		case 2:
+			add(kavach.Request, c("INCRBY", "n:"+key, "5"))
+			add(kavach.Response, []byte(":5\r\n"))
+		case 3:
+			add(kavach.Request, c("ZADD", "z:"+key, "XX", "1", "a", "2", "b"))
+			add(kavach.Response, []byte(":0\r\n"))
+		}
+	}
+	return evs
+}
+
+// bigLearned is what Redis 7.0's COMMAND DOCS, COMMAND INFO and TYPE give
+// for the commands of bigIncident.
+var bigLearned = &redis.Learned{
+	Args: redis.Schema{
+		"GET":    {{Name: "key", Type: "key"}},
+		"INCRBY": {{Name: "key", Type: "key"}, {Name: "increment", Type: "integer"}},
+		"SET": {{Name: "key", Type: "key"}, {Name: "value", Type: "string"},
+			{Name: "condition", Type: "oneof", Optional: true, Tokens: []string{"NX", "XX"}, Args: []redis.ArgSpec{{Name: "nx", Type: "pure-token", Token: "NX", Tokens: []string{"NX"}}, {Name: "xx", Type: "pure-token", Token: "XX", Tokens: []string{"XX"}}}},
+			{Name: "get", Type: "pure-token", Token: "GET", Optional: true, Tokens: []string{"GET"}},
+			{Name: "expiration", Type: "oneof", Optional: true, Tokens: []string{"EX", "PX", "KEEPTTL"}, Args: []redis.ArgSpec{
+				{Name: "seconds", Type: "integer", Token: "EX", Tokens: []string{"EX"}}, {Name: "milliseconds", Type: "integer", Token: "PX", Tokens: []string{"PX"}},
+				{Name: "keepttl", Type: "pure-token", Token: "KEEPTTL", Tokens: []string{"KEEPTTL"}}}}},
+		"ZADD": {{Name: "key", Type: "key"},
+			{Name: "condition", Type: "oneof", Optional: true, Tokens: []string{"NX", "XX"}, Args: []redis.ArgSpec{{Name: "nx", Type: "pure-token", Token: "NX", Tokens: []string{"NX"}}, {Name: "xx", Type: "pure-token", Token: "XX", Tokens: []string{"XX"}}}},
+			{Name: "change", Type: "pure-token", Token: "CH", Optional: true, Tokens: []string{"CH"}},
+			{Name: "score_member", Type: "block", Multiple: true, Args: []redis.ArgSpec{{Name: "score", Type: "double"}, {Name: "member", Type: "string"}}}},
+	},
+	Keys: map[string]redis.KeyRange{"GET": {First: 1, Last: 1, Step: 1}, "INCRBY": {First: 1, Last: 1, Step: 1},
+		"SET": {First: 1, Last: 1, Step: 1}, "ZADD": {First: 1, Last: 1, Step: 1}},
+	Types: []redis.TypeWrite{
+		{Type: "string", Write: []string{"SET", "", "hello world"}}, {Type: "list", Write: []string{"RPUSH", "", "alpha", "beta", "gamma"}},
+		{Type: "set", Write: []string{"SADD", "", "alpha", "beta", "gamma"}}, {Type: "zset", Write: []string{"ZADD", "", "1", "alpha", "2", "beta", "3", "gamma"}},
+		{Type: "hash", Write: []string{"HSET", "", "name", "alpha", "count", "3"}}, {Type: "stream", Write: []string{"XADD", "", "1-1", "name", "alpha"}},
+	},
+}
+
+// BenchmarkGenerate1000Steps is generation for a fixture of 1,000 steps
+// with the schema, key positions and types learned: the target is under
+// 50 ms per generation (docs/variants.md).
+func BenchmarkGenerate1000Steps(b *testing.B) {
+	evs := bigIncident(1000)
+	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: bigLearned, Budget: 64, Seed: 1}
+	if vs := variants.Generate(evs, 1000, o); len(vs) != 64 {
+		b.Fatalf("%d variants, want 64", len(vs))
+	}
+	for b.Loop() {
+		variants.Generate(evs, 1000, o)
+	}
+}
