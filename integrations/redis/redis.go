@@ -339,10 +339,14 @@ func ready(ctx context.Context, addr string, pid int) error {
 		return err
 	}
 	c.Close()
-	if !kavach.InEventLoop(pid) {
-		return errors.New("accepts connections, but is not yet waiting in its event loop")
+	// The connection woke it: look again for a few milliseconds.
+	for range 20 {
+		if kavach.InEventLoop(pid) {
+			return nil
+		}
+		time.Sleep(250 * time.Microsecond)
 	}
-	return nil
+	return errors.New("accepts connections, but is not yet waiting in its event loop")
 }
 
 // ping is ready when PING gets any answer but an error, or -NOAUTH from a
