@@ -14,6 +14,7 @@ import (
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/invariants"
 )
 
 // TestSameVerdictUnderLoad grades the GETRANGE example's committed
@@ -59,6 +60,37 @@ func TestSameVerdictUnderLoad(t *testing.T) {
 	for i := range 2 {
 		if v := grade1(narrow); !strings.HasPrefix(v, "variant_failed(") {
 			t.Fatalf("run %d of the narrow fix under load: %s", i+1, v)
+		}
+	}
+}
+
+// TestInvariantBrokenOnBothBuildsIsNoVariantFailure: the STRLEN example's
+// correct fix is fixed although a regression variant (SET ... NX, which
+// does not set) makes its "GET returns what SET set" invariant false on
+// both builds alike; the narrow fix is still red.
+func TestInvariantBrokenOnBothBuildsIsNoVariantFailure(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "examples", "redis-strlen-wrong-answer")
+	bug := filepath.Join(dir, "bug.patch")
+	old := redisbuild.MustBuild(t, bug)
+	fx, err := fixtures.Load(filepath.Join(dir, "fixture.kavach"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := invariants.Load(filepath.Join(dir, "strlen.invariants"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.Codec{}
+	for candidate, want := range map[string]string{"correct": "fixed", "narrow": "variant_failed("} {
+		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old},
+			kavach.Launch{Path: redisbuild.MustBuild(t, bug, filepath.Join(dir, "candidates", candidate+".patch"))},
+			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Variants: 64, MinVariants: 10, Seed: 1, Invariants: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(rep.Verdict, want) {
+			t.Errorf("%s: %s, want %s; findings %+v", candidate, rep.Verdict, want, rep.Findings)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package grade
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -200,7 +201,17 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		// old build's failure: whatever it is, the new build did not cause it.
 		same := o != nil && s.N != r.OldStep && len(replay.Compare(*o, s)) == 0
 		signature := recurs(f, s.Outcome, newInv.violated[s.N]) && !same
-		if broken(s) || signature || len(newInv.violated[s.N]) > 0 {
+		// An invariant the old build breaks at the same step with the same
+		// answer does not speak for this variant (SET ... NX that did not
+		// set, read back by a "GET returns what SET set" rule): the new
+		// build broke nothing there.
+		var violated []string
+		for _, name := range newInv.violated[s.N] {
+			if !(same && o != nil && slices.Contains(oldInv.violated[s.N], name)) {
+				violated = append(violated, name)
+			}
+		}
+		if broken(s) || signature || len(violated) > 0 {
 			r.FailedStep, r.NewOutcome = s.N, s.Outcome
 			if m := newInv.message(s.N); m != "" && !broken(s) {
 				r.NewOutcome.Detail = m
