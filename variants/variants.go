@@ -324,6 +324,11 @@ func Regression(events []kavach.Event, opts Options) []Variant {
 	out := sample(vs, opts.Budget, rng)
 	for i := range out {
 		out[i].K = i + 1
+		// Variants are built only once chosen (as Generate does).
+		if b := out[i].build; b != nil {
+			out[i].Events, out[i].Origin = b()
+			out[i].build = nil
+		}
 	}
 	return out
 }
