@@ -192,7 +192,7 @@ type runner struct {
 	order  []*conn        // conns in order of opening: deterministic iteration
 	last   map[uint64]int // conn -> index of its latest step
 	reqs   [][]byte       // per step, the request as recorded
-	stepOf map[uint64]int // request seq -> step index
+	stepAt []int          // event index -> step index (-1: not a request); a variant's inserted events may repeat a Seq
 	owed   []int          // per event: steps of its conn the recording had answered before it
 	// batched marks requests sent without waiting for the replies before
 	// them, and replies not waited for (see batches).
@@ -232,11 +232,18 @@ type waiting struct {
 
 func (r *runner) run(ctx context.Context) {
 	steps := kavach.Steps(r.events, r.opts.Codec)
-	r.stepOf = map[uint64]int{}
+	r.stepAt = make([]int, len(r.events))
+	k := 0
+	for i, ev := range r.events {
+		r.stepAt[i] = -1
+		if ev.Dir == kavach.Request {
+			r.stepAt[i] = k
+			k++
+		}
+	}
 	r.tr.Steps = make([]StepResult, len(steps))
 	r.due = make([]time.Duration, len(steps))
 	for i, s := range steps {
-		r.stepOf[s.Request.Seq] = i
 		r.tr.Steps[i] = StepResult{N: s.N, Conn: s.Conn(), Responses: [][]byte{}, Output: []any{}, Request: s.Request.Data}
 		r.reqs = append(r.reqs, s.Request.Data)
 		r.due[i] = s.Request.Offset
@@ -322,16 +329,9 @@ func owed(events []kavach.Event, codec kavach.Codec) []int {
 // talks to the service directly (bench/replay.sh).
 func (r *runner) batches() []bool {
 	b := make([]bool, len(r.events))
+	// No batches under a clock variant's shift (below), so no shift here.
 	ms := func(ev kavach.Event) time.Time {
-		n := 0
-		if i, ok := r.stepOf[ev.Seq]; ok && ev.Dir == kavach.Request {
-			n = r.tr.Steps[i].N
-		}
-		shift := time.Duration(0)
-		if r.opts.Shift != nil && n > 0 {
-			shift = r.opts.Shift(n)
-		}
-		return r.opts.Start.Add(ev.Offset).Add(shift).Truncate(time.Millisecond)
+		return r.opts.Start.Add(ev.Offset).Truncate(time.Millisecond)
 	}
 	start := -1 // the first request of the current run
 	for i, ev := range r.events {
@@ -403,7 +403,7 @@ func (r *runner) process(i int) {
 	}
 	if ev.Dir == kavach.Request {
 		if s := r.opts.Shift; s != nil {
-			if d := s(r.tr.Steps[r.stepOf[ev.Seq]].N); d != r.shift {
+			if d := s(r.tr.Steps[r.stepAt[i]].N); d != r.shift {
 				r.shift, r.jump = d, true
 			}
 		}
@@ -424,13 +424,13 @@ func (r *runner) process(i int) {
 	}
 	if e := r.proc.Exited(); e != nil {
 		// The build died with nothing waiting on it (or before we saw it).
-		r.send(ev, r.stepOf[ev.Seq], false)
+		r.send(ev, r.stepAt[i], false)
 		r.crashed(c, "the build is gone")
 		r.stop = true
 		return
 	}
-	r.tr.Steps[r.stepOf[ev.Seq]].batched = r.batched[i]
-	r.send(ev, r.stepOf[ev.Seq], true)
+	r.tr.Steps[r.stepAt[i]].batched = r.batched[i]
+	r.send(ev, r.stepAt[i], true)
 }
 
 // flush plays the events held back on connections whose replies came.
