@@ -66,15 +66,7 @@ func deriveContract(ev Evidence) (Parts, []Finding) {
 		}
 		return order[a.Kind] < order[b.Kind]
 	})
-	var variantFindings []Finding
-	for _, v := range ev.Variants.List {
-		if v.Kept && v.FailedStep > 0 {
-			variantFindings = append(variantFindings, Finding{Parts: Parts{Kind: VariantFailed, Variant: v.K, Step: v.FailedStep},
-				Detail: v.Description, Expected: v.OldOutcome, Outcome: v.NewOutcome, Diffs: v.Diffs})
-		}
-	}
-	sortFindings(variantFindings, func(a, b Finding) bool { return a.Variant < b.Variant })
-	findings = append(findings, variantFindings...)
+	findings = append(findings, variantFindings(ev)...)
 	if len(findings) > 0 {
 		return findings[0].Parts, findings
 	}

@@ -312,15 +312,7 @@ func Derive(ev Evidence) (Parts, []Finding) {
 		}
 		return order[a.Kind] < order[b.Kind]
 	})
-	var variantFindings []Finding
-	for _, v := range ev.Variants.List {
-		if v.Kept && v.FailedStep > 0 {
-			variantFindings = append(variantFindings, Finding{Parts: Parts{Kind: VariantFailed, Variant: v.K, Step: v.FailedStep},
-				Detail: v.Description, Expected: v.OldOutcome, Outcome: v.NewOutcome, Diffs: v.Diffs})
-		}
-	}
-	sortFindings(variantFindings, func(a, b Finding) bool { return a.Variant < b.Variant })
-	findings = append(findings, variantFindings...)
+	findings = append(findings, variantFindings(ev)...)
 	if len(findings) > 0 {
 		return findings[0].Parts, findings
 	}
@@ -393,4 +385,19 @@ func noiseOf(ev Evidence) replay.Noise {
 		noise[f.Step][f.Path] = true
 	}
 	return noise
+}
+
+// variantFindings are the kept variants the new build failed, by K: they
+// follow the findings on the fixture's own replay, for incidents and
+// contracts alike.
+func variantFindings(ev Evidence) []Finding {
+	var out []Finding
+	for _, v := range ev.Variants.List {
+		if v.Kept && v.FailedStep > 0 {
+			out = append(out, Finding{Parts: Parts{Kind: VariantFailed, Variant: v.K, Step: v.FailedStep},
+				Detail: v.Description, Expected: v.OldOutcome, Outcome: v.NewOutcome, Diffs: v.Diffs})
+		}
+	}
+	sortFindings(out, func(a, b Finding) bool { return a.Variant < b.Variant })
+	return out
 }

@@ -292,13 +292,8 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 		return cfg.diffSuite(ctx, in, r)
 	}
 	rep, err := cfg.Grade(ctx, r)
-	var below *grade.BelowFloorError
-	if errors.As(err, &below) {
-		return nil, DiffOutput{}, fmt.Errorf("%w (the floor was set with kavach mark): raise variants or min_variants, or use the "+
-			"floor's seed, or leave them out for the defaults; below_floor: true grades anyway, but then the verdict is never fixed", err)
-	}
 	if err != nil {
-		return nil, DiffOutput{}, fmt.Errorf("kavach could not grade (exit status 2 on the command line): %w", err)
+		return nil, DiffOutput{}, gradeError(err)
 	}
 	path, err := cfg.WriteReport(in.Out, rep)
 	if err != nil {
@@ -319,16 +314,22 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 	return cfg.result(in, out, buf.String())
 }
 
+// gradeError says what to do about a grading that did not happen: options
+// below the fixture's floor, or anything else (exit 2 on the command line).
+func gradeError(err error) error {
+	var below *grade.BelowFloorError
+	if errors.As(err, &below) {
+		return fmt.Errorf("%w (the floor was set with kavach mark): raise variants or min_variants, or use the "+
+			"floor's seed, or leave them out for the defaults; below_floor: true grades anyway, but then the verdict is never fixed", err)
+	}
+	return fmt.Errorf("kavach could not grade (exit status 2 on the command line): %w", err)
+}
+
 // diffSuite is a call with several fixtures: kavach diff OLD NEW F1 F2 ...
 func (cfg Config) diffSuite(ctx context.Context, in DiffInput, r Request) (*mcp.CallToolResult, DiffOutput, error) {
 	s, fixtures, err := cfg.GradeSuite(ctx, r, append([]string{in.Fixture}, in.Fixtures...))
-	var below *grade.BelowFloorError
-	if errors.As(err, &below) {
-		return nil, DiffOutput{}, fmt.Errorf("%w (the floor was set with kavach mark): raise variants or min_variants, or use the "+
-			"floor's seed, or leave them out for the defaults; below_floor: true grades anyway, but then the verdict is never fixed", err)
-	}
 	if err != nil {
-		return nil, DiffOutput{}, fmt.Errorf("kavach could not grade (exit status 2 on the command line): %w", err)
+		return nil, DiffOutput{}, gradeError(err)
 	}
 	path, err := cfg.WriteSuite(in.Out, s)
 	if err != nil {
