@@ -216,23 +216,39 @@ func (p *Spawned) wait() {
 // and waits for work. It is read from /proc (the thread's wait channel),
 // so the service sees nothing of it.
 func InEventLoop(pid int) bool {
-	pids := []int{pid}
-	for i := 0; i < len(pids) && i < 64; i++ {
-		p := strconv.Itoa(pids[i])
-		if b, err := os.ReadFile("/proc/" + p + "/wchan"); err == nil {
+	for _, p := range ProcessTree(pid) {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/wchan"); err == nil {
 			switch string(b) {
 			case "do_epoll_wait", "ep_poll", "do_epoll_pwait":
 				return true
 			}
 		}
-		b, _ := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
-		for _, f := range strings.Fields(string(b)) {
-			if c, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, c)
+	}
+	return false
+}
+
+// ProcessTree is the process pid and its descendants, pid first (at most
+// 64), read from /proc: a build may be a script that runs the service.
+func ProcessTree(pid int) []int {
+	pids := []int{pid}
+	for i := 0; i < len(pids) && i < 64; i++ {
+		p := strconv.Itoa(pids[i])
+		d, err := os.Open("/proc/" + p + "/task")
+		if err != nil {
+			continue
+		}
+		tids, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, tid := range tids {
+			b, _ := os.ReadFile("/proc/" + p + "/task/" + tid + "/children")
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, c)
+				}
 			}
 		}
 	}
-	return false
+	return pids
 }
 
 // waitExited blocks until process pid has exited, without reaping it

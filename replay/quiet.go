@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/kavach-dev/kavach"
 )
 
 // A build is watched through /proc, never through its protocol: a request
@@ -32,25 +34,8 @@ type watch struct {
 	pid int
 }
 
-// tree returns the pids of the process tree rooted at w.pid, the root
-// first. A process that is gone is skipped.
-func (w watch) tree() []int {
-	pids := []int{w.pid}
-	for i := 0; i < len(pids) && i < 64; i++ {
-		for _, tid := range tasks(pids[i]) {
-			b, err := os.ReadFile("/proc/" + strconv.Itoa(pids[i]) + "/task/" + tid + "/children")
-			if err != nil {
-				continue
-			}
-			for _, f := range strings.Fields(string(b)) {
-				if c, err := strconv.Atoi(f); err == nil {
-					pids = append(pids, c)
-				}
-			}
-		}
-	}
-	return pids
-}
+// tree is the pids of the process tree rooted at w.pid, the root first.
+func (w watch) tree() []int { return kavach.ProcessTree(w.pid) }
 
 func tasks(pid int) []string {
 	d, err := os.Open("/proc/" + strconv.Itoa(pid) + "/task")
