@@ -6,16 +6,22 @@
 # changes with every server process; every variant replays it.
 #
 # The INCRBY incident (internal/redisbuild testdata: the old build refuses
-# negative increments) is recorded twice in front of the old build with
-# `kavach record`: once typed into redis-cli (COMMAND DOCS at step 1, the
-# failure at step 5), once sent as inline commands on one plain TCP
-# connection (the failure at step 4). Both are marked `--oracle error` and
-# graded against pristine Redis (the correct fix):
+# negative increments) is recorded three times in front of the old build
+# with `kavach record`: typed into redis-cli (COMMAND DOCS at step 1, the
+# failure at step 5); sent as inline commands on one plain TCP connection,
+# one at a time, each after the previous reply, as redis-cli sends them
+# (the failure at step 4); and the same pipelined, all at once. All are
+# marked `--oracle error` and graded against pristine Redis (the correct
+# fix):
 #
 #   kavach diff OLD NEW FIXTURE --variants V -j J
 #
-# timed (wall clock), interleaved, REPS times each; the medians and their
-# ratio are printed. Both must say `fixed`.
+# timed (wall clock), interleaved, REPS times each; the medians and the
+# ratios are printed. All must say `fixed`. The target compares the
+# redis-cli fixture with the same session one command at a time: what
+# COMMAND DOCS costs. The pipelined fixture is shown beside it: its steps
+# share one millisecond, so they are sent as one batch with no clock move
+# between them, which no interactive client's fixture gets.
 #
 # Environment: VARIANTS (64), REPS (3), JOBS (2), KEEP=1 keeps the files.
 set -euo pipefail
@@ -51,21 +57,38 @@ record() {
 	kill -INT "$KPID"; wait "$KPID"; KPID=""
 }
 with_cli() { printf '%s' "$SESSION" | redis-cli -h "$1" -p "$2" >/dev/null; }
+# without_cli sends the same session as redis-cli does, one command at a
+# time, each after the previous reply: the same fixture without COMMAND
+# DOCS.
 without_cli() {
+	exec 3<>"/dev/tcp/$1/$2"
+	local cmd line
+	while IFS= read -r cmd; do
+		printf '%s\r\n' "$cmd" >&3
+		IFS= read -r -t 5 line <&3
+		case $line in \$-1*) ;; \$*) IFS= read -r -t 5 line <&3 ;; esac
+	done <<<"${SESSION%$'\n'}"
+	exec 3<&-
+}
+# pipelined sends the whole session at once and then reads the seven
+# replies: a client that pipelines, for comparison.
+pipelined() {
 	exec 3<>"/dev/tcp/$1/$2"
 	printf '%s' "${SESSION//$'\n'/$'\r\n'}" >&3
 	local n=0 line
 	while [ $n -lt 7 ] && IFS= read -r -t 5 line <&3; do
-		case $line in \$-1*|\**|[+:-]*) n=$((n + 1)) ;; esac
+		case $line in \$-1*|[*+:-]*) n=$((n + 1)) ;; \$*) IFS= read -r -t 5 line <&3; n=$((n + 1)) ;; esac
 	done
 	exec 3<&-
 }
 record "$TMP/cli.kavach" with_cli
 record "$TMP/plain.kavach" without_cli
+record "$TMP/pipelined.kavach" pipelined
 "$KAVACH" mark "$TMP/cli.kavach" --step 5 --oracle error 2>/dev/null
 "$KAVACH" mark "$TMP/plain.kavach" --step 4 --oracle error 2>/dev/null
+"$KAVACH" mark "$TMP/pipelined.kavach" --step 4 --oracle error 2>/dev/null
 
-declare -a T_CLI T_PLAIN
+declare -a T_CLI T_PLAIN T_PIPE
 run() { # fixture -> wall seconds
 	local start end out
 	start=$(date +%s.%N)
@@ -77,9 +100,12 @@ run() { # fixture -> wall seconds
 for _ in $(seq "$REPS"); do
 	T_CLI+=("$(run "$TMP/cli.kavach")")
 	T_PLAIN+=("$(run "$TMP/plain.kavach")")
+	T_PIPE+=("$(run "$TMP/pipelined.kavach")")
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-c=$(median "${T_CLI[@]}"); p=$(median "${T_PLAIN[@]}")
+c=$(median "${T_CLI[@]}"); p=$(median "${T_PLAIN[@]}"); q=$(median "${T_PIPE[@]}")
 printf 'redis-cli fixture (COMMAND DOCS at step 1): %.1f s (median of %d)\n' "$c" "$REPS"
-printf 'plain fixture (no COMMAND DOCS):            %.1f s\n' "$p"
-printf 'ratio: %.2f (target at most 1.20)\n' "$(echo "$c / $p" | bc -l)"
+printf 'same session, one command at a time:        %.1f s\n' "$p"
+printf 'same session, pipelined:                    %.1f s\n' "$q"
+printf 'ratio to one at a time: %.2f (target at most 1.20)\n' "$(echo "$c / $p" | bc -l)"
+printf 'ratio to pipelined:     %.2f\n' "$(echo "$c / $q" | bc -l)"
