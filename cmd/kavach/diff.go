@@ -15,6 +15,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/mcpserver"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -65,12 +66,12 @@ func diffCommand() *cli.Command {
 				return err
 			}
 			a = []string{a[0], a[1], fixtures[0]}
-			req := diffRequest{
+			req := diffRequest{Request: mcpserver.Request{
 				Old: a[0], New: a[1], Fixture: a[2], Invariants: c.String("invariants"),
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
-				FailFast: c.Bool("fail-fast"), TrustLaunch: c.Bool("trust-fixture-launch"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
+				FailFast: c.Bool("fail-fast"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
 				BelowFloor: c.Bool("below-floor"),
-			}
+			}, TrustLaunch: c.Bool("trust-fixture-launch")}
 			if err := checkDiffPaths(req, c.String("out")); err != nil {
 				return err
 			}
@@ -115,19 +116,11 @@ func diffCommand() *cli.Command {
 	}
 }
 
-// diffRequest is one grading, as the command line and the MCP tool ask for it.
+// diffRequest is one grading, as the command line asks for it: the MCP
+// tool's request (the same arguments and flags) and what only the command
+// line may say.
 type diffRequest struct {
-	Old, New, Fixture string
-	Invariants        string // file; "" finds embedded or beside the fixture
-	Variants          int
-	MinVariants       int
-	Seed              uint64
-	Jobs              int
-	FailFast          bool
-	StepTimeout       time.Duration
-	StartTimeout      time.Duration
-	BelowFloor        bool // grade below the fixture's floor
-	Progress          func(done, total int)
+	mcpserver.Request
 	// TrustLaunch starts the builds with every launch argument the fixture
 	// recorded (--trust-fixture-launch); otherwise they pass an allowlist.
 	TrustLaunch bool

@@ -10,6 +10,7 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/example"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/mcpserver"
 )
 
 func gradeCommand() *cli.Command {
@@ -39,9 +40,9 @@ func gradeCommand() *cli.Command {
 			res, err := example.Grade(c.Context, dir, example.Options{
 				Record: c.Bool("record"),
 				Diff: func(ctx context.Context, old, new, fixture string) (*grade.Report, error) {
-					return runDiff(ctx, diffRequest{Old: old, New: new, Fixture: fixture,
+					return runDiff(ctx, diffRequest{Request: mcpserver.Request{Old: old, New: new, Fixture: fixture,
 						Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
-						StepTimeout: 5 * time.Second, StartTimeout: 10 * time.Second})
+						StepTimeout: 5 * time.Second, StartTimeout: 10 * time.Second}})
 				},
 				ExitStatus: func(rep *grade.Report, err error) int {
 					if err != nil {

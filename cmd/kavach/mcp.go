@@ -37,21 +37,16 @@ func mcpCommand() *cli.Command {
 func mcpConfig() mcpserver.Config {
 	def := diffDefaults()
 	return mcpserver.Config{
-		Defaults: mcpserver.Request{Variants: def.Variants, MinVariants: def.MinVariants, Seed: def.Seed,
-			StepTimeout: def.StepTimeout, StartTimeout: def.StartTimeout},
+		Defaults: def.Request,
 		Grade: func(ctx context.Context, r mcpserver.Request) (*grade.Report, error) {
-			return runDiff(ctx, diffRequest{Old: r.Old, New: r.New, Fixture: r.Fixture, Invariants: r.Invariants,
-				Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs, FailFast: r.FailFast,
-				StepTimeout: r.StepTimeout, StartTimeout: r.StartTimeout, BelowFloor: r.BelowFloor, Progress: r.Progress})
+			return runDiff(ctx, diffRequest{Request: r})
 		},
 		GradeSuite: func(ctx context.Context, r mcpserver.Request, list []string) (*grade.SuiteReport, []string, error) {
 			fixtures, _, err := fixtureArgs(list)
 			if err != nil {
 				return nil, nil, err
 			}
-			s, err := runSuite(ctx, diffRequest{Old: r.Old, New: r.New, Invariants: r.Invariants,
-				Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs, FailFast: r.FailFast,
-				StepTimeout: r.StepTimeout, StartTimeout: r.StartTimeout, BelowFloor: r.BelowFloor, Progress: r.Progress}, fixtures)
+			s, err := runSuite(ctx, diffRequest{Request: r}, fixtures)
 			return s, fixtures, err
 		},
 		WriteSuite: func(out string, s *grade.SuiteReport) (string, error) {
