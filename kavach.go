@@ -56,6 +56,12 @@ const (
 	// Redacted marks an event whose bytes had secrets replaced before they
 	// were written (see Redactor).
 	Redacted
+	// Inserted marks a request that a variant put in front of a recorded
+	// one (a write that makes a key of another type, a SCRIPT LOAD): no
+	// reply of it was recorded. Its client waits for its reply before the
+	// connection's next event, and no recorded reply is matched to it.
+	// Never written by the recorder.
+	Inserted
 )
 
 // Event is one thing that crossed the recording proxy.
@@ -63,7 +69,7 @@ type Event struct {
 	Seq    uint64        // position in the recording's one global order, from 1
 	Conn   uint64        // client connection id, from 1, in order of opening
 	Dir    Direction     // what the event is
-	Flags  EventFlags    // ParseError, Redacted
+	Flags  EventFlags    // ParseError, Redacted, Inserted
 	Offset time.Duration // time since the recording started
 	Data   []byte        // exact wire bytes (for Open/Close: see Direction)
 }

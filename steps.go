@@ -24,7 +24,7 @@ func Steps(events []Event, codec Codec) []Step {
 			}
 			steps = append(steps, Step{N: len(steps) + 1, Request: ev})
 			last[ev.Conn] = len(steps) - 1
-			if n > 0 {
+			if n > 0 && ev.Flags&Inserted == 0 {
 				pending[ev.Conn] = append(pending[ev.Conn], waiting{len(steps) - 1, n})
 			}
 		case Response:

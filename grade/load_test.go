@@ -94,3 +94,57 @@ func TestInvariantBrokenOnBothBuildsIsNoVariantFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestInsertedWritesUnderLoad: regression variants of the STRLEN example
+// that write a key of another type in front of an earlier step (requests
+// with no recorded reply, kavach.Inserted) are graded old build against
+// new, again and again while stress-ng saturates every core: the correct
+// fix is fixed every time. The replay once counted the recorded reply
+// against the inserted write, closed the connection before the recorded
+// request was answered, and graded this fix variant_failed about every
+// other run under load.
+func TestInsertedWritesUnderLoad(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "examples", "redis-strlen-wrong-answer")
+	bug := filepath.Join(dir, "bug.patch")
+	old := redisbuild.MustBuild(t, bug)
+	correct := redisbuild.MustBuild(t, bug, filepath.Join(dir, "candidates", "correct.patch"))
+	fx, err := fixtures.Load(filepath.Join(dir, "fixture.kavach"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := invariants.Load(filepath.Join(dir, "strlen.invariants"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := exec.LookPath("stress-ng")
+	if err != nil {
+		t.Fatal("stress-ng is not installed: the README's test command installs it (scripts/deps.sh)")
+	}
+	load := exec.Command(path, "--cpu", "0", "--timeout", "600s", "--quiet")
+	if err := load.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { load.Process.Kill(); load.Wait() }()
+	time.Sleep(200 * time.Millisecond)
+	c := redis.Codec{}
+	for i := range 4 {
+		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: correct},
+			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Variants: 64, MinVariants: 10, Seed: 1, Invariants: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inserted := 0
+		for _, v := range rep.Evidence.Variants.List {
+			if v.Regression && v.Kept && strings.Contains(v.Description, "kavach:type:") {
+				inserted++
+			}
+		}
+		if inserted == 0 {
+			t.Fatalf("run %d: no regression variant with an inserted write was kept: the test shows nothing", i+1)
+		}
+		if rep.Verdict != "fixed" {
+			t.Fatalf("run %d of the correct fix under load: %s; findings %+v", i+1, rep.Verdict, rep.Findings)
+		}
+	}
+}

@@ -297,7 +297,12 @@ func owed(events []kavach.Event, codec kavach.Codec) []int {
 			if codec != nil && ev.Flags&kavach.ParseError == 0 {
 				n = codec.Replies(ev.Data)
 			}
-			if n > 0 {
+			switch {
+			case n > 0 && ev.Flags&kavach.Inserted != 0:
+				// No reply of it was recorded: its client waits for it
+				// before the connection's next event.
+				done[ev.Conn]++
+			case n > 0:
 				pending[ev.Conn] = append(pending[ev.Conn], &left{n})
 			}
 		case kavach.Response:

@@ -334,12 +334,9 @@ func Regression(events []kavach.Event, opts Options) []Variant {
 }
 
 // regression makes the regression variants: each earlier step's fields
-// mutated, the recording cut before the failing step (kept whole when
-// there is no failing step: a contract). No key-type substitution here: a
-// key of another type written in front of an earlier step changes what
-// later steps of that key answer, which the grade cannot yet tell from a
-// regression (a correct fix was graded variant_failed under load, and the
-// same build was, in a contract); it is for the failing request only.
+// mutated, or its request put on keys of other types and given the other
+// choices of its grammar; the recording cut before the failing step (kept
+// whole when there is no failing step: a contract).
 func (g *gen) regression() []Variant {
 	var out []Variant
 	cut := len(g.events)
@@ -351,6 +348,12 @@ func (g *gen) regression() []Variant {
 			v := g.withRequest(j, m.request, fmt.Sprintf("regression: step %d: %s", j, m.what), true)
 			v.group, v.Kind = fmt.Sprintf("step %d %s", j, m.group), "regression"
 			v.build = cut1(v.build, cut, g.F-1)
+			out = g.add(out, v)
+		}
+		for _, sub := range g.substitutions(j) {
+			v := g.substituted(j, sub.Substitution, fmt.Sprintf("regression: step %d: %s", j, sub.What), true)
+			v.group, v.Kind = fmt.Sprintf("step %d %s", j, sub.kind), "regression"
+			v.build = cut1(v.build, cut+len(sub.Setup), g.F-1+len(sub.Setup))
 			out = g.add(out, v)
 		}
 	}
@@ -435,7 +438,7 @@ func (g *gen) substitutedNow(n int, sub kavach.Substitution) Variant {
 	events := make([]kavach.Event, 0, len(g.events)+len(sub.Setup))
 	events = append(events, g.events[:i]...)
 	for _, w := range sub.Setup {
-		events = append(events, kavach.Event{Conn: req.Conn, Dir: kavach.Request, Offset: req.Offset, Data: w})
+		events = append(events, kavach.Event{Conn: req.Conn, Dir: kavach.Request, Flags: kavach.Inserted, Offset: req.Offset, Data: w})
 	}
 	req.Data, req.Flags = sub.Request, req.Flags&^kavach.Redacted
 	events = append(events, req)

@@ -277,6 +277,8 @@ func TestTypeSubstitution(t *testing.T) {
 			`RPUSH "kavach:type:list" "alpha" "beta"`, `GETRANGE "kavach:type:list" "-100" "-1"`},
 		`step 5: argument 1 (key) "greeting" → a string key (SET kavach:type:string hello world)`: {`SET "greeting" "hello world"`, `APPEND "greeting" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`,
 			`SET "kavach:type:string" "hello world"`, `GETRANGE "kavach:type:string" "-100" "-1"`},
+		`regression: step 2: argument 1 (key) "greeting" → a list key (RPUSH kavach:type:list alpha beta)`: {`SET "greeting" "hello world"`,
+			`RPUSH "kavach:type:list" "alpha" "beta"`, `APPEND "kavach:type:list" "!"`, `STRLEN "greeting"`, `GETRANGE "greeting" "0" "4"`},
 	} {
 		v, ok := byDesc[desc]
 		if !ok {
