@@ -315,6 +315,12 @@ func buildVariants(rep *grade.Report, prefix string) variantsView {
 	}
 	for _, x := range v.List {
 		r := variantRow{K: x.K, Kind: x.Kind, Description: x.Description, Old: x.OldOutcome.String(), New: x.NewOutcome.String(), Kept: "no", Failed: "no"}
+		if x.OldOutcome.Kind == "" {
+			r.Old = "-"
+		}
+		if x.NewOutcome.Kind == "" {
+			r.New = "-"
+		}
 		if x.OldStep > 0 {
 			r.Old += fmt.Sprintf(" @%d", x.OldStep)
 		}

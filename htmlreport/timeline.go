@@ -17,7 +17,7 @@ const (
 	rowHeight  = 9    // one row: the recording, the old build or the new build
 	laneGap    = 7    // between two connections' lanes
 	axisHeight = 34   // the time axis and the jump labels below the lanes
-	topMargin  = 22   // the failure's and the finding's labels above the lanes
+	topMargin  = 30   // the failure's and the finding's labels above the lanes
 	jumpWidth  = 18   // what a clock jump takes of the axis, however long it is
 	binWidth   = 2    // one aggregated mark: every step within 2 px of time
 	maxLanes   = 12   // connections drawn apart; the others share one lane
@@ -82,6 +82,7 @@ type vline struct {
 	Step   int
 	ID     string
 	Anchor string // the label's text-anchor
+	LabelY int
 }
 
 type tick struct {
@@ -249,20 +250,16 @@ func buildTimeline(rep *grade.Report, prefix string) *timeline {
 			}
 		}
 	}
-	// Labels near the right edge read leftwards, and two labels never sit
-	// on one another: the second one goes to the other side of its line.
+	// Labels near the right edge read leftwards; two lines close together
+	// have their labels on two heights, so that neither hides the other.
 	for i := range tl.Lines {
-		tl.Lines[i].Anchor = "start"
+		tl.Lines[i].Anchor, tl.Lines[i].LabelY = "start", 10
 		if tl.Lines[i].X > float64(tl.PlotRight)-150 {
 			tl.Lines[i].Anchor = "end"
 		}
 	}
 	if len(tl.Lines) == 2 && abs(tl.Lines[0].X-tl.Lines[1].X) < 160 {
-		a, b := &tl.Lines[0], &tl.Lines[1]
-		if a.X > b.X {
-			a, b = b, a
-		}
-		a.Anchor, b.Anchor = "end", "start"
+		tl.Lines[1].LabelY = 22
 	}
 	return tl
 }
