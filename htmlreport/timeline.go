@@ -16,7 +16,7 @@ const (
 	plotWidth  = 860  // the time axis
 	rowHeight  = 9    // one row: the recording, the old build or the new build
 	laneGap    = 7    // between two connections' lanes
-	axisHeight = 34   // the time axis and the jump labels below the lanes
+	axisHeight = 42   // the time axis and the jump labels below the lanes
 	topMargin  = 30   // the failure's and the finding's labels above the lanes
 	jumpWidth  = 18   // what a clock jump takes of the axis, however long it is
 	binWidth   = 2    // one aggregated mark: every step within 2 px of time
@@ -72,7 +72,9 @@ type mark struct {
 
 type jump struct {
 	X     float64
-	Label string
+	Label string // "" when the jumps beside it leave no room: Title has it
+	Title string
+	Dy    int // the label's row below the axis
 }
 
 type vline struct {
@@ -86,8 +88,9 @@ type vline struct {
 }
 
 type tick struct {
-	X     float64
-	Label string
+	X      float64
+	Label  string
+	Anchor string
 }
 
 // stepPoint is one step as the timeline places it.
@@ -341,17 +344,37 @@ func layoutAxis(tl *timeline, pts []stepPoint, order []int, timed bool) []float6
 			}
 		}
 		if x-lastLabel >= labelEvery {
-			tl.Ticks = append(tl.Ticks, tick{X: x, Label: axisLabel(timed, t0-first, order[s.from])})
+			anchor := "middle"
+			if i == 0 {
+				anchor = "start"
+			}
+			tl.Ticks = append(tl.Ticks, tick{X: x, Label: axisLabel(timed, t0-first, order[s.from]), Anchor: anchor})
 			lastLabel = x
 		}
 		x += w
 		if i < len(gaps) {
-			tl.Jumps = append(tl.Jumps, jump{X: x + jumpWidth/2, Label: "+" + duration(gaps[i].len)})
+			l := "+" + duration(gaps[i].len)
+			tl.Jumps = append(tl.Jumps, jump{X: x + jumpWidth/2, Label: l, Title: "the clock jumps " + l})
 			x += jumpWidth
 		}
 	}
 	if end := float64(plotLeft + plotWidth - 6); end-lastLabel >= labelEvery && len(order) > 1 {
-		tl.Ticks = append(tl.Ticks, tick{X: end, Label: axisLabel(timed, last-first, order[len(order)-1])})
+		tl.Ticks = append(tl.Ticks, tick{X: end, Label: axisLabel(timed, last-first, order[len(order)-1]), Anchor: "end"})
+	}
+	// Jump labels on two rows below the ticks; one with no room on
+	// either is left to its title.
+	row := [2]float64{-1e9, -1e9}
+	for i := range tl.Jumps {
+		j := &tl.Jumps[i]
+		room := float64(len(j.Label))*6 + 8
+		switch {
+		case j.X-row[0] >= room:
+			j.Dy, row[0] = 26, j.X
+		case j.X-row[1] >= room:
+			j.Dy, row[1] = 37, j.X
+		default:
+			j.Label = ""
+		}
 	}
 	return xOf
 }
