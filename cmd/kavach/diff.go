@@ -86,6 +86,9 @@ func diffCommand() *cli.Command {
 				if err := checkHTMLOut(c.String("html")); err != nil {
 					return err
 				}
+				if filepath.Clean(c.String("html")) == filepath.Clean(c.String("out")) {
+					return usagef("give the page another name, such as report.html", "--html %s is the report's own path (--out)", c.String("html"))
+				}
 			}
 			if suite {
 				return suiteCommand(c, req, fixtures)
