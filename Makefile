@@ -24,6 +24,7 @@ test: deps
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run=XXX -fuzz=FuzzReader -fuzztime=$(FUZZTIME) ./fixtures/
+	$(GO) test -run=XXX -fuzz=FuzzDecodeRender -fuzztime=$(FUZZTIME) ./htmlreport/
 	$(GO) test -run=XXX -fuzz=FuzzSplit -fuzztime=$(FUZZTIME) ./integrations/redis/
 	$(GO) test -run=XXX -fuzz=FuzzParse$$ -fuzztime=$(FUZZTIME) ./integrations/redis/
 	$(GO) test -run=XXX -fuzz=FuzzParseCommand -fuzztime=$(FUZZTIME) ./integrations/redis/

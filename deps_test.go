@@ -25,6 +25,7 @@ func TestImportDirection(t *testing.T) {
 		"integrations/redis": {""},
 		"integrations/axum":  {""},
 		"recount":            {"grade"},
+		"htmlreport":         {"", "grade", "replay", "recount"},
 		"mcpserver":          {"", "grade", "internal/pathcheck"},
 		"internal/pathcheck": {},
 		"example":            {"", "fixtures", "grade", "internal/buildscript", "invariants", "record"},

@@ -155,7 +155,8 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			Violated: oldInv.violated[s.N], NotEvaluable: oldInv.notEvaluable[s.N]})
 		n := nw.Steps[i]
 		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: recorded[i].Outcome, Outcome: n.Outcome,
-			Violated: newInv.violated[s.N], NotEvaluable: newInv.notEvaluable[s.N], Output: n.Output}
+			Violated: newInv.violated[s.N], NotEvaluable: newInv.notEvaluable[s.N], Output: n.Output,
+			Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds()}
 		if !contract && s.N >= f.Step {
 			se.KeysUnknown = i >= len(keys) || keys[i] == nil
 			if !se.KeysUnknown {
@@ -164,6 +165,9 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		}
 		if n.Ran {
 			se.Diffs = replay.Compare(recorded[i], n)
+			if len(se.Diffs) > 0 && len(recorded[i].Output) > 0 {
+				se.RecordedOutput = recorded[i].Output
+			}
 		}
 		ev.New.Steps = append(ev.New.Steps, se)
 	}

@@ -138,6 +138,12 @@ func TestVerdicts(t *testing.T) {
 				if len(f.Diffs) != 1 || f.Diffs[0].Path != "reply[0]" || f.Diffs[0].Want != "12" || f.Diffs[0].Got != "11" {
 					t.Errorf("diffs = %+v, want reply[0]: 12 -> 11", f.Diffs)
 				}
+				// The recording's answer is kept beside the new one where they differ, and only there.
+				for _, s := range rep.Evidence.New.Steps {
+					if got, want := fmt.Sprint(s.RecordedOutput), map[int]string{3: "[12]"}[s.Step]; got != want && !(want == "" && len(s.RecordedOutput) == 0) {
+						t.Errorf("step %d: recorded_output %s, want %q", s.Step, got, want)
+					}
+				}
 			},
 		},
 		{
@@ -153,6 +159,18 @@ func TestVerdicts(t *testing.T) {
 			}
 			if tc.check != nil {
 				tc.check(t, rep)
+			}
+			// The timeline's placing of each step: its connection, and its
+			// recorded time, never going back.
+			var at int64
+			for _, s := range rep.Evidence.New.Steps {
+				if s.Conn == 0 || s.AtUS < at {
+					t.Errorf("step %d: conn %d at %d µs (the step before at %d µs): want a connection and a time in order", s.Step, s.Conn, s.AtUS, at)
+				}
+				at = s.AtUS
+			}
+			if at == 0 {
+				t.Errorf("the last step's recorded time is 0: want the time since the recording started")
 			}
 			if rep.Fixture.Steps != 5 || len(rep.Fixture.SHA256) != 64 || rep.Builds.New.SHA256 == "" || !strings.HasPrefix(rep.Builds.Old.Version, "redis 7.0") {
 				t.Errorf("report identity: %+v %+v", rep.Fixture, rep.Builds)

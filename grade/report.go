@@ -186,8 +186,16 @@ type NewEvidence struct {
 
 // StepEvidence is one replayed step against the recording.
 type StepEvidence struct {
-	Step     int            `json:"step"`
-	Request  string         `json:"request"`
+	Step    int    `json:"step"`
+	Request string `json:"request"`
+	// Conn and AtUS place the step in the recording, for the HTML
+	// report's timeline: the connection it was sent on and its request's
+	// time since the recording started, in microseconds (the virtual time
+	// every replay gives it, a clock variant's shift aside). Set on the
+	// new build's steps only; a report written before they existed has
+	// neither, and its timeline spaces the steps evenly.
+	Conn     uint64         `json:"conn,omitempty"`
+	AtUS     int64          `json:"at_us,omitempty"`
 	Ran      bool           `json:"ran"`
 	Recorded kavach.Outcome `json:"recorded"`
 	Outcome  kavach.Outcome `json:"outcome"`
@@ -201,6 +209,10 @@ type StepEvidence struct {
 	// Output is the build's normalized replies (the new build's, for
 	// every step: the failing step and the later ones included).
 	Output []any `json:"output,omitempty"`
+	// RecordedOutput is the recording's normalized replies, on the new
+	// build's steps that differ from it (Diffs not empty) and where the
+	// recording had replies: what the HTML report shows beside Output.
+	RecordedOutput []any `json:"recorded_output,omitempty"`
 	// Keys are the keys (or resources) the step touches, from the failing
 	// step on; KeysUnknown when the integration cannot tell (the step may
 	// depend on anything).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Kavach's build, tests and demo need when it is missing:
 # Debian packages (Redis server and tools, libfaketime, nutcracker for the
-# benchmark) and the Go modules. Safe to run again: it installs nothing
+# benchmark, Chromium for the HTML report's test) and the Go modules. Safe to run again: it installs nothing
 # that is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +14,8 @@ command -v nutcracker >/dev/null || need+=(nutcracker)
 command -v zstd >/dev/null || need+=(zstd)
 # Tests replay under load: stress-ng saturates the cores beside them.
 command -v stress-ng >/dev/null || need+=(stress-ng)
+# The HTML report's test opens its pages in headless Chromium.
+command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo=sudo

@@ -35,6 +35,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			variantsCommand(),
 			diffCommand(),
 			verdictCommand(),
+			reportCommand(),
 			recountCommand(),
 			gradeCommand(),
 			mcpCommand(),

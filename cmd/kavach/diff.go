@@ -15,6 +15,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/htmlreport"
 	"github.com/kavach-dev/kavach/mcpserver"
 	"github.com/kavach-dev/kavach/replay"
 )
@@ -51,6 +52,7 @@ func diffCommand() *cli.Command {
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` cannot be graded"},
 			&cli.BoolFlag{Name: "fail-fast", Usage: "stop running variants on the new build after the first it fails"},
 			&cli.BoolFlag{Name: "brief", Usage: "print one line: the verdict and the report's path"},
+			htmlFlag(),
 			trustFlag(),
 			&cli.BoolFlag{Name: "below-floor", Usage: "grade with options below the fixture's floor (set with kavach mark): never fixed, at best unverified(below-floor: ...)"},
 		},
@@ -81,6 +83,14 @@ func diffCommand() *cli.Command {
 			if err := checkOut(c.String("out")); err != nil {
 				return err
 			}
+			if c.IsSet("html") {
+				if err := checkHTMLOut(c.String("html")); err != nil {
+					return err
+				}
+				if filepath.Clean(c.String("html")) == filepath.Clean(c.String("out")) {
+					return usagef("give the page another name, such as report.html", "--html %s is the report's own path (--out)", c.String("html"))
+				}
+			}
 			if suite {
 				return suiteCommand(c, req, fixtures)
 			}
@@ -96,6 +106,9 @@ func diffCommand() *cli.Command {
 				return err
 			}
 			if err := writeReport(out, rep); err != nil {
+				return err
+			}
+			if err := writeHTML(c, func(w io.Writer) error { return htmlreport.Report(w, rep) }); err != nil {
 				return err
 			}
 			if c.Bool("json") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kavach-dev/kavach/htmlreport"
 	"github.com/kavach-dev/kavach/recount"
 )
 
@@ -29,12 +30,18 @@ func recountCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "summary", Usage: "compare the counts with `FILE`: {\"fixed\": N, \"diverged\": N, ..., \"total\": N}"},
 			&cli.BoolFlag{Name: "json", Usage: "print the answers as JSON"},
+			htmlFlag(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			dir, err := oneArg(c, "DIR")
 			if err != nil {
 				return err
+			}
+			if c.IsSet("html") {
+				if err := checkHTMLOut(c.String("html")); err != nil {
+					return err
+				}
 			}
 			var summary map[string]int
 			if file := c.String("summary"); file != "" {
@@ -59,6 +66,9 @@ func recountCommand() *cli.Command {
 			}
 			if g := job.Graders(); len(g.Tasks) > 0 {
 				out.Graders = &g
+			}
+			if err := writeHTML(c, func(w io.Writer) error { return htmlreport.Job(w, job, summary) }); err != nil {
+				return err
 			}
 			if c.Bool("json") {
 				if err := printJSON(c.App.Writer, out); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/htmlreport"
 )
 
 // fixtureArgs are the fixtures kavach diff was given: the arguments, a
@@ -73,6 +74,9 @@ func suiteCommand(c *cli.Context, r diffRequest, fixtures []string) error {
 		return err
 	}
 	if err := writeReport(out, s); err != nil {
+		return err
+	}
+	if err := writeHTML(c, func(w io.Writer) error { return htmlreport.Suite(w, s) }); err != nil {
 		return err
 	}
 	switch {

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kavach-dev/kavach/htmlreport"
+	"github.com/kavach-dev/kavach/internal/pathcheck"
+	"github.com/kavach-dev/kavach/recount"
+)
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "write a report as one HTML page a person can look at",
+		ArgsUsage: "REPORT|JOB-DIR",
+		Description: withExample("Reads a report written by 'kavach diff' (one fixture's or a suite's) and writes it\n"+
+			"as one self-contained HTML page: the verdict and what it means, a timeline of the\n"+
+			"incident, the finding with the recorded, old and new answers side by side, the variants\n"+
+			"(filterable by outcome), the invariants, and the builds, fixture and options. Given a\n"+
+			"directory, it reads it as a harness job, as 'kavach recount' does, and writes the\n"+
+			"counts, each report against its own evidence, and the two graders by task.\n"+
+			"The page fetches nothing when opened and prints as it shows. It is written whole or\n"+
+			"not at all. 'kavach diff --html' and 'kavach recount --html' write the same pages.\n"+
+			"Exit 0 when the page is written, 2 when it cannot be.",
+			"kavach report report.json --html report.html"),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "html", Required: true, Usage: "write the page to `FILE`"},
+			&cli.StringFlag{Name: "summary", Usage: "for a job directory: compare the counts with `FILE`, as kavach recount --summary does"},
+		},
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			path, err := oneArg(c, "REPORT")
+			if err != nil {
+				return err
+			}
+			out := c.String("html")
+			if err := checkHTMLOut(out); err != nil {
+				return err
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				return fmt.Errorf("read report: %w", err)
+			}
+			var render func(io.Writer) error
+			if st.IsDir() {
+				summary, err := readSummary(c.String("summary"))
+				if err != nil {
+					return err
+				}
+				job, err := recount.Scan(path)
+				if err != nil {
+					return fmt.Errorf("read job: %w", err)
+				}
+				if len(job.Trials) == 0 && len(job.Unreadable) == 0 {
+					return fmt.Errorf("read job: no Kavach reports under %s", path)
+				}
+				render = func(w io.Writer) error { return htmlreport.Job(w, job, summary) }
+			} else {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					return fmt.Errorf("read report: %w", err)
+				}
+				doc, err := htmlreport.Decode(b)
+				if err != nil {
+					return fmt.Errorf("report %s: %w", path, err)
+				}
+				render = doc.Render
+			}
+			if err := htmlreport.WriteFile(out, render); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "page: %s\n", out)
+			return nil
+		},
+	}
+}
+
+// htmlFlag is --html on the commands that write a page beside their output.
+func htmlFlag() cli.Flag {
+	return &cli.StringFlag{Name: "html", Usage: "also write the report as one HTML page to `FILE` (as kavach report --html does)"}
+}
+
+// checkHTMLOut says, before any work, what is wrong with where a page is
+// to be written.
+func checkHTMLOut(out string) error {
+	if out == "" {
+		return usagef("give the page's file name, such as --html report.html", "--html: empty file name")
+	}
+	if err := pathcheck.Out(out); err != nil {
+		return fmt.Errorf("--html: %w", err)
+	}
+	return nil
+}
+
+// writeHTML writes the page of a report, one fixture's or a suite's, when
+// --html asked for one, and says where on stderr.
+func writeHTML(c *cli.Context, render func(io.Writer) error) error {
+	out := c.String("html")
+	if out == "" {
+		return nil
+	}
+	if err := htmlreport.WriteFile(out, render); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "kavach: page: %s\n", out)
+	return nil
+}
+
+// readSummary reads a job's summary of counts, or nil without one.
+func readSummary(file string) (map[string]int, error) {
+	if file == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read summary: %w", err)
+	}
+	summary, err := recount.ParseSummary(b)
+	if err != nil {
+		return nil, fmt.Errorf("summary %s: %w", file, err)
+	}
+	return summary, nil
+}

@@ -1,0 +1,180 @@
+package htmlreport_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// chromium finds headless Chromium (Debian's package chromium, which
+// scripts/deps.sh installs), or skips the test saying how to get it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("chromium is not installed, so the pages cannot be opened in a browser: scripts/deps.sh installs it (apt-get install chromium)")
+	return ""
+}
+
+// browse opens a page in headless Chromium with every host name resolving
+// to nothing, and a net log of what it asked for. It returns what the mode
+// flag gave on stdout (--dump-dom: the DOM) and the page's own requests:
+// the URL requests made in the page's network partition (file://), which
+// leaves out the browser's own background traffic (updates, spelling).
+func browse(t *testing.T, bin, page string, mode ...string) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	netlog := filepath.Join(dir, "net.json")
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update",
+		"--user-data-dir=" + filepath.Join(dir, "profile"),
+		`--host-resolver-rules=MAP * ~NOTFOUND`, "--log-net-log=" + netlog,
+		"--window-size=1150,1600"}, mode...)
+	args = append(args, "file://"+page)
+	// A generous bound, not a timing assertion: a browser that never
+	// returns fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	// Chromium leaves helpers (zygote, GPU) in its process group: end them.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if err != nil {
+		t.Fatalf("chromium %s: %v\n%s", strings.Join(mode, " "), err, stderr.String())
+	}
+	return stdout.String(), pageRequests(t, netlog)
+}
+
+// pageRequests reads a Chromium net log and lists the URLs of the URL
+// requests started on behalf of a file:// page.
+func pageRequests(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("net log: %v", err)
+	}
+	var log struct {
+		Constants struct {
+			EventTypes map[string]int `json:"logEventTypes"`
+		} `json:"constants"`
+		Events []struct {
+			Type   int `json:"type"`
+			Params struct {
+				URL string `json:"url"`
+				NIK string `json:"network_isolation_key"`
+			} `json:"params"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(b, &log); err != nil {
+		// Chromium may stop before closing the log's JSON: close it.
+		s := strings.TrimRight(strings.TrimSpace(string(b)), ",") + "]}"
+		if err2 := json.Unmarshal([]byte(s), &log); err2 != nil {
+			t.Fatalf("net log %s: %v", path, err)
+		}
+	}
+	start, ok := log.Constants.EventTypes["URL_REQUEST_START_JOB"]
+	if !ok || len(log.Events) == 0 {
+		t.Fatalf("net log %s has no URL_REQUEST_START_JOB type or no events: this Chromium logs differently", path)
+	}
+	var urls []string
+	for _, e := range log.Events {
+		if e.Type == start && strings.Contains(e.Params.NIK, "file://") {
+			urls = append(urls, e.Params.URL)
+		}
+	}
+	return urls
+}
+
+// TestPagesInChromium opens each golden page in headless Chromium: the
+// screenshot is not blank, the DOM holds the verdict and the failing
+// step's mark, and the page asked the network for nothing. A page that
+// does fetch is caught the same way (the check is not empty).
+func TestPagesInChromium(t *testing.T) {
+	bin := chromium(t)
+	dir := t.TempDir()
+
+	fetching := filepath.Join(dir, "fetching.html")
+	if err := os.WriteFile(fetching, []byte(`<!DOCTYPE html><html><body><img src="http://example.com/x.png"><p>x</p></body></html>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, reqs := browse(t, bin, fetching, "--dump-dom"); len(reqs) != 1 || reqs[0] != "http://example.com/x.png" {
+		t.Fatalf("a page that fetches an image: requests seen %q, want the image's: the net log check sees nothing", reqs)
+	}
+
+	for _, g := range goldens {
+		t.Run(g.name, func(t *testing.T) {
+			page := filepath.Join(dir, g.name+".html")
+			if err := os.WriteFile(page, render(t, g.name), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dom, reqs := browse(t, bin, page, "--dump-dom")
+			if len(reqs) > 0 {
+				t.Errorf("the page asked the network for %q: it must fetch nothing", reqs)
+			}
+			if !strings.Contains(dom, `<h1 id="verdict">`+g.verdict+`</h1>`) {
+				t.Errorf("the DOM lacks the verdict %s in its heading", g.verdict)
+			}
+			if mark := fmt.Sprintf(`id="s0-failure" class="failure" data-step="%d"`, g.failure); !strings.Contains(dom, mark) {
+				t.Errorf("the DOM lacks the failing step's mark (%s)", mark)
+			}
+			shot := filepath.Join(dir, g.name+".png")
+			_, reqs = browse(t, bin, page, "--screenshot="+shot)
+			if len(reqs) > 0 {
+				t.Errorf("the page asked the network for %q while drawn", reqs)
+			}
+			ink, total := inked(t, shot)
+			// A blank page is all white; a report page is text, tables and
+			// coloured marks over a good part of the window.
+			if ink < total/50 {
+				t.Errorf("screenshot %s: %d of %d pixels not white: the page looks blank", shot, ink, total)
+			}
+			if os.Getenv("KAVACH_KEEP_SCREENSHOTS") != "" {
+				keep := filepath.Join(os.Getenv("KAVACH_KEEP_SCREENSHOTS"), g.name+".png")
+				if b, err := os.ReadFile(shot); err == nil {
+					os.WriteFile(keep, b, 0o644)
+				}
+			}
+		})
+	}
+}
+
+// inked counts a PNG's pixels that are not white, and all its pixels.
+func inked(t *testing.T, path string) (int, int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", path, err)
+	}
+	b := img.Bounds()
+	n := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+				n++
+			}
+		}
+	}
+	return n, b.Dx() * b.Dy()
+}

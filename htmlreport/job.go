@@ -1,0 +1,88 @@
+package htmlreport
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kavach-dev/kavach/recount"
+)
+
+// jobView is a harness job's recount: the counts, self-consistency and
+// the two graders, side by side and never merged into one score.
+type jobView struct {
+	Dir          string
+	Headline     string
+	Class        string
+	Meaning      string
+	Total        int
+	Counts       []countRow
+	Summary      string // "" without a summary
+	Consistent   int
+	Inconsistent []recount.Inconsistent
+	Graders      *recount.GradersResult
+	Unreadable   []recount.Unreadable
+	Trials       []recount.Trial
+}
+
+type countRow struct {
+	Kind   string
+	Count  int
+	Match  string // with a summary: "match" or "MISMATCH: the summary says N"
+	Class  string
+	Trials string
+}
+
+func buildJob(job *recount.Job, summary map[string]int) *jobView {
+	rc := job.Recount(summary)
+	cs := job.Consistency()
+	j := &jobView{Dir: job.Dir, Total: rc.Total, Consistent: len(cs.Consistent), Inconsistent: cs.Inconsistent,
+		Unreadable: job.Unreadable, Trials: job.Trials}
+	for _, c := range rc.Counts {
+		r := countRow{Kind: c.Kind, Count: c.Count, Trials: cut(strings.Join(c.Trials, " "), 600)}
+		if c.Match != nil {
+			r.Match, r.Class = "match", "green"
+			if !*c.Match {
+				r.Match, r.Class = fmt.Sprintf("MISMATCH: the summary says %d", *c.Summary), "red"
+			}
+		}
+		j.Counts = append(j.Counts, r)
+	}
+	if rc.Matches != nil {
+		j.Summary = "the summary matches the reports"
+		if !*rc.Matches {
+			j.Summary = "the summary does not match the reports"
+			if rc.SummaryTotal != nil && *rc.SummaryTotal != rc.Total {
+				j.Summary += fmt.Sprintf(" (total: the summary says %d, there are %d reports)", *rc.SummaryTotal, rc.Total)
+			}
+		}
+	}
+	if g := job.Graders(); len(g.Tasks) > 0 {
+		j.Graders = &g
+	}
+	bad := (rc.Matches != nil && !*rc.Matches) || len(cs.Inconsistent) > 0 || len(job.Unreadable) > 0
+	j.Headline = fmt.Sprintf("recount: %d reports, %d consistent", rc.Total, len(cs.Consistent))
+	j.Class = "green"
+	j.Meaning = "Every report's verdict follows from its own evidence"
+	if rc.Matches != nil {
+		j.Meaning += ", and the summary's counts match the reports'"
+	}
+	j.Meaning += "."
+	if bad {
+		j.Class = "red"
+		var what []string
+		if rc.Matches != nil && !*rc.Matches {
+			what = append(what, "the summary's counts do not match the reports'")
+		}
+		if n := len(cs.Inconsistent); n > 0 {
+			what = append(what, fmt.Sprintf("%d reports' verdicts do not follow from their own evidence", n))
+		}
+		if n := len(job.Unreadable); n > 0 {
+			what = append(what, fmt.Sprintf("%d files could not be read", n))
+		}
+		j.Meaning = "Something does not add up: " + strings.Join(what, "; ") + "."
+	}
+	if j.Graders != nil {
+		j.Meaning += " The hidden tests and Kavach are shown side by side by task; they agree on a trial when the hidden tests pass exactly when Kavach says fixed."
+	}
+	return j
+}
