@@ -286,6 +286,8 @@ var VariantKinds = []string{
 	"regression",    // an earlier input mutated, the recording cut before the failure
 	"type",          // the failing request on a key of another type, written right before it
 	"grammar",       // the failing request with another choice its grammar allows
+	"number-form",   // a number of the failing request in another form or range (1e3, -0, 2^63)
+	"structured",    // one part of a structured value of the failing request (a stream id's seq)
 }
 
 // CheckVariantKinds returns an error naming the first of kinds that is not
@@ -538,11 +540,26 @@ type GrammarVariator interface {
 }
 
 // Substitution is a request with one of its keys replaced by a key that
-// Setup writes first, on the same connection.
+// Setup writes first, on the same connection; or, from a ValueVariator,
+// the request with one value varied.
 type Substitution struct {
 	Setup   [][]byte // requests sent right before Request
 	Request []byte
 	What    string // for a person: which key, and what it now holds
+	// Kind is a ValueVariator's variant kind (VariantKinds); Group is the
+	// part of the request it varies, for sampling: the variants of one
+	// group get their turns round by round. Both are empty for a type or
+	// grammar substitution.
+	Kind, Group string
+}
+
+// ValueVariator is an optional Variator interface: the request with one
+// value varied inside its argument: a number in other forms and ranges
+// (Kind "number-form"), one part of a structured value (Kind
+// "structured"). at is when the request was sent, in the time the build
+// saw (zero when unknown), for values that are times. It must be pure.
+type ValueVariator interface {
+	Values(request []byte, schema Schema, at time.Time) []Substitution
 }
 
 // SchemaLearner is an optional Launcher interface: ask a running build
