@@ -218,8 +218,10 @@ type VariantsEvidence struct {
 	Min         int    `json:"min"`
 	Note        string `json:"note,omitempty"`
 	// Excluded are the variant kinds the fixture excludes (kavach mark --exclude).
-	Excluded []string          `json:"excluded_kinds,omitempty"`
-	List     []VariantEvidence `json:"list"`
+	Excluded []string `json:"excluded_kinds,omitempty"`
+	// ByKind is List grouped by kind (CountKinds).
+	ByKind []KindCount       `json:"by_kind,omitempty"`
+	List   []VariantEvidence `json:"list"`
 }
 
 // VariantEvidence is one variant and its outcomes.

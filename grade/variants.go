@@ -57,7 +57,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		return ve
 	}
 	schema, note := learnSchema(fx, old, opts)
-	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed}
+	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start}
 	// A contract (no failure) has regression variants of every step only.
 	var f kavach.Failure
 	var vs []variants.Variant
@@ -121,6 +121,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		}
 		ve.List = append(ve.List, r)
 	}
+	ve.ByKind = CountKinds(ve.List)
 	return ve
 }
 
