@@ -161,7 +161,11 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		}
 		limit = len(ot.Steps) + 1
 	} else {
+		first := 0 // the old build's first step failing the recorded way
 		for _, s := range ot.Steps {
+			if first == 0 && s.Ran && recurs(f, s.Outcome, oldInv.violated[s.N]) {
+				first = s.N
+			}
 			if !s.Ran || originOf(v, s.N) != f.Step {
 				continue
 			}
@@ -177,6 +181,12 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 			break
 		}
 		limit = r.OldStep
+		// An earlier step may fail the recorded way too (an earlier
+		// request varied into the failing one): from there on, the two
+		// builds' states rightly differ, and outputs are not compared.
+		if first > 0 && first < limit {
+			limit = first
+		}
 	}
 	if !r.Kept {
 		if r.OldOutcome.Kind == "" {
