@@ -32,6 +32,12 @@ const valueArgs = 16
 //     unit, past what milliseconds hold); Unix times (past, now, far
 //     future).
 //
+// The variants of one kind are one group for sampling (as a request's
+// removed fields are), interleaved: each argument, and each group of
+// forms within it (the same value written otherwise, fractions, ...; a
+// stream id's ms part, its seq part, ...), has its first before any has
+// its second, so a budget that keeps a few sees different things.
+//
 // Without a learned schema, only numbers written as numbers and values
 // whose command and shape say what they are (a stream id with its dash,
 // a score or lex bound by position) are varied.
@@ -45,17 +51,22 @@ func (Codec) Values(request []byte, schema kavach.Schema, at time.Time) []kavach
 		args[i] = string(a)
 	}
 	specs := argTypes(c.Name, args, schema)
-	var out []kavach.Substitution
-	emit := func(i int, value, kind, group, what string) {
-		if value == args[i] {
-			return
+	// Each kind's variants, argument by argument, are interleaved: every
+	// argument gets its first before any gets its second.
+	perArg := map[string][][]kavach.Substitution{}
+	emit := func(i int, kind string, forms []form) {
+		label := argLabel(c.Name, args, i, specs[i])
+		var subs []kavach.Substitution
+		for _, f := range interleave(forms, args[i]) {
+			b := make([][]byte, len(c.Args))
+			copy(b, c.Args)
+			b[i+1] = []byte(f.value)
+			subs = append(subs, kavach.Substitution{Request: AppendCommand(nil, b...), Kind: kind, Group: "the request's values",
+				What: fmt.Sprintf("%s %s → %s (%s)", label, strconv.Quote(args[i]), strconv.Quote(f.value), f.what)})
 		}
-		b := make([][]byte, len(c.Args))
-		copy(b, c.Args)
-		b[i+1] = []byte(value)
-		out = append(out, kavach.Substitution{Request: AppendCommand(nil, b...), Kind: kind,
-			Group: fmt.Sprintf("%s: %s", argLabel(c.Name, args, i, specs[i]), group),
-			What:  fmt.Sprintf("%s %s → %s (%s)", argLabel(c.Name, args, i, specs[i]), strconv.Quote(args[i]), strconv.Quote(value), what)})
+		if len(subs) > 0 {
+			perArg[kind] = append(perArg[kind], subs)
+		}
 	}
 	varied := 0
 	for i, a := range args {
@@ -66,17 +77,56 @@ func (Codec) Values(request []byte, schema kavach.Schema, at time.Time) []kavach
 		if sp.Type == "key" || sp.Type == "pure-token" {
 			continue
 		}
-		n0 := len(out)
-		for _, f := range structuredForms(c.Name, args, i, sp, at) {
-			emit(i, f.value, "structured", f.group, f.what)
-		}
+		n := len(perArg["structured"]) + len(perArg["number-form"])
+		emit(i, "structured", structuredForms(c.Name, args, i, sp, at))
 		if isNumberArg(c.Name, args, i, sp) {
-			for _, f := range numberForms(a, sp.Type == "double") {
-				emit(i, f.value, "number-form", f.group, f.what)
+			emit(i, "number-form", numberForms(a, sp.Type == "double"))
+		}
+		if len(perArg["structured"])+len(perArg["number-form"]) > n {
+			varied++
+		}
+	}
+	var out []kavach.Substitution
+	for _, kind := range []string{"number-form", "structured"} {
+		lists := perArg[kind]
+		for r, left := 0, true; left; r++ {
+			left = false
+			for _, l := range lists {
+				if r < len(l) {
+					out = append(out, l[r])
+					left = true
+				}
 			}
 		}
-		if len(out) > n0 {
-			varied++
+	}
+	return out
+}
+
+// interleave orders forms so that every group of forms (the same value,
+// fractions, ...; a stream id's ms part, its seq part, ...) has its first
+// before any has its second: when the budget keeps a few variants of an
+// argument, they are of different kinds. Forms equal to the recorded
+// value, and repeats, are left out.
+func interleave(forms []form, recorded string) []form {
+	var groups []string
+	by := map[string][]form{}
+	seen := map[string]bool{recorded: true}
+	for _, f := range forms {
+		if seen[f.value] {
+			continue
+		}
+		seen[f.value] = true
+		if by[f.group] == nil {
+			groups = append(groups, f.group)
+		}
+		by[f.group] = append(by[f.group], f)
+	}
+	var out []form
+	for r := 0; len(out) < len(seen)-1; r++ {
+		for _, g := range groups {
+			if r < len(by[g]) {
+				out = append(out, by[g][r])
+			}
 		}
 	}
 	return out
