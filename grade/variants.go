@@ -67,6 +67,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		f = *fx.Failure
 		vopts.Exclude = f.ExcludeVariants
 		vs = variants.Generate(fx.Events, f.Step, vopts)
+		ve.LeftWhole = variants.LeftWhole(fx.Events, f.Step, vopts)
 	}
 	ve.Note = note
 	ve.Excluded = f.ExcludeVariants

@@ -26,3 +26,18 @@ func (g *gen) values(n int) []substitution {
 	}
 	return out
 }
+
+// LeftWhole says what the Variator left whole in the failing request
+// (step f) and why, as far as it says (kavach.ValueNoter): a script it
+// cannot read, whose call sites get no variants. It is pure.
+func LeftWhole(events []kavach.Event, f int, opts Options) []string {
+	vn, ok := opts.Variator.(kavach.ValueNoter)
+	if !ok {
+		return nil
+	}
+	steps := kavach.Steps(events, opts.Codec)
+	if f < 1 || f > len(steps) || steps[f-1].Request.Flags&kavach.ParseError != 0 {
+		return nil
+	}
+	return vn.LeftWhole(steps[f-1].Request.Data)
+}

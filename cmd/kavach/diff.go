@@ -351,6 +351,9 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string, reportPath string
 	if line := kindsLine(ev.Variants.ByKind); line != "" {
 		fmt.Fprintf(w, "           by kind: %s\n", line)
 	}
+	for _, l := range ev.Variants.LeftWhole {
+		fmt.Fprintf(w, "           left whole: %s\n", l)
+	}
 	fmt.Fprintf(w, "         invariants: %d checked on every step, %d held\n", ck.Invariants, ck.InvariantsHeld)
 	for _, inv := range ev.Invariants {
 		if len(inv.NotEvaluable) > 0 {

@@ -104,6 +104,9 @@ func variantsCommand() *cli.Command {
 				}
 				return nil
 			}
+			for _, l := range variants.LeftWhole(fx.Events, fx.Failure.Step, variants.Options{Codec: in.codec, Variator: variator}) {
+				fmt.Fprintf(c.App.ErrWriter, "kavach: left whole: %s\n", l)
+			}
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "K\tKIND\tDESCRIPTION")
 			list := make([]grade.VariantEvidence, len(vs))

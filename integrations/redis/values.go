@@ -9,7 +9,10 @@ import (
 	"github.com/kavach-dev/kavach"
 )
 
-var _ kavach.ValueVariator = Codec{}
+var (
+	_ kavach.ValueVariator = Codec{}
+	_ kavach.ValueNoter    = Codec{}
+)
 
 // valueArgs bounds how many arguments of one request get value variants
 // (the first ones, in order): each gets tens, and a request of thousands
@@ -30,7 +33,12 @@ const valueArgs = 16
 //     ([, (, -, +); bit and byte offsets (the other unit, a byte's edges,
 //     past the largest); durations of expiries (zero, negative, the other
 //     unit, past what milliseconds hold); Unix times (past, now, far
-//     future).
+//     future);
+//   - script-site: a call site of an EVAL's script or a FUNCTION LOAD's
+//     library (redis.call('HINCRBY', ...)) calling another command of its
+//     family, a read for a write and a write for a read (lua.go);
+//   - runner: an EVAL's script run through EVALSHA, FCALL and the other
+//     runners, after the SCRIPT LOAD or FUNCTION LOAD they need.
 //
 // The variants of one kind are one group for sampling (as a request's
 // removed fields are), interleaved: each argument, and each group of
@@ -86,7 +94,7 @@ func (Codec) Values(request []byte, schema kavach.Schema, at time.Time) []kavach
 			varied++
 		}
 	}
-	var out []kavach.Substitution
+	out := scriptVariants(c)
 	for _, kind := range []string{"number-form", "structured"} {
 		lists := perArg[kind]
 		for r, left := 0, true; left; r++ {

@@ -160,10 +160,13 @@ func FuzzStructured(f *testing.F) {
 }
 
 // Any request: no panic, and every value variant the same command with
-// one argument changed, of a value kind.
+// one argument changed, of a value kind; a runner variant the same
+// arguments after the script, another runner.
 func FuzzValues(f *testing.F) {
 	for _, s := range []string{"SET k 10 EX 10", "ZADD z XX 1 a 2 b", "XADD s 1-1 f v", "XRANGE s - +", "ZRANGE z (1 5 BYSCORE",
-		"EVAL x 1 k 5", "EVAL x -1 5", "BITCOUNT k 0 -1 BIT", "BITPOS k BIT 0 1", "SETBIT k 9223372036854775807 1", "EXPIRE k 99999999999999999999"} {
+		"EVAL x 1 k 5", "EVAL x -1 5", "BITCOUNT k 0 -1 BIT", "BITPOS k BIT 0 1", "SETBIT k 9223372036854775807 1", "EXPIRE k 99999999999999999999",
+		"EVAL return(redis.call('HINCRBY',KEYS[1],ARGV[1],ARGV[2])) 1 h f -3", "EVAL_RO return(redis.pcall('get',KEYS[1])) 1 k",
+		"FUNCTION LOAD redis.register_function('f',function(k,a)return(redis.call('SET',k[1],a[1]))end)"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -173,6 +176,13 @@ func FuzzValues(f *testing.F) {
 		}
 		for _, v := range (Codec{}).Values(cmd(words...), fuzzGrammar, time.Unix(1700000000, 0)) {
 			c, err := ParseCommand(v.Request)
+			if v.Kind == "runner" {
+				if err != nil || !scriptRunners[c.Name] || c.Name == strings.ToUpper(words[0]) || len(c.Args) != len(words) ||
+					!slices.Equal(argStrings(c.Args[2:]), words[2:]) {
+					t.Fatalf("%q: runner %q (%s) is not another runner with the same arguments: %v", s, v.Request, v.What, err)
+				}
+				continue
+			}
 			if err != nil || !strings.EqualFold(c.Name, words[0]) || len(c.Args) != len(words) {
 				t.Fatalf("%q: value %q (%s) is not a %s command of %d arguments: %v", s, v.Request, v.What, words[0], len(words), err)
 			}
@@ -182,9 +192,17 @@ func FuzzValues(f *testing.F) {
 					changed++
 				}
 			}
-			if changed != 1 || (v.Kind != "number-form" && v.Kind != "structured") || v.Group == "" {
+			if changed != 1 || (v.Kind != "number-form" && v.Kind != "structured" && v.Kind != "script-site") || v.Group == "" {
 				t.Fatalf("%q: value %q (%s, %s) changes %d arguments", s, v.Request, v.Kind, v.What, changed)
 			}
 		}
 	})
+}
+
+func argStrings(args [][]byte) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = string(a)
+	}
+	return out
 }
