@@ -98,3 +98,70 @@ func TestValueVariants(t *testing.T) {
 		t.Errorf("%d number-form variants in a budget of 16, want a group's share (1 to 4)", n)
 	}
 }
+
+// evalIncident is an incident whose failing request (step 2) runs a
+// script: EVAL of a HINCRBY.
+func evalIncident(script string) []kavach.Event {
+	var evs []kavach.Event
+	add := func(dir kavach.Direction, args ...string) {
+		var data []byte
+		if len(args) > 0 {
+			b := make([][]byte, len(args))
+			for i, a := range args {
+				b[i] = []byte(a)
+			}
+			data = redis.AppendCommand(nil, b...)
+		}
+		evs = append(evs, kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: dir, Offset: time.Duration(len(evs)) * time.Second, Data: data})
+	}
+	add(kavach.Open)
+	add(kavach.Request, "HSET", "stock", "apples", "10")
+	add(kavach.Response)
+	add(kavach.Request, "EVAL", script, "1", "stock", "apples", "-3")
+	return evs
+}
+
+// Script variants through the generator: the runner's SCRIPT LOAD or
+// FUNCTION LOAD is inserted right before the varied request, on its
+// connection; one seed gives one set; a script Kavach cannot read is left
+// whole and LeftWhole says so.
+func TestScriptVariantsGenerated(t *testing.T) {
+	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Budget: 1000, Seed: 1}
+	vs := variants.Generate(evalIncident("return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])"), 2, o)
+	kinds := map[string]int{}
+	for _, v := range vs {
+		kinds[v.Kind]++
+		if v.Kind != "runner" || !strings.Contains(v.Description, "EVALSHA") {
+			continue
+		}
+		steps := kavach.Steps(v.Events, redis.Codec{})
+		if len(steps) != 3 {
+			t.Fatalf("%s: %d steps, want the SCRIPT LOAD inserted (3)", v.Description, len(steps))
+		}
+		load, run := redis.Codec{}.DescribeRequest(steps[1].Request.Data, 0), redis.Codec{}.DescribeRequest(steps[2].Request.Data, 0)
+		if !strings.HasPrefix(load, `SCRIPT "LOAD"`) || !strings.HasPrefix(run, `EVALSHA "`) || v.Events[len(v.Events)-2].Conn != 1 {
+			t.Errorf("%s: steps %s then %s", v.Description, load, run)
+		}
+	}
+	if kinds["script-site"] == 0 || kinds["runner"] != 2 {
+		t.Errorf("kinds %v: want script-site variants and two runners (EVALSHA, FCALL)", kinds)
+	}
+
+	o.Budget = 16
+	a := descriptions(variants.Generate(evalIncident("return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])"), 2, o))
+	b := descriptions(variants.Generate(evalIncident("return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])"), 2, o))
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("the same seed gave different variants:\n%s", diff)
+	}
+
+	unread := evalIncident("return redis.call(ARGV[3], KEYS[1], ARGV[1], ARGV[2])")
+	o.Budget = 1000
+	for _, v := range variants.Generate(unread, 2, o) {
+		if v.Kind == "script-site" {
+			t.Errorf("%s: a script Kavach cannot read is left whole", v.Description)
+		}
+	}
+	if notes := variants.LeftWhole(unread, 2, o); len(notes) != 1 || !strings.Contains(notes[0], "left whole") {
+		t.Errorf("LeftWhole: %q, want the script left whole, and why", notes)
+	}
+}
