@@ -161,7 +161,7 @@ func TestScriptVariantsGenerated(t *testing.T) {
 			t.Errorf("%s: a script Kavach cannot read is left whole", v.Description)
 		}
 	}
-	if notes := variants.LeftWhole(unread, 2, o); len(notes) != 1 || !strings.Contains(notes[0], "left whole") {
+	if notes := variants.LeftWhole(unread, 2, o); len(notes) != 1 || !strings.Contains(notes[0], "the script of EVAL: ") {
 		t.Errorf("LeftWhole: %q, want the script left whole, and why", notes)
 	}
 }

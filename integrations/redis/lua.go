@@ -405,13 +405,13 @@ func (Codec) LeftWhole(request []byte) []string {
 	}
 	if i, ok := scriptText(c); ok {
 		if _, err := luaCalls(string(c.Args[i])); err != nil {
-			return []string{fmt.Sprintf("the script of %s is left whole: %v", c.Name, err)}
+			return []string{fmt.Sprintf("the script of %s: %v (its call sites are not varied)", c.Name, err)}
 		}
 		return nil
 	}
 	switch c.Name {
 	case "EVALSHA", "EVALSHA_RO", "FCALL", "FCALL_RO":
-		return []string{fmt.Sprintf("the script %s runs is not in the request: its call sites and runners are not varied", c.Name)}
+		return []string{fmt.Sprintf("the script of %s: not in the request (its call sites and runners are not varied)", c.Name)}
 	}
 	return nil
 }

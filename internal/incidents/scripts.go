@@ -61,3 +61,21 @@ func RecordScriptEmptyArg(out, old, redisCli string) error {
 	}
 	return MarkFailure(out, 4, "error")
 }
+
+// ScriptDynamic is a session whose script calls the command its ARGV
+// names: Kavach cannot read which command a site calls, and leaves the
+// script whole. Its 2nd command fails on the scripts' old build: an empty
+// ARGV.
+var ScriptDynamic = [][]string{
+	{"SET", "greeting", "hello"},
+	{"EVAL", "return redis.call(ARGV[2], KEYS[1]) .. ARGV[1]", "1", "greeting", "", "GET"},
+}
+
+// RecordScriptDynamic records ScriptDynamic into out on the old build,
+// step 2 marked with the oracle error.
+func RecordScriptDynamic(out, old string) error {
+	if err := RecordSession(out, old, ScriptDynamic); err != nil {
+		return err
+	}
+	return MarkFailure(out, 2, "error")
+}
