@@ -226,31 +226,32 @@ type luaMember struct {
 	takes []int
 }
 
-func rd(name string, takes ...int) luaMember { return luaMember{name, false, takes} }
-func wr(name string, takes ...int) luaMember { return luaMember{name, true, takes} }
+// luaRead and luaWrite are a family's member that reads or writes.
+func luaRead(name string, takes ...int) luaMember  { return luaMember{name, false, takes} }
+func luaWrite(name string, takes ...int) luaMember { return luaMember{name, true, takes} }
 
 var luaFamilies = []luaFamily{
 	// key, increment
-	{[]string{"", "'1'"}, []luaMember{wr("INCRBY", 0, 1), wr("DECRBY", 0, 1), wr("INCRBYFLOAT", 0, 1),
-		wr("INCR", 0), wr("DECR", 0), rd("GET", 0), wr("SET", 0, 1)}},
+	{[]string{"", "'1'"}, []luaMember{luaWrite("INCRBY", 0, 1), luaWrite("DECRBY", 0, 1), luaWrite("INCRBYFLOAT", 0, 1),
+		luaWrite("INCR", 0), luaWrite("DECR", 0), luaRead("GET", 0), luaWrite("SET", 0, 1)}},
 	// key, field, increment
-	{[]string{"", "", "'1'"}, []luaMember{wr("HINCRBY", 0, 1, 2), wr("HINCRBYFLOAT", 0, 1, 2), wr("HSET", 0, 1, 2),
-		wr("HSETNX", 0, 1, 2), rd("HGET", 0, 1), rd("HEXISTS", 0, 1), rd("HSTRLEN", 0, 1), wr("HDEL", 0, 1)}},
+	{[]string{"", "", "'1'"}, []luaMember{luaWrite("HINCRBY", 0, 1, 2), luaWrite("HINCRBYFLOAT", 0, 1, 2), luaWrite("HSET", 0, 1, 2),
+		luaWrite("HSETNX", 0, 1, 2), luaRead("HGET", 0, 1), luaRead("HEXISTS", 0, 1), luaRead("HSTRLEN", 0, 1), luaWrite("HDEL", 0, 1)}},
 	// key, value
-	{[]string{"", "'kavach'"}, []luaMember{wr("SET", 0, 1), wr("SETNX", 0, 1), wr("APPEND", 0, 1), wr("GETSET", 0, 1),
-		rd("GET", 0), rd("STRLEN", 0)}},
+	{[]string{"", "'kavach'"}, []luaMember{luaWrite("SET", 0, 1), luaWrite("SETNX", 0, 1), luaWrite("APPEND", 0, 1), luaWrite("GETSET", 0, 1),
+		luaRead("GET", 0), luaRead("STRLEN", 0)}},
 	// key, element
-	{[]string{"", "'kavach'"}, []luaMember{wr("LPUSH", 0, 1), wr("RPUSH", 0, 1), wr("LPUSHX", 0, 1), wr("RPUSHX", 0, 1),
-		wr("LPOP", 0), wr("RPOP", 0), rd("LLEN", 0)}},
+	{[]string{"", "'kavach'"}, []luaMember{luaWrite("LPUSH", 0, 1), luaWrite("RPUSH", 0, 1), luaWrite("LPUSHX", 0, 1), luaWrite("RPUSHX", 0, 1),
+		luaWrite("LPOP", 0), luaWrite("RPOP", 0), luaRead("LLEN", 0)}},
 	// key, member
-	{[]string{"", "'kavach'"}, []luaMember{wr("SADD", 0, 1), wr("SREM", 0, 1), rd("SISMEMBER", 0, 1), rd("SCARD", 0),
-		rd("SMEMBERS", 0)}},
+	{[]string{"", "'kavach'"}, []luaMember{luaWrite("SADD", 0, 1), luaWrite("SREM", 0, 1), luaRead("SISMEMBER", 0, 1), luaRead("SCARD", 0),
+		luaRead("SMEMBERS", 0)}},
 	// key, increment or score, member
-	{[]string{"", "'1'", "'kavach'"}, []luaMember{wr("ZINCRBY", 0, 1, 2), wr("ZADD", 0, 1, 2), rd("ZSCORE", 0, 2),
-		rd("ZRANK", 0, 2), wr("ZREM", 0, 2)}},
+	{[]string{"", "'1'", "'kavach'"}, []luaMember{luaWrite("ZINCRBY", 0, 1, 2), luaWrite("ZADD", 0, 1, 2), luaRead("ZSCORE", 0, 2),
+		luaRead("ZRANK", 0, 2), luaWrite("ZREM", 0, 2)}},
 	// key, duration
-	{[]string{"", "'100'"}, []luaMember{wr("EXPIRE", 0, 1), wr("PEXPIRE", 0, 1), wr("PERSIST", 0), rd("TTL", 0),
-		rd("PTTL", 0)}},
+	{[]string{"", "'100'"}, []luaMember{luaWrite("EXPIRE", 0, 1), luaWrite("PEXPIRE", 0, 1), luaWrite("PERSIST", 0), luaRead("TTL", 0),
+		luaRead("PTTL", 0)}},
 }
 
 // luaWrites says whether a command writes, as far as luaFamilies know: ok
