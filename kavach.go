@@ -292,6 +292,10 @@ var VariantKinds = []string{
 	"regression",    // an earlier input mutated, the recording cut before the failure
 	"type",          // the failing request on a key of another type, written right before it
 	"grammar",       // the failing request with another choice its grammar allows
+	"number-form",   // a number of the failing request in another form or range (1e3, -0, 2^63)
+	"structured",    // one part of a structured value of the failing request (a stream id's seq)
+	"script-site",   // a command a script of the failing request calls, varied within its family
+	"runner",        // the failing request's script run through another runner (EVALSHA, FCALL, _RO)
 }
 
 // CheckVariantKinds returns an error naming the first of kinds that is not
@@ -544,11 +548,36 @@ type GrammarVariator interface {
 }
 
 // Substitution is a request with one of its keys replaced by a key that
-// Setup writes first, on the same connection.
+// Setup writes first, on the same connection; or, from a ValueVariator,
+// the request with one value varied.
 type Substitution struct {
 	Setup   [][]byte // requests sent right before Request
 	Request []byte
 	What    string // for a person: which key, and what it now holds
+	// Kind is a ValueVariator's variant kind (VariantKinds); Group is the
+	// part of the request it varies, for sampling: the variants of one
+	// group get their turns round by round. Both are empty for a type or
+	// grammar substitution.
+	Kind, Group string
+}
+
+// ValueVariator is an optional Variator interface: the request with one
+// value varied inside its argument: a number in other forms and ranges
+// (Kind "number-form"), one part of a structured value (Kind
+// "structured"), a command its script calls (Kind "script-site"), its
+// script run another way (Kind "runner", with the requests that runner
+// needs first as Setup). at is when the request was sent, in the time the
+// build saw (zero when unknown), for values that are times. It must be
+// pure.
+type ValueVariator interface {
+	Values(request []byte, schema Schema, at time.Time) []Substitution
+}
+
+// ValueNoter is an optional ValueVariator interface: what Values leaves
+// whole in a request, and why, for the report (a script the integration
+// cannot read). Nil when nothing is left whole. It must be pure.
+type ValueNoter interface {
+	LeftWhole(request []byte) []string
 }
 
 // SchemaLearner is an optional Launcher interface: ask a running build

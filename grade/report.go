@@ -230,8 +230,14 @@ type VariantsEvidence struct {
 	Min         int    `json:"min"`
 	Note        string `json:"note,omitempty"`
 	// Excluded are the variant kinds the fixture excludes (kavach mark --exclude).
-	Excluded []string          `json:"excluded_kinds,omitempty"`
-	List     []VariantEvidence `json:"list"`
+	Excluded []string `json:"excluded_kinds,omitempty"`
+	// LeftWhole is what the integration left whole in the failing
+	// request, and why (a script it cannot read: its call sites were not
+	// varied).
+	LeftWhole []string `json:"left_whole,omitempty"`
+	// ByKind is List grouped by kind (CountKinds).
+	ByKind []KindCount       `json:"by_kind,omitempty"`
+	List   []VariantEvidence `json:"list"`
 }
 
 // VariantEvidence is one variant and its outcomes.

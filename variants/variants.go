@@ -68,6 +68,9 @@ type Options struct {
 	Seed   uint64
 	// Exclude are variant kinds not to make (kavach.VariantKinds). Nil: none.
 	Exclude []string
+	// Start is the wall-clock time of the recording's offset 0 (the
+	// fixture's start), for values that are times; zero: unknown.
+	Start time.Time
 }
 
 // MissingKey is a key no recording writes, for "a key that does not exist".
@@ -268,6 +271,9 @@ func (g *gen) incident() []Variant {
 	for _, sub := range g.substitutions(g.F) {
 		v := g.substituted(g.F, sub.Substitution, fmt.Sprintf("step %d: %s", g.F, sub.What), false)
 		v.group, v.primary, v.Kind = sub.kind+" "+sub.What, true, sub.kind
+		if sub.Group != "" {
+			v.group = sub.kind + " " + sub.Group
+		}
 		out = g.add(out, v)
 	}
 	// Earlier inputs mutated, the failing step kept: the input that made
@@ -417,7 +423,7 @@ func (g *gen) substitutions(n int) []substitution {
 			out = append(out, substitution{s, "grammar"})
 		}
 	}
-	return out
+	return append(out, g.values(n)...)
 }
 
 // substituted is the incident with step n's request replaced by sub's,

@@ -354,6 +354,12 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string, reportPath string
 	}
 	fmt.Fprintf(w, "         variants: %d generated%s, %d reproduce the failure (need %d); %d regression variants, %d handled by the old build; %d pass on the new build\n",
 		ck.VariantsGenerated, excluded, ck.VariantsReproduce, ck.MinVariants, ck.RegressionVariants, ck.RegressionHandled, ck.VariantsPassing)
+	if line := kindsLine(ev.Variants.ByKind); line != "" {
+		fmt.Fprintf(w, "           by kind: %s\n", line)
+	}
+	for _, l := range ev.Variants.LeftWhole {
+		fmt.Fprintf(w, "           left whole: %s\n", l)
+	}
 	fmt.Fprintf(w, "         invariants: %d checked on every step, %d held\n", ck.Invariants, ck.InvariantsHeld)
 	for _, inv := range ev.Invariants {
 		if len(inv.NotEvaluable) > 0 {

@@ -45,16 +45,20 @@ func TestScripts(t *testing.T) {
 	// Replays need Redis built from source (MALLOC=libc): the packaged
 	// server deadlocks under libfaketime. Cached after the first build.
 	builds := map[string]string{
-		"REDIS_BUILD":        redisbuild.MustBuild(t),
-		"REDIS_PING_PATCHED": redisbuild.MustBuild(t, filepath.Join(incidents.Patches(), "ping-patched.patch")),
-		"REDIS_OLD":          redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOld)...),
-		"REDIS_NARROW":       redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeNarrow)...),
-		"REDIS_STRLEN":       redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenBroken)...),
-		"REDIS_OFFBYONE":     redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOffByOne)...),
-		"REDIS_STRLEN_OLD":   redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenOld)...),
-		"REDIS_STRLEN_SHORT": redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenShortWrong)...),
-		"REDIS_BLOCK_LATE":   redisbuild.MustBuild(t, incidents.PatchPaths([]string{"block-timeout-late.patch"})...),
-		"REDIS_INCRBY_NEG":   redisbuild.MustBuild(t, incidents.PatchPaths(incidents.IncrbyOld)...),
+		"REDIS_BUILD":          redisbuild.MustBuild(t),
+		"REDIS_PING_PATCHED":   redisbuild.MustBuild(t, filepath.Join(incidents.Patches(), "ping-patched.patch")),
+		"REDIS_OLD":            redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOld)...),
+		"REDIS_NARROW":         redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeNarrow)...),
+		"REDIS_STRLEN":         redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenBroken)...),
+		"REDIS_OFFBYONE":       redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOffByOne)...),
+		"REDIS_STRLEN_OLD":     redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenOld)...),
+		"REDIS_STRLEN_SHORT":   redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenShortWrong)...),
+		"REDIS_BLOCK_LATE":     redisbuild.MustBuild(t, incidents.PatchPaths([]string{"block-timeout-late.patch"})...),
+		"REDIS_INCRBY_NEG":     redisbuild.MustBuild(t, incidents.PatchPaths(incidents.IncrbyOld)...),
+		"REDIS_VALUES_OLD":     redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ValuesOld)...),
+		"REDIS_VALUES_NARROW":  redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ValuesNarrow)...),
+		"REDIS_SCRIPTS_OLD":    redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsOld)...),
+		"REDIS_SCRIPTS_NARROW": redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsNarrow)...),
 	}
 	// The GETRANGE incident, recorded once on the old build; each script
 	// gets a copy as getrange.kavach.
@@ -96,6 +100,38 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The INCRBYFLOAT incident (a negative increment refused), recorded
+	// and marked on its old build.
+	incrbyFloatPath := filepath.Join(t.TempDir(), "incrbyfloat.kavach")
+	if err := incidents.RecordIncrbyFloat(incrbyFloatPath, builds["REDIS_VALUES_OLD"]); err != nil {
+		t.Fatal(err)
+	}
+	incrbyFloatFixture, err := os.ReadFile(incrbyFloatPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The HINCRBY script incident, typed into redis-cli on its old
+	// build, and a script Kavach cannot read (its command is an ARGV).
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatalf("redis-cli (the stock client, Debian's redis-tools) is needed: %v", err)
+	}
+	scriptPath := filepath.Join(t.TempDir(), "scripthincrby.kavach")
+	if err := incidents.RecordScriptHincrby(scriptPath, builds["REDIS_SCRIPTS_OLD"], cli); err != nil {
+		t.Fatal(err)
+	}
+	scriptFixture, err := os.ReadFile(scriptPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dynamicPath := filepath.Join(t.TempDir(), "scriptdynamic.kavach")
+	if err := incidents.RecordScriptDynamic(dynamicPath, builds["REDIS_SCRIPTS_OLD"]); err != nil {
+		t.Fatal(err)
+	}
+	dynamicFixture, err := os.ReadFile(dynamicPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
@@ -110,11 +146,14 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("HARBOR_HIDDEN_TEST", hidden)
 			for name, data := range map[string][]byte{
-				"getrange.kavach":   fixture,
-				"strlen.kavach":     strlenFixture,
-				"contract.kavach":   contractFixture,
-				"counter.kavach":    counterFixture,
-				"strlen.invariants": []byte(incidents.StrlenInvariants),
+				"getrange.kavach":      fixture,
+				"strlen.kavach":        strlenFixture,
+				"contract.kavach":      contractFixture,
+				"counter.kavach":       counterFixture,
+				"incrbyfloat.kavach":   incrbyFloatFixture,
+				"scripthincrby.kavach": scriptFixture,
+				"scriptdynamic.kavach": dynamicFixture,
+				"strlen.invariants":    []byte(incidents.StrlenInvariants),
 			} {
 				if err := os.WriteFile(filepath.Join(env.WorkDir, name), data, 0o644); err != nil {
 					return err

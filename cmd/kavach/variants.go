@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -92,7 +94,7 @@ func variantsCommand() *cli.Command {
 				}
 			}
 			vs := variants.Generate(fx.Events, fx.Failure.Step, variants.Options{
-				Codec: in.codec, Variator: variator, Schema: schema, Budget: c.Int("variants"), Seed: c.Uint64("seed")})
+				Codec: in.codec, Variator: variator, Schema: schema, Budget: c.Int("variants"), Seed: c.Uint64("seed"), Start: fx.Header.Start})
 			if c.Bool("json") {
 				enc := json.NewEncoder(c.App.Writer)
 				for _, v := range vs {
@@ -102,16 +104,20 @@ func variantsCommand() *cli.Command {
 				}
 				return nil
 			}
+			for _, l := range variants.LeftWhole(fx.Events, fx.Failure.Step, variants.Options{Codec: in.codec, Variator: variator}) {
+				fmt.Fprintf(c.App.ErrWriter, "kavach: left whole: %s\n", l)
+			}
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "K\tKIND\tDESCRIPTION")
-			for _, v := range vs {
-				kind := "incident"
-				if v.Regression {
-					kind = "regression"
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\n", v.K, kind, v.Description)
+			list := make([]grade.VariantEvidence, len(vs))
+			for i, v := range vs {
+				fmt.Fprintf(tw, "%d\t%s\t%s\n", v.K, v.Kind, v.Description)
+				list[i] = grade.VariantEvidence{K: v.K, Kind: v.Kind, Regression: v.Regression}
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil || len(vs) == 0 {
+				return err
+			}
+			return printKinds(c, grade.CountKinds(list), false)
 		},
 	}
 }
@@ -145,7 +151,10 @@ func listReportVariants(c *cli.Context, path string) error {
 	for _, v := range list {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", v.K, v.Kind, variantResult(v), v.Description)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil || len(list) == 0 {
+		return err
+	}
+	return printKinds(c, grade.CountKinds(list), true)
 }
 
 // variantResult is what became of a variant in a diff.
@@ -161,4 +170,49 @@ func variantResult(v grade.VariantEvidence) string {
 		return fmt.Sprintf("failed@%d", v.FailedStep)
 	}
 	return "passed"
+}
+
+// kindsLine says, per kind of variant, how many reproduced of how many
+// ran (a regression kind: how many the old build handled), and how many
+// of those the new build failed: "field 9/12, number-form 6/20 (2
+// failed), regression 8/8 handled".
+func kindsLine(kinds []grade.KindCount) string {
+	var parts []string
+	for _, k := range kinds {
+		kept, what := k.Reproduced, ""
+		if k.Handled > 0 || k.Kind == "regression" {
+			kept, what = k.Handled, " handled"
+		}
+		p := fmt.Sprintf("%s %d/%d%s", k.Kind, kept, k.Generated, what)
+		if k.Failed > 0 {
+			p += fmt.Sprintf(" (%d failed)", k.Failed)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printKinds prints the variants' count by kind, after their list: how
+// many there are of each and, from a report, how many reproduced the
+// failure on the old build (a regression kind: were handled by it) and
+// how many of those the new build failed.
+func printKinds(c *cli.Context, kinds []grade.KindCount, ran bool) error {
+	fmt.Fprintln(c.App.Writer)
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	if !ran {
+		fmt.Fprintln(tw, "KIND\tVARIANTS")
+		for _, k := range kinds {
+			fmt.Fprintf(tw, "%s\t%d\n", k.Kind, k.Generated)
+		}
+		return tw.Flush()
+	}
+	fmt.Fprintln(tw, "KIND\tVARIANTS\tREPRODUCED\tHANDLED\tFAILED")
+	for _, k := range kinds {
+		reproduced, handled := strconv.Itoa(k.Reproduced), "-"
+		if k.Kind == "regression" || k.Handled > 0 {
+			reproduced, handled = "-", strconv.Itoa(k.Handled)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\n", k.Kind, k.Generated, reproduced, handled, k.Failed)
+	}
+	return tw.Flush()
 }

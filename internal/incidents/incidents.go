@@ -266,7 +266,11 @@ func RecordWithRedisCli(out, old, redisCli string, session [][]string) error {
 	host, port, _ := net.SplitHostPort(rec.Addr)
 	var in strings.Builder
 	for _, c := range session {
-		in.WriteString(strings.Join(c, " ") + "\n")
+		words := make([]string, len(c))
+		for i, a := range c {
+			words[i] = cliQuote(a)
+		}
+		in.WriteString(strings.Join(words, " ") + "\n")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -280,6 +284,32 @@ func RecordWithRedisCli(out, old, redisCli string, session [][]string) error {
 		err = fmt.Errorf("redis-cli: %w: %s", err, output)
 	}
 	return err
+}
+
+// cliQuote writes an argument as redis-cli reads a typed line: as it is
+// when it is a plain word, else in double quotes with escapes (a script's
+// spaces and quotes, an empty argument).
+func cliQuote(a string) string {
+	if a != "" && !strings.ContainsAny(a, " \t\r\n\"'\\") {
+		return a
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(a); i++ {
+		switch c := a[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c < ' ' || c >= 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // MarkFailure marks step n of the fixture at out as failing by oracle, as

@@ -1,0 +1,67 @@
+package grade
+
+import (
+	"slices"
+
+	"github.com/kavach-dev/kavach"
+)
+
+// KindCount is what became of the variants of one kind in a diff.
+type KindCount struct {
+	Kind      string `json:"kind"`      // kavach.VariantKinds
+	Generated int    `json:"generated"` // run (kept or not)
+	// Reproduced: variants of the incident that failed on the old build
+	// the recorded way. Handled: regression variants the old build
+	// handled without failing. One of the two is 0 for a kind.
+	Reproduced int `json:"reproduced"`
+	Handled    int `json:"handled"`
+	Failed     int `json:"failed"` // kept, and failed on the new build
+}
+
+// CountKinds groups variants by kind, in the order of
+// kavach.VariantKinds (a kind it does not know after them, by name).
+func CountKinds(list []VariantEvidence) []KindCount {
+	by := map[string]*KindCount{}
+	var kinds []string
+	for _, v := range list {
+		k := by[v.Kind]
+		if k == nil {
+			k = &KindCount{Kind: v.Kind}
+			by[v.Kind] = k
+			kinds = append(kinds, v.Kind)
+		}
+		k.Generated++
+		switch {
+		case v.Kept && v.Regression:
+			k.Handled++
+		case v.Kept:
+			k.Reproduced++
+		}
+		if v.Kept && v.FailedStep > 0 {
+			k.Failed++
+		}
+	}
+	rank := func(kind string) int {
+		if i := slices.Index(kavach.VariantKinds, kind); i >= 0 {
+			return i
+		}
+		return len(kavach.VariantKinds)
+	}
+	slices.SortFunc(kinds, func(a, b string) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		if a < b {
+			return -1
+		}
+		if a > b {
+			return 1
+		}
+		return 0
+	})
+	out := make([]KindCount, len(kinds))
+	for i, k := range kinds {
+		out[i] = *by[k]
+	}
+	return out
+}

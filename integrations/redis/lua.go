@@ -1,0 +1,522 @@
+package redis
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kavach-dev/kavach"
+)
+
+// A script's Lua text is read only as far as finding the commands it
+// calls: redis.call, redis.pcall, server.call and server.pcall with the
+// command written as a string literal, and each call's arguments (Lua
+// expressions, kept as written). Comments and strings are skipped as Lua
+// reads them, so a call written inside a string or a comment is none.
+
+// luaCall is one call site of a script.
+type luaCall struct {
+	fn        string // "redis.call", "server.pcall", ...
+	name      string // the command as written in the literal
+	nameStart int    // the literal's contents, [nameStart, nameEnd)
+	nameEnd   int
+	args      [][2]int // each argument after the command, as written
+	close     int      // the position of the call's ")"
+}
+
+// luaToken is a token of Lua text: a name, a string, a number, or one
+// punctuation byte.
+type luaToken struct {
+	kind       byte // 'n' name, 's' string, '0' number, or the punctuation byte itself
+	start, end int
+	// plain: a short string without escapes, whose contents are
+	// text[start+1 : end-1].
+	plain bool
+}
+
+// luaTokens splits Lua text into tokens, skipping spaces and comments.
+// It fails on an unterminated string, long string or comment.
+func luaTokens(src string) ([]luaToken, error) {
+	var out []luaToken
+	i := 0
+	for i < len(src) {
+		c := src[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			i++
+		case strings.HasPrefix(src[i:], "--"):
+			if n := longBracket(src[i+2:]); n >= 0 {
+				end := strings.Index(src[i+2+n+2:], "]"+strings.Repeat("=", n)+"]")
+				if end < 0 {
+					return nil, fmt.Errorf("a comment at byte %d is not closed", i)
+				}
+				i += 2 + n + 2 + end + n + 2
+				continue
+			}
+			if end := strings.IndexByte(src[i:], '\n'); end >= 0 {
+				i += end + 1
+			} else {
+				i = len(src)
+			}
+		case c == '[' && longBracket(src[i:]) >= 0:
+			n := longBracket(src[i:])
+			end := strings.Index(src[i+n+2:], "]"+strings.Repeat("=", n)+"]")
+			if end < 0 {
+				return nil, fmt.Errorf("a long string at byte %d is not closed", i)
+			}
+			j := i + n + 2 + end + n + 2
+			out = append(out, luaToken{kind: 's', start: i, end: j})
+			i = j
+		case c == '\'' || c == '"':
+			j, plain := i+1, true
+			for ; j < len(src) && src[j] != c; j++ {
+				if src[j] == '\n' {
+					return nil, fmt.Errorf("a string at byte %d runs past its line", i)
+				}
+				if src[j] == '\\' {
+					plain = false
+					j++
+				}
+			}
+			if j >= len(src) {
+				return nil, fmt.Errorf("a string at byte %d is not closed", i)
+			}
+			out = append(out, luaToken{kind: 's', start: i, end: j + 1, plain: plain})
+			i = j + 1
+		case isNameStart(c):
+			j := i + 1
+			for j < len(src) && (isNameStart(src[j]) || '0' <= src[j] && src[j] <= '9') {
+				j++
+			}
+			out = append(out, luaToken{kind: 'n', start: i, end: j})
+			i = j
+		case '0' <= c && c <= '9':
+			j := i + 1
+			for j < len(src) && (isNameStart(src[j]) || '0' <= src[j] && src[j] <= '9' || src[j] == '.' ||
+				(src[j] == '-' || src[j] == '+') && (src[j-1] == 'e' || src[j-1] == 'E' || src[j-1] == 'p' || src[j-1] == 'P')) {
+				j++
+			}
+			out = append(out, luaToken{kind: '0', start: i, end: j})
+			i = j
+		default:
+			out = append(out, luaToken{kind: c, start: i, end: i + 1})
+			i++
+		}
+	}
+	return out, nil
+}
+
+func isNameStart(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// longBracket is the level of the long bracket s opens ("[[" 0, "[=[" 1,
+// ...), or -1.
+func longBracket(s string) int {
+	if !strings.HasPrefix(s, "[") {
+		return -1
+	}
+	n := 1
+	for n < len(s) && s[n] == '=' {
+		n++
+	}
+	if n < len(s) && s[n] == '[' {
+		return n - 1
+	}
+	return -1
+}
+
+// luaCalls finds a script's call sites. It fails when the text cannot be
+// read (an unterminated string or comment), or when a call's command is
+// not a plain string literal (redis.call(cmd, ...)): such a script is
+// left whole.
+func luaCalls(src string) ([]luaCall, error) {
+	toks, err := luaTokens(src)
+	if err != nil {
+		return nil, err
+	}
+	text := func(t luaToken) string { return src[t.start:t.end] }
+	var out []luaCall
+	for i := 0; i+2 < len(toks); i++ {
+		if toks[i].kind != 'n' || toks[i+1].kind != '.' || toks[i+2].kind != 'n' {
+			continue
+		}
+		lib, fn := text(toks[i]), text(toks[i+2])
+		if (lib != "redis" && lib != "server") || (fn != "call" && fn != "pcall") {
+			continue
+		}
+		if i > 0 && (toks[i-1].kind == '.' || toks[i-1].kind == ':') {
+			continue // x.redis.call: not the library
+		}
+		if i+3 >= len(toks) || toks[i+3].kind != '(' {
+			// redis.call'GET', or local c = redis.call: a call Kavach
+			// cannot see.
+			return nil, fmt.Errorf("%s.%s at byte %d is not called with parentheses", lib, fn, toks[i].start)
+		}
+		if i+4 >= len(toks) {
+			return nil, fmt.Errorf("the call %s.%s at byte %d is not closed", lib, fn, toks[i].start)
+		}
+		name := toks[i+4]
+		if name.kind != 's' || !name.plain {
+			return nil, fmt.Errorf("the command of %s.%s at byte %d is not a plain string", lib, fn, toks[i].start)
+		}
+		if next := toks[i+5:]; len(next) == 0 || (next[0].kind != ',' && next[0].kind != ')') {
+			return nil, fmt.Errorf("the command of %s.%s at byte %d is not a plain string", lib, fn, toks[i].start)
+		}
+		c := luaCall{fn: lib + "." + fn, name: src[name.start+1 : name.end-1], nameStart: name.start + 1, nameEnd: name.end - 1}
+		// The arguments: expressions split at commas outside brackets,
+		// up to the call's closing parenthesis.
+		depth, j, argStart := 0, i+5, -1
+		closed := false
+		for ; j < len(toks) && !closed; j++ {
+			t := toks[j]
+			switch {
+			case depth == 0 && t.kind == ')':
+				if argStart >= 0 {
+					c.args = append(c.args, [2]int{argStart, toks[j-1].end})
+				}
+				c.close, closed = t.start, true
+			case depth == 0 && t.kind == ',':
+				if argStart >= 0 {
+					c.args = append(c.args, [2]int{argStart, toks[j-1].end})
+				}
+				argStart = -1
+			default:
+				if argStart < 0 {
+					argStart = t.start
+				}
+				switch t.kind {
+				case '(', '[', '{':
+					depth++
+				case ')', ']', '}':
+					depth--
+				}
+			}
+		}
+		if !closed {
+			return nil, fmt.Errorf("the call %s.%s at byte %d is not closed", lib, fn, toks[i].start)
+		}
+		out = append(out, c)
+		i += 4
+	}
+	return out, nil
+}
+
+// ---------------------------------------------------------------------
+// LOCAL TABLE, to be unified with integrations/redis/families.go (the
+// command families of the top-level sibling variants, written on another
+// branch) when the two meet: the families a script's call site is varied
+// within. Keep it small; the shared table replaces it.
+// ---------------------------------------------------------------------
+
+// luaFamily is a family of commands that take the same arguments, or a
+// part of them: a site calling one member is rewritten to call each other
+// member. params are the Lua text given for each of the family's
+// parameters when a site does not give it ("": the site must).
+type luaFamily struct {
+	params  []string
+	members []luaMember
+}
+
+// luaMember is one command of a family: the family's parameters it
+// takes, in order, and whether it writes.
+type luaMember struct {
+	name  string
+	write bool
+	takes []int
+}
+
+// luaRead and luaWrite are a family's member that reads or writes.
+func luaRead(name string, takes ...int) luaMember  { return luaMember{name, false, takes} }
+func luaWrite(name string, takes ...int) luaMember { return luaMember{name, true, takes} }
+
+var luaFamilies = []luaFamily{
+	// key, increment
+	{[]string{"", "'1'"}, []luaMember{luaWrite("INCRBY", 0, 1), luaWrite("DECRBY", 0, 1), luaWrite("INCRBYFLOAT", 0, 1),
+		luaWrite("INCR", 0), luaWrite("DECR", 0), luaRead("GET", 0), luaWrite("SET", 0, 1)}},
+	// key, field, increment
+	{[]string{"", "", "'1'"}, []luaMember{luaWrite("HINCRBY", 0, 1, 2), luaWrite("HINCRBYFLOAT", 0, 1, 2), luaWrite("HSET", 0, 1, 2),
+		luaWrite("HSETNX", 0, 1, 2), luaRead("HGET", 0, 1), luaRead("HEXISTS", 0, 1), luaRead("HSTRLEN", 0, 1), luaWrite("HDEL", 0, 1)}},
+	// key, value
+	{[]string{"", "'kavach'"}, []luaMember{luaWrite("SET", 0, 1), luaWrite("SETNX", 0, 1), luaWrite("APPEND", 0, 1), luaWrite("GETSET", 0, 1),
+		luaRead("GET", 0), luaRead("STRLEN", 0)}},
+	// key, element
+	{[]string{"", "'kavach'"}, []luaMember{luaWrite("LPUSH", 0, 1), luaWrite("RPUSH", 0, 1), luaWrite("LPUSHX", 0, 1), luaWrite("RPUSHX", 0, 1),
+		luaWrite("LPOP", 0), luaWrite("RPOP", 0), luaRead("LLEN", 0)}},
+	// key, member
+	{[]string{"", "'kavach'"}, []luaMember{luaWrite("SADD", 0, 1), luaWrite("SREM", 0, 1), luaRead("SISMEMBER", 0, 1), luaRead("SCARD", 0),
+		luaRead("SMEMBERS", 0)}},
+	// key, increment or score, member
+	{[]string{"", "'1'", "'kavach'"}, []luaMember{luaWrite("ZINCRBY", 0, 1, 2), luaWrite("ZADD", 0, 1, 2), luaRead("ZSCORE", 0, 2),
+		luaRead("ZRANK", 0, 2), luaWrite("ZREM", 0, 2)}},
+	// key, duration
+	{[]string{"", "'100'"}, []luaMember{luaWrite("EXPIRE", 0, 1), luaWrite("PEXPIRE", 0, 1), luaWrite("PERSIST", 0), luaRead("TTL", 0),
+		luaRead("PTTL", 0)}},
+}
+
+// luaWrites says whether a command writes, as far as luaFamilies know: ok
+// is false for a command none of them has.
+func luaWrites(name string) (write, ok bool) {
+	for _, f := range luaFamilies {
+		for _, m := range f.members {
+			if strings.EqualFold(m.name, name) {
+				return m.write, true
+			}
+		}
+	}
+	return false, false
+}
+
+// luaSites bounds how many call sites of one script are varied.
+const luaSites = 16
+
+// luaEdit is a script with one call site rewritten.
+type luaEdit struct {
+	text string
+	what string
+}
+
+// siteEdits are the script with each call site's command varied within
+// its families: its siblings of the same access first, then a read for
+// a write and a write for a read, with the arguments the other command
+// takes (the site's own, as written, else the family's defaults).
+// Sites take turns: each has its first before any has its second.
+//
+// At most luaSites sites are varied (the first ones): each gives about
+// ten copies of the script.
+func siteEdits(src string, calls []luaCall) []luaEdit {
+	var per [][]luaEdit
+	for i, c := range calls[:min(len(calls), luaSites)] {
+		seen := map[string]bool{src: true}
+		var same, swapped []luaEdit
+		for _, f := range luaFamilies {
+			from := -1
+			for k, m := range f.members {
+				if strings.EqualFold(m.name, c.name) && len(m.takes) == len(c.args) {
+					from = k
+				}
+			}
+			if from < 0 {
+				continue
+			}
+			params := slices.Clone(f.params)
+			for k, p := range f.members[from].takes {
+				params[p] = src[c.args[k][0]:c.args[k][1]]
+			}
+			for k, m := range f.members {
+				if k == from || strings.EqualFold(m.name, c.name) {
+					continue
+				}
+				text, ok := rewriteSite(src, c, f.members[from], m, params)
+				if !ok || seen[text] {
+					continue
+				}
+				seen[text] = true
+				e := luaEdit{text: text}
+				what := "a sibling"
+				if m.write != f.members[from].write {
+					what = "a read for the write"
+					if m.write {
+						what = "a write for the read"
+					}
+				}
+				e.what = fmt.Sprintf("script site %d, %s(%q) → %q (%s)", i+1, c.fn, c.name, sameCase(m.name, c.name), what)
+				if m.write == f.members[from].write {
+					same = append(same, e)
+				} else {
+					swapped = append(swapped, e)
+				}
+			}
+		}
+		if l := append(same, swapped...); len(l) > 0 {
+			per = append(per, l)
+		}
+	}
+	var out []luaEdit
+	for r, left := 0, true; left; r++ {
+		left = false
+		for _, l := range per {
+			if r < len(l) {
+				out = append(out, l[r])
+				left = true
+			}
+		}
+	}
+	return out
+}
+
+// rewriteSite writes site c of src calling to instead of from, with the
+// arguments to takes from params. A command with the same arguments is
+// only renamed, the rest of the text kept byte for byte. ok is false when
+// to needs a parameter the site does not give and the family has no
+// default for.
+func rewriteSite(src string, c luaCall, from, to luaMember, params []string) (string, bool) {
+	name := sameCase(to.name, c.name)
+	if slices.Equal(from.takes, to.takes) {
+		return src[:c.nameStart] + name + src[c.nameEnd:], true
+	}
+	var b strings.Builder
+	q := src[c.nameStart-1]
+	b.WriteString(src[:c.nameStart-1])
+	b.WriteByte(q)
+	b.WriteString(name)
+	b.WriteByte(q)
+	for _, p := range to.takes {
+		if params[p] == "" {
+			return "", false
+		}
+		b.WriteString(", ")
+		b.WriteString(params[p])
+	}
+	b.WriteString(src[c.close:])
+	return b.String(), true
+}
+
+// sameCase writes name in the case the script wrote like: lower case
+// when like is all lower case.
+func sameCase(name, like string) string {
+	if like == strings.ToLower(like) {
+		return strings.ToLower(name)
+	}
+	return name
+}
+
+// scriptText finds the Lua text of a request that carries one: EVAL and
+// EVAL_RO (the script, argument 1) and FUNCTION LOAD (the library, its
+// last argument). i is the text's index in c.Args; ok is false for any
+// other request.
+func scriptText(c Command) (i int, ok bool) {
+	switch {
+	case (c.Name == "EVAL" || c.Name == "EVAL_RO") && len(c.Args) >= 3:
+		return 1, true
+	case c.Name == "FUNCTION" && len(c.Args) >= 3 && strings.EqualFold(string(c.Args[1]), "LOAD"):
+		return len(c.Args) - 1, true
+	}
+	return 0, false
+}
+
+// LeftWhole says what script variants leave whole in a request, and
+// why: a script Kavach cannot read (its call sites are not varied), or a
+// runner whose script is not in the request (EVALSHA, FCALL: nothing of
+// the script is varied). Nil for any other request. It is pure.
+func (Codec) LeftWhole(request []byte) []string {
+	c, err := ParseCommand(request)
+	if err != nil {
+		return nil
+	}
+	if i, ok := scriptText(c); ok {
+		if _, err := luaCalls(string(c.Args[i])); err != nil {
+			return []string{fmt.Sprintf("the script of %s: %v (its call sites are not varied)", c.Name, err)}
+		}
+		return nil
+	}
+	switch c.Name {
+	case "EVALSHA", "EVALSHA_RO", "FCALL", "FCALL_RO":
+		return []string{fmt.Sprintf("the script of %s: not in the request (its call sites and runners are not varied)", c.Name)}
+	}
+	return nil
+}
+
+// scriptVariants are the request's script varied (kavach.Substitution
+// kinds "script-site" and "runner"): each call site's command within its
+// family, and the script run through every other runner, the requests a
+// runner needs (SCRIPT LOAD, FUNCTION LOAD) inserted before it. A script
+// that cannot be read gets runners only: its text is left whole.
+func scriptVariants(c Command) []kavach.Substitution {
+	i, ok := scriptText(c)
+	if !ok {
+		return nil
+	}
+	src := string(c.Args[i])
+	var out []kavach.Substitution
+	calls, err := luaCalls(src)
+	if err == nil {
+		for _, e := range siteEdits(src, calls) {
+			b := slices.Clone(c.Args)
+			b[i] = []byte(e.text)
+			out = append(out, kavach.Substitution{Request: AppendCommand(nil, b...), Kind: "script-site", Group: "the script", What: e.what})
+		}
+	}
+	if c.Name == "FUNCTION" {
+		return out // a library's functions are run by FCALL steps of their own
+	}
+	return append(out, runners(c, src, calls, err == nil)...)
+}
+
+// runners are an EVAL's script run through every other runner: EVAL,
+// EVALSHA after SCRIPT LOAD, FCALL after FUNCTION LOAD of a library made
+// of the script, and, for a script that only reads (every site a read
+// luaFamilies know, or a no-writes flag, or recorded through EVAL_RO),
+// EVAL_RO, EVALSHA_RO and FCALL_RO of a function flagged no-writes.
+func runners(c Command, src string, calls []luaCall, parsed bool) []kavach.Substitution {
+	body, flags := src, []string(nil)
+	if strings.HasPrefix(src, "#!") {
+		line, rest, _ := strings.Cut(src, "\n")
+		body = rest
+		for _, w := range strings.Fields(line)[1:] {
+			if v, ok := strings.CutPrefix(w, "flags="); ok {
+				flags = strings.Split(v, ",")
+			}
+		}
+	}
+	readOnly := c.Name == "EVAL_RO" || slices.Contains(flags, "no-writes")
+	if parsed && !readOnly {
+		readOnly = true
+		for _, s := range calls {
+			if w, ok := luaWrites(s.name); w || !ok {
+				readOnly = false
+			}
+		}
+	}
+	sum := sha1.Sum([]byte(src))
+	sha := hex.EncodeToString(sum[:])
+	// The function is named by the script's sha1, as Redis names an
+	// EVAL's function f_<sha1>: an error naming it is masked alike
+	// (kavach.MaskError).
+	fname := "kavach_" + sha
+	library := func(flags []string) string {
+		var f string
+		if len(flags) > 0 {
+			f = ", flags={'" + strings.Join(flags, "', '") + "'}"
+		}
+		return "#!lua name=" + fname + "\nredis.register_function{function_name='" + fname +
+			"', callback=function(KEYS, ARGV)\n" + body + "\nend" + f + "}\n"
+	}
+	rest := c.Args[2:]
+	run := func(name, first string) []byte {
+		return AppendCommand(nil, append([][]byte{[]byte(name), []byte(first)}, rest...)...)
+	}
+	roFlags := flags
+	if !slices.Contains(roFlags, "no-writes") {
+		roFlags = append(slices.Clone(flags), "no-writes")
+	}
+	type runner struct {
+		name, what string
+		setup      [][]byte
+		first      string
+		ro         bool
+	}
+	scriptLoad := [][]byte{AppendCommand(nil, []byte("SCRIPT"), []byte("LOAD"), []byte(src))}
+	all := []runner{
+		{name: "EVAL", first: src},
+		{name: "EVALSHA", first: sha, setup: scriptLoad, what: "after SCRIPT LOAD"},
+		{name: "FCALL", first: fname, what: "of a library made of the script, after FUNCTION LOAD",
+			setup: [][]byte{AppendCommand(nil, []byte("FUNCTION"), []byte("LOAD"), []byte("REPLACE"), []byte(library(flags)))}},
+		{name: "EVAL_RO", first: src, ro: true},
+		{name: "EVALSHA_RO", first: sha, setup: scriptLoad, what: "after SCRIPT LOAD", ro: true},
+		{name: "FCALL_RO", first: fname, ro: true, what: "of a library made of the script, flagged no-writes, after FUNCTION LOAD",
+			setup: [][]byte{AppendCommand(nil, []byte("FUNCTION"), []byte("LOAD"), []byte("REPLACE"), []byte(library(roFlags)))}},
+	}
+	var out []kavach.Substitution
+	for _, r := range all {
+		if r.name == c.Name || r.ro && !readOnly {
+			continue
+		}
+		what := "the script run through " + r.name
+		if r.what != "" {
+			what += " " + r.what
+		}
+		out = append(out, kavach.Substitution{Setup: r.setup, Request: run(r.name, r.first), Kind: "runner", Group: "the script", What: what})
+	}
+	return out
+}
