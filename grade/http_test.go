@@ -2,6 +2,7 @@ package grade_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,7 +55,8 @@ func TestHTTPVerdicts(t *testing.T) {
 				t.Fatal(err)
 			}
 			if rep.Verdict != tc.want && !(strings.HasSuffix(tc.want, "(") && strings.HasPrefix(rep.Verdict, tc.want)) {
-				t.Fatalf("%s (%s): %s; findings %+v\nvariants: %+v", tc.candidate, tc.why, rep.Verdict, rep.Findings, rep.Evidence.Variants)
+				found, _ := json.MarshalIndent(rep.Findings, "", "  ")
+				t.Fatalf("%s (%s): %s; findings %s\nvariants: %+v", tc.candidate, tc.why, rep.Verdict, found, rep.Evidence.Variants)
 			}
 			if parts, _ := grade.Derive(rep.Evidence); parts.String() != rep.Verdict {
 				t.Errorf("evidence gives %s", parts)

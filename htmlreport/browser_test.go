@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // chromium finds headless Chromium (Debian's package chromium, which
@@ -52,10 +54,18 @@ func browse(t *testing.T, bin, page string, mode ...string) (string, []string) {
 	cmd.WaitDelay = 10 * time.Second
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	// Chromium leaves helpers (zygote, GPU) in its process group: end them.
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("chromium %s: %v", strings.Join(mode, " "), err)
+	}
+	// Chromium leaves helpers (zygote, GPU) in its process group: end them
+	// once the leader has exited and before it is reaped. While it is a
+	// zombie its pid, and so the group's id, names no one else's group;
+	// after, it may be another test's build (pid_max is 32768 here).
+	var info unix.Siginfo
+	for unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+	}
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	if err != nil {
+	if err := cmd.Wait(); err != nil {
 		t.Fatalf("chromium %s: %v\n%s", strings.Join(mode, " "), err, stderr.String())
 	}
 	return stdout.String(), pageRequests(t, netlog)
