@@ -8,6 +8,7 @@
 package kavach
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -423,6 +424,13 @@ type Launcher interface {
 	// Version asks the running service at addr what version it is, for a
 	// build's identity; "" when it does not say.
 	Version(addr string) string
+}
+
+// ContextStarter is an optional Launcher interface: Start bounded by ctx
+// (a signal to Kavach stops a start in progress), the build stopped once
+// ctx is done.
+type ContextStarter interface {
+	StartContext(ctx context.Context, l Launch) (Process, error)
 }
 
 // Identifier is an optional Launcher method: what version a build is,
