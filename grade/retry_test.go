@@ -25,6 +25,10 @@ type failingStarts struct {
 }
 
 func (f *failingStarts) Start(l kavach.Launch) (kavach.Process, error) {
+	return f.StartContext(context.Background(), l)
+}
+
+func (f *failingStarts) StartContext(ctx context.Context, l kavach.Launch) (kavach.Process, error) {
 	f.mu.Lock()
 	fail := false
 	if l.Path == f.build {
@@ -35,7 +39,7 @@ func (f *failingStarts) Start(l kavach.Launch) (kavach.Process, error) {
 	if fail {
 		l.Path = f.missing
 	}
-	return f.Launcher.Start(l)
+	return f.Launcher.StartContext(ctx, l)
 }
 
 // TestVariantStartRetried: a build that fails to start for a variant is
