@@ -353,13 +353,7 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 				pending, mode, batch = p.frames(c.id, dir, split, pending, batch, &rs)
 			}
 			p.record(c, dir, batch)
-			if cap(pending) > largePending && framedLarge(batch) {
-				// A large message was framed and written: let its bytes go
-				// rather than keep them for the rest of the connection.
-				pending = append([]byte(nil), pending...)
-				clear(batch)
-				debug.FreeOSMemory() // and now, before the next large one is read
-			}
+			pending = letGo(pending, batch)
 			clear(batch) // nor keep them through the batch
 			if _, err := dst.Write(chunk); err != nil {
 				if errors.Is(err, net.ErrClosed) && p.ctx.Err() != nil {
@@ -401,6 +395,21 @@ func (p *Proxy) room(pending []byte, more int, dir kavach.Direction) []byte {
 
 // largePending is the buffer a copier keeps between messages at most.
 const largePending = 1 << 20
+
+// letGo returns the bytes left over after batch was framed from a
+// buffer and written. When batch held a large message, they are copied
+// out (they are a slice of the same array) and the memory is given back
+// at once, before the next large message is read: a connection keeps no
+// large buffer, nor does the heap, between large messages.
+func letGo(pending []byte, batch []message) []byte {
+	if !framedLarge(batch) {
+		return pending
+	}
+	pending = append([]byte(nil), pending...)
+	clear(batch)
+	debug.FreeOSMemory()
+	return pending
+}
 
 // framedLarge reports whether a message of batch is larger than largePending.
 func framedLarge(batch []message) bool {

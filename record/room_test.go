@@ -37,3 +37,19 @@ func TestRoomForLargeValue(t *testing.T) {
 		t.Errorf("room made %d bytes for a message over the limit of %d", cap(got), p.opts.MaxFrame)
 	}
 }
+
+// TestLetGoOfLargeMessage: once a large message is framed and written,
+// what is left of the buffer (a slice of the same array) is copied out,
+// so the array can go; after small messages the buffer is kept.
+func TestLetGoOfLargeMessage(t *testing.T) {
+	buf := make([]byte, 4<<20)
+	msg, rest := buf[:len(buf)-10], buf[len(buf)-10:]
+	kept := letGo(rest, []message{{data: msg}})
+	if len(kept) != len(rest) || cap(kept) >= len(buf) || &kept[:1][0] == &rest[:1][0] {
+		t.Errorf("after a large message: %d bytes left, cap %d, same array %v; want the 10 bytes copied out", len(kept), cap(kept), &kept[:1][0] == &rest[:1][0])
+	}
+	small := buf[:100]
+	if got := letGo(buf[100:200], []message{{data: small}}); &got[:1][0] != &buf[100] {
+		t.Errorf("after a small message the buffer was copied")
+	}
+}
