@@ -412,6 +412,7 @@ func (v *fixtureView) renderSteps(render func([]byte, kavach.Step) ([]byte, erro
 	}
 	workers := max(1, runtime.GOMAXPROCS(0))
 	jobs := make(chan job, workers)
+	spare := make(chan []byte, 2*workers+2) // rendered batches' buffers, written and free
 	order := make(chan chan []byte, 2*workers)
 	var (
 		failed atomic.Bool
@@ -433,6 +434,11 @@ func (v *fixtureView) renderSteps(render func([]byte, kavach.Step) ([]byte, erro
 			defer wg.Done()
 			for j := range jobs {
 				var b []byte
+				select {
+				case b = <-spare:
+				default:
+					b = make([]byte, 0, 64<<10)
+				}
 				for _, s := range j.steps {
 					var err error
 					if b, err = render(b, s); err != nil {
@@ -455,6 +461,10 @@ func (v *fixtureView) renderSteps(render func([]byte, kavach.Step) ([]byte, erro
 				if err := write(b); err != nil {
 					fail(err)
 				}
+			}
+			select {
+			case spare <- b[:0]: // write is done with it
+			default:
 			}
 		}
 	}()
