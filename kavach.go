@@ -8,6 +8,7 @@
 package kavach
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -390,6 +391,15 @@ type Resyncer interface {
 	Resync(data []byte, request bool) (n int, ok bool)
 }
 
+// FrameSizer is an optional Codec interface: how long the message at the
+// start of data is at least, from the part of it that has come (its
+// headers), or 0 when that does not tell. It must never say more than
+// the message's length. The recorder makes room for a large message once
+// with it, instead of growing a buffer while the message comes in.
+type FrameSizer interface {
+	MinFrameLen(data []byte, request bool) int
+}
+
 // RawRedactor is an optional Redactor interface for bytes the codec could
 // not frame: it replaces what looks like a secret by pattern (the argument
 // after AUTH, an Authorization header's value however it is spelled),
@@ -424,6 +434,13 @@ type Launcher interface {
 	// Version asks the running service at addr what version it is, for a
 	// build's identity; "" when it does not say.
 	Version(addr string) string
+}
+
+// ContextStarter is an optional Launcher interface: Start bounded by ctx
+// (a signal to Kavach stops a start in progress), the build stopped once
+// ctx is done.
+type ContextStarter interface {
+	StartContext(ctx context.Context, l Launch) (Process, error)
 }
 
 // Identifier is an optional Launcher method: what version a build is,

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -346,10 +348,13 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 				pending = append(pending[:0], chunk[i:]...)
 				pending, mode, batch = p.frames(c.id, dir, split, pending, batch, &rs)
 			default:
+				pending = p.room(pending, len(chunk), dir)
 				pending = append(pending, chunk...)
 				pending, mode, batch = p.frames(c.id, dir, split, pending, batch, &rs)
 			}
 			p.record(c, dir, batch)
+			pending = letGo(pending, batch)
+			clear(batch) // nor keep them through the batch
 			if _, err := dst.Write(chunk); err != nil {
 				if errors.Is(err, net.ErrClosed) && p.ctx.Err() != nil {
 					return proxyClosed
@@ -368,6 +373,52 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 			return srcEnded
 		}
 	}
+}
+
+// room makes room in pending for more bytes of a message: at once for
+// the whole message when the codec tells its length (kavach.FrameSizer)
+// and it is within the size limit, so that a large value is held once,
+// not in a series of ever larger copies.
+func (p *Proxy) room(pending []byte, more int, dir kavach.Direction) []byte {
+	if len(pending)+more <= cap(pending) || len(pending) == 0 {
+		return pending
+	}
+	fs, ok := p.opts.Codec.(kavach.FrameSizer)
+	if !ok {
+		return pending
+	}
+	if want := fs.MinFrameLen(pending, dir == kavach.Request); want > len(pending)+more && want <= p.opts.MaxFrame {
+		return slices.Grow(pending, want-len(pending))
+	}
+	return pending
+}
+
+// largePending is the buffer a copier keeps between messages at most.
+const largePending = 1 << 20
+
+// letGo returns the bytes left over after batch was framed from a
+// buffer and written. When batch held a large message, they are copied
+// out (they are a slice of the same array) and the memory is given back
+// at once, before the next large message is read: a connection keeps no
+// large buffer, nor does the heap, between large messages.
+func letGo(pending []byte, batch []message) []byte {
+	if !framedLarge(batch) {
+		return pending
+	}
+	pending = append([]byte(nil), pending...)
+	clear(batch)
+	debug.FreeOSMemory()
+	return pending
+}
+
+// framedLarge reports whether a message of batch is larger than largePending.
+func framedLarge(batch []message) bool {
+	for _, m := range batch {
+		if len(m.data) > largePending {
+			return true
+		}
+	}
+	return false
 }
 
 // message is one framed message of a read, with what can be worked out

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 // Session configures one recording: a fixture, a proxy, and either a
@@ -58,17 +59,17 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	if s.Launch != nil {
 		// Record the build as an absolute path, found on PATH like any
 		// command when it has no slash, so replays start the same file.
-		launch := *s.Launch
-		if p, err := exec.LookPath(launch.Path); err == nil {
-			launch.Path = p
+		build := *s.Launch
+		if p, err := exec.LookPath(build.Path); err == nil {
+			build.Path = p
 		}
-		if p, err := filepath.Abs(launch.Path); err == nil {
-			launch.Path = p
+		if p, err := filepath.Abs(build.Path); err == nil {
+			build.Path = p
 		}
-		s.Launch = &launch
+		s.Launch = &build
 		sum, err := fixtures.SHA256File(s.Launch.Path)
 		if err != nil {
-			return res, &kavach.StartError{Path: s.Launch.Path, Reason: "cannot be started: " + err.Error()}
+			return res, &launch.StartError{Path: s.Launch.Path, Reason: "cannot be started: " + err.Error()}
 		}
 		proc, err = s.Launcher.Start(*s.Launch)
 		if err != nil {

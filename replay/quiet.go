@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 // A build is watched through /proc, never through its protocol: a request
@@ -35,7 +35,7 @@ type watch struct {
 }
 
 // tree is the pids of the process tree rooted at w.pid, the root first.
-func (w watch) tree() []int { return kavach.ProcessTree(w.pid) }
+func (w watch) tree() []int { return launch.ProcessTree(w.pid) }
 
 func tasks(pid int) []string {
 	d, err := os.Open("/proc/" + strconv.Itoa(pid) + "/task")

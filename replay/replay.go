@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 // Options configure a replay. The zero value of every optional field is
@@ -93,7 +94,7 @@ type StepResult struct {
 // an error only when the replay could not happen (bad options, a build
 // that does not start); a crash or hang during the replay is an outcome
 // in the trace.
-func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts Options) (*Trace, error) {
+func Run(ctx context.Context, build kavach.Launch, events []kavach.Event, opts Options) (*Trace, error) {
 	if opts.Codec == nil || opts.Classifier == nil || opts.Launcher == nil {
 		return nil, errors.New("replay: Codec, Classifier and Launcher are required")
 	}
@@ -104,13 +105,13 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	began := time.Now()
-	tr, again, err := run(ctx, launch, events, opts, true)
+	tr, again, err := run(ctx, build, events, opts, true)
 	if again && err == nil && ctx.Err() == nil {
 		// The build died with pipelined steps unanswered: a build
 		// answers a batch only once it has read it all, so those steps
 		// lost replies that round trips would have had. Once more,
 		// without batches.
-		tr, _, err = run(ctx, launch, events, opts, false)
+		tr, _, err = run(ctx, build, events, opts, false)
 	}
 	if tr != nil {
 		tr.Wall = time.Since(began)
@@ -121,11 +122,11 @@ func Run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 // run is one replay; with batch, a connection's requests of one virtual
 // millisecond are pipelined (runner.batches). It reports whether the
 // build died with such a batch unanswered.
-func run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts Options, batch bool) (*Trace, bool, error) {
-	tr := &Trace{Build: launch, Clock: "virtual"}
+func run(ctx context.Context, build kavach.Launch, events []kavach.Event, opts Options, batch bool) (*Trace, bool, error) {
+	tr := &Trace{Build: build, Clock: "virtual"}
 
 	var clock *Clock
-	fakeable, why := Fakeable(launch.Path)
+	fakeable, why := Fakeable(build.Path)
 	if opts.RealTime {
 		fakeable, why = false, "asked for real time"
 	}
@@ -138,14 +139,23 @@ func run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 		if clock, err = NewClock(dir, opts.Start); err != nil {
 			return nil, false, err
 		}
-		launch.Env = append(append([]string(nil), launch.Env...), clock.Env()...)
+		build.Env = append(append([]string(nil), build.Env...), clock.Env()...)
 	} else {
 		tr.Clock = "real: " + why
 	}
 
-	proc, err := opts.Launcher.Start(launch)
+	proc, err := launch.Start(ctx, opts.Launcher, build)
+	if err != nil && ctx.Err() != nil {
+		// Stopped by a signal before the build was up: an interrupted
+		// replay with no step run, as one stopped later would be.
+		for _, st := range kavach.Steps(events, opts.Codec) {
+			tr.Steps = append(tr.Steps, StepResult{N: st.N, Conn: st.Conn(), Responses: [][]byte{}, Output: []any{}, Request: st.Request.Data})
+		}
+		tr.Stopped = "interrupted: " + context.Cause(ctx).Error()
+		return tr, false, nil
+	}
 	if err != nil {
-		var se *kavach.StartError
+		var se *launch.StartError
 		// No answer at all under the fake clock: the known deadlock.
 		if clock != nil && errors.As(err, &se) && strings.Contains(se.Reason, "never became ready") && !strings.Contains(se.Reason, "answered") {
 			return nil, false, fmt.Errorf("%w\nthe build did not become ready under libfaketime: a build linked with the system's jemalloc deadlocks there (docs/replay.md); build it with MALLOC=libc", err)
@@ -160,11 +170,11 @@ func run(ctx context.Context, launch kavach.Launch, events []kavach.Event, opts 
 	}()
 
 	if id, ok := opts.Launcher.(kavach.Identifier); ok {
-		tr.Version = id.Identify(launch)
+		tr.Version = id.Identify(build)
 	} else {
 		tr.Version = opts.Launcher.Version(proc.Addr())
 	}
-	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, events: events, conns: map[uint64]*conn{}, batch: batch}
+	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, events: events, conns: map[uint64]*conn{}, batch: batch, ctx: ctx}
 	if p, ok := proc.(interface{ Pid() int }); ok {
 		r.watch = watch{pid: p.Pid()}
 	}
@@ -207,6 +217,7 @@ type runner struct {
 	frames    atomic.Int64    // replies framed by readers so far
 	rng       *rand.Rand      // timing perturbation (Options.Perturb); nil: none
 	stop      bool
+	ctx       context.Context // done: a signal; every wait ends
 }
 
 // conn is one client connection to the build, with a reader that frames
@@ -548,7 +559,7 @@ func (r *runner) quiesce() {
 	}
 	began := time.Now()
 	for !r.idle() {
-		if r.proc.Exited() != nil || time.Since(began) > r.opts.StepTimeout {
+		if r.proc.Exited() != nil || time.Since(began) > r.opts.StepTimeout || r.ctx.Err() != nil {
 			break
 		}
 		r.wait(100 * time.Microsecond)
@@ -575,6 +586,10 @@ func (r *runner) answered(c *conn, want int) bool {
 	for {
 		r.poll()
 		if c.finished >= want || c.broken || c.closed || r.stop {
+			return true
+		}
+		if r.ctx.Err() != nil {
+			r.interrupted(r.ctx)
 			return true
 		}
 		if r.wait(200 * time.Microsecond) {
@@ -1075,6 +1090,8 @@ func (r *runner) exitSoon() *kavach.Exit {
 		case <-r.proc.Done():
 			return r.proc.Exited()
 		case <-bound.C:
+			return r.proc.Exited()
+		case <-r.ctx.Done():
 			return r.proc.Exited()
 		case <-tick.C:
 		}

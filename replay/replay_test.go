@@ -16,6 +16,7 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -76,7 +77,7 @@ func (t *tracker) Start(l kavach.Launch) (kavach.Process, error) {
 	p, err := t.Launcher.Start(l)
 	if err == nil {
 		t.mu.Lock()
-		t.pids = append(t.pids, p.(*kavach.Spawned).Pid())
+		t.pids = append(t.pids, p.(*launch.Spawned).Pid())
 		t.mu.Unlock()
 	}
 	return p, err
@@ -263,7 +264,7 @@ func TestFaults(t *testing.T) {
 		tl := &tracker{Launcher: redis.Launcher{}}
 		_, err := replay.Run(context.Background(), kavach.Launch{Path: build, Args: []string{"--no-such-option", "x"}},
 			events(step{1, 0, args("PING"), "+PONG\r\n", false}), options(tl))
-		var se *kavach.StartError
+		var se *launch.StartError
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), "exited during start-up") {
 			t.Fatalf("err = %v", err)
 		}

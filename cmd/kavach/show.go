@@ -1,12 +1,18 @@
 package main
 
 import (
-	"encoding/json"
+	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -34,44 +40,54 @@ func showCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fx, err := fixtures.Load(path)
+			fx, err := fixtures.Summarize(path, codecFor(protocolOf(path)))
 			if err != nil {
 				return fmt.Errorf("%w\nkavach show reads files written by 'kavach record'", err)
 			}
 			if fx.Warning != nil {
 				fmt.Fprintf(c.App.ErrWriter, "kavach: warning: %v\n", fx.Warning)
 			}
-			v := newFixtureView(fx, codecFor(fx.Header.Protocol))
+			v := &fixtureView{fx: fx, codec: codecFor(fx.Header.Protocol)}
 			switch {
 			case c.IsSet("step"):
 				n := c.Int("step")
-				if n < 1 || n > len(v.steps) {
-					return usagef("run 'kavach show "+path+"' to see the steps", "step %d: the fixture has steps 1 to %d", n, len(v.steps))
+				if n < 1 || n > fx.Steps {
+					return usagef("run 'kavach show "+path+"' to see the steps", "step %d: the fixture has steps 1 to %d", n, fx.Steps)
 				}
 				if c.Bool("json") {
 					return v.writeJSON(c.App.Writer, n)
 				}
-				v.writeStep(c.App.Writer, n)
-				return nil
+				return v.writeStep(c.App.Writer, n)
 			case c.Bool("json"):
 				return v.writeJSON(c.App.Writer, 0)
 			}
-			v.writeTable(c.App.Writer)
-			return nil
+			return v.writeTable(c.App.Writer)
 		},
 	}
 }
 
-// fixtureView renders a fixture's steps.
+// fixtureView renders a fixture's steps, read as a stream: a fixture of
+// millions of steps is shown in the memory of a few thousand.
 type fixtureView struct {
-	fx    *fixtures.Fixture
+	fx    *fixtures.Summary
 	codec kavach.Codec // nil: show printable bytes
-	steps []kavach.Step
 }
 
-func newFixtureView(fx *fixtures.Fixture, codec kavach.Codec) *fixtureView {
-	return &fixtureView{fx: fx, codec: codec, steps: kavach.Steps(fx.Events, codec)}
+// protocolOf is the protocol a fixture's header names, "" when it cannot
+// be read (Summarize then says why).
+func protocolOf(path string) string {
+	r, err := fixtures.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	return r.Header().Protocol
 }
+
+// tableChunk is how many rows of the steps table are aligned together:
+// the table is written as it is read, so its columns are as wide as the
+// widest cell of their chunk.
+const tableChunk = 1024
 
 const summaryWidth = 48
 
@@ -110,6 +126,16 @@ func (v *fixtureView) outcome(s kavach.Step) string {
 }
 
 func (v *fixtureView) responseSummary(s kavach.Step, max int) string {
+	var first []string
+	if len(s.Responses) > 0 {
+		first = []string{v.describe(s.Responses[0], max)}
+	}
+	return v.summarize(s, first)
+}
+
+// summarize is responseSummary from the descriptions of the step's
+// responses, the first at least.
+func (v *fixtureView) summarize(s kavach.Step, described []string) string {
 	switch len(s.Responses) {
 	case 0:
 		if s.Closed {
@@ -117,9 +143,9 @@ func (v *fixtureView) responseSummary(s kavach.Step, max int) string {
 		}
 		return "(none)"
 	case 1:
-		return v.describe(s.Responses[0], max)
+		return described[0]
 	}
-	return fmt.Sprintf("%s (+%d more)", v.describe(s.Responses[0], max), len(s.Responses)-1)
+	return fmt.Sprintf("%s (+%d more)", described[0], len(s.Responses)-1)
 }
 
 func (v *fixtureView) writeHeader(w io.Writer) {
@@ -140,7 +166,7 @@ func (v *fixtureView) writeHeader(w io.Writer) {
 		dur = v.fx.End.Duration.String()
 	}
 	fmt.Fprintf(w, "recorded  %s, lasting %s\n", h.Start.UTC().Format(time.RFC3339Nano), dur)
-	fmt.Fprintf(w, "events    %d in %d steps\n", len(v.fx.Events), len(v.steps))
+	fmt.Fprintf(w, "events    %d in %d steps\n", v.fx.Events, v.fx.Steps)
 	if f := v.fx.Failure; f != nil {
 		fmt.Fprintf(w, "failure   step %d, oracle %s, signature %s\n", f.Step, f.Oracle, f.Signature)
 		if f.Evidence != "" {
@@ -164,25 +190,58 @@ func (v *fixtureView) writeHeader(w io.Writer) {
 	}
 }
 
-func (v *fixtureView) writeTable(w io.Writer) {
-	v.writeHeader(w)
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+func (v *fixtureView) writeTable(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	v.writeHeader(bw)
+	fmt.Fprintln(bw)
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tCONN\tOFFSET\tREQUEST\tRESPONSE\tOUTCOME")
-	for _, s := range v.steps {
+	rows := 0
+	err := v.renderSteps(func(b []byte, s kavach.Step) ([]byte, error) {
 		mark := ""
 		if f := v.fx.Failure; f != nil && f.Step == s.N {
 			mark = "  <- failure"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s%s\n", s.N, s.Conn(), fmtOffset(s.Request.Offset),
-			v.describe(s.Request, summaryWidth), v.responseSummary(s, summaryWidth), v.outcome(s), mark)
-	}
-	tw.Flush()
+		return fmt.Appendf(b, "%d\t%d\t%s\t%s\t%s\t%s%s\n", s.N, s.Conn(), fmtOffset(s.Request.Offset),
+			v.describe(s.Request, summaryWidth), v.responseSummary(s, summaryWidth), v.outcome(s), mark), nil
+	}, func(b []byte) error {
+		// A batch is whole rows; the table is aligned a chunk at a time.
+		if _, err := tw.Write(b); err != nil {
+			return err
+		}
+		if rows += renderBatch; rows%tableChunk == 0 {
+			return tw.Flush()
+		}
+		return nil
+	})
+	return errors.Join(err, tw.Flush(), bw.Flush())
 }
 
-func (v *fixtureView) writeStep(w io.Writer, n int) {
-	s := v.steps[n-1]
-	fmt.Fprintf(w, "step      %d of %d\n", s.N, len(v.steps))
+// step reads step n.
+func (v *fixtureView) step(n int) (kavach.Step, error) {
+	var found kavach.Step
+	err := v.fx.EachStep(func(s kavach.Step) error {
+		if s.N == n {
+			found = s
+			return errFound
+		}
+		return nil
+	})
+	if err == errFound {
+		err = nil
+	}
+	return found, err
+}
+
+// errFound stops a walk over the steps at the one it looked for.
+var errFound = errors.New("found")
+
+func (v *fixtureView) writeStep(w io.Writer, n int) error {
+	s, err := v.step(n)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "step      %d of %d\n", s.N, v.fx.Steps)
 	fmt.Fprintf(w, "conn      %d\n", s.Conn())
 	fmt.Fprintf(w, "offset    %s (event %d)\n", fmtOffset(s.Request.Offset), s.Request.Seq)
 	fmt.Fprintf(w, "outcome   %s\n", v.outcome(s))
@@ -205,6 +264,7 @@ func (v *fixtureView) writeStep(w io.Writer, n int) {
 	if len(s.Responses) == 0 {
 		fmt.Fprintf(w, "response  %s\n", v.responseSummary(s, 0))
 	}
+	return nil
 }
 
 // stepJSON is one line of `kavach show --json`; docs/cli.md documents it.
@@ -223,25 +283,219 @@ type stepJSON struct {
 
 // writeJSON writes step n, or every step when n is 0, as JSON Lines.
 func (v *fixtureView) writeJSON(w io.Writer, n int) error {
-	enc := json.NewEncoder(w)
-	for _, s := range v.steps {
-		if n != 0 && s.N != n {
-			continue
-		}
-		line := stepJSON{
-			Step: s.N, Conn: s.Conn(), Seq: s.Request.Seq, OffsetNS: int64(s.Request.Offset),
-			Request: v.describe(s.Request, 4096), Response: v.responseSummary(s, 4096),
-			Responses: []string{}, Outcome: v.outcome(s), Closed: s.Closed,
-			Failure: v.fx.Failure != nil && v.fx.Failure.Step == s.N,
-		}
-		for _, r := range s.Responses {
-			line.Responses = append(line.Responses, v.describe(r, 4096))
-		}
-		if err := enc.Encode(line); err != nil {
+	if n != 0 {
+		s, err := v.step(n)
+		if err != nil {
 			return err
 		}
+		b, err := v.appendJSON(nil, s)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
 	}
-	return nil
+	bw := bufio.NewWriterSize(w, 64<<10)
+	err := v.renderSteps(v.appendJSON, func(b []byte) error {
+		_, err := bw.Write(b)
+		return err
+	})
+	return errors.Join(err, bw.Flush())
+}
+
+// appendJSON appends step s's line of JSON Lines to b.
+func (v *fixtureView) appendJSON(b []byte, s kavach.Step) ([]byte, error) {
+	line := stepJSON{
+		Step: s.N, Conn: s.Conn(), Seq: s.Request.Seq, OffsetNS: int64(s.Request.Offset),
+		Request: v.describe(s.Request, 4096), Responses: make([]string, len(s.Responses)),
+		Outcome: v.outcome(s), Closed: s.Closed,
+		Failure: v.fx.Failure != nil && v.fx.Failure.Step == s.N,
+	}
+	for i, r := range s.Responses {
+		line.Responses[i] = v.describe(r, 4096)
+	}
+	line.Response = v.summarize(s, line.Responses)
+	return line.appendJSON(b), nil
+}
+
+// appendJSON appends the line as encoding/json writes it (fields in
+// order, HTML characters escaped), with a newline, without reflection:
+// show --json writes millions of them.
+func (l *stepJSON) appendJSON(b []byte) []byte {
+	b = strconv.AppendInt(append(b, `{"step":`...), int64(l.Step), 10)
+	b = strconv.AppendUint(append(b, `,"conn":`...), l.Conn, 10)
+	b = strconv.AppendUint(append(b, `,"seq":`...), l.Seq, 10)
+	b = strconv.AppendInt(append(b, `,"offset_ns":`...), l.OffsetNS, 10)
+	b = appendJSONString(append(b, `,"request":`...), l.Request)
+	b = appendJSONString(append(b, `,"response":`...), l.Response)
+	b = append(b, `,"responses":[`...)
+	for i, r := range l.Responses {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, r)
+	}
+	b = appendJSONString(append(b, `],"outcome":`...), l.Outcome)
+	if l.Closed {
+		b = append(b, `,"closed":true`...)
+	}
+	if l.Failure {
+		b = append(b, `,"failure":true`...)
+	}
+	return append(b, "}\n"...)
+}
+
+// appendJSONString appends s quoted as encoding/json quotes a string:
+// control characters, quotes, backslashes and <, >, & escaped, invalid
+// UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(append(b, s[start:]...), '"')
+}
+
+// renderBatch is how many steps a renderSteps worker renders at a time.
+const renderBatch = 256
+
+// renderSteps renders every step of the fixture with render, on as many
+// goroutines as Kavach may use, and gives write what they rendered in
+// step order, as it comes. Rendering (describing requests and replies)
+// costs more than reading, so this is what makes show keep up with a
+// fixture of millions of steps. An error from render or write stops it.
+func (v *fixtureView) renderSteps(render func([]byte, kavach.Step) ([]byte, error), write func([]byte) error) error {
+	type job struct {
+		steps []kavach.Step
+		out   chan []byte
+	}
+	workers := max(1, runtime.GOMAXPROCS(0))
+	jobs := make(chan job, workers)
+	spare := make(chan []byte, 2*workers+2) // rendered batches' buffers, written and free
+	order := make(chan chan []byte, 2*workers)
+	var (
+		failed atomic.Bool
+		errMu  sync.Mutex
+		first  error
+		wg     sync.WaitGroup
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		if first == nil {
+			first = err
+		}
+		errMu.Unlock()
+		failed.Store(true)
+	}
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				var b []byte
+				select {
+				case b = <-spare:
+				default:
+					b = make([]byte, 0, 64<<10)
+				}
+				for _, s := range j.steps {
+					var err error
+					if b, err = render(b, s); err != nil {
+						fail(err)
+						break
+					}
+				}
+				j.out <- b
+			}
+		}()
+	}
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		// Jobs are taken in the order they are queued, so waiting for
+		// the oldest never waits for one that no worker will take.
+		for out := range order {
+			b := <-out
+			if !failed.Load() {
+				if err := write(b); err != nil {
+					fail(err)
+				}
+			}
+			select {
+			case spare <- b[:0]: // write is done with it
+			default:
+			}
+		}
+	}()
+	var batch []kavach.Step
+	send := func() {
+		out := make(chan []byte, 1)
+		order <- out
+		jobs <- job{batch, out}
+		batch = nil
+	}
+	errStop := errors.New("stop")
+	err := v.fx.EachStep(func(s kavach.Step) error {
+		if failed.Load() {
+			return errStop
+		}
+		if batch = append(batch, s); len(batch) == renderBatch {
+			send()
+		}
+		return nil
+	})
+	if len(batch) > 0 && err == nil {
+		send()
+	}
+	close(jobs)
+	close(order)
+	wg.Wait()
+	<-wrote
+	if err == errStop {
+		err = nil
+	}
+	return errors.Join(err, first)
 }
 
 // printable renders bytes for a terminal: printable ASCII as is, the rest

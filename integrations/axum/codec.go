@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 // Protocol is the protocol name in fixtures.
@@ -436,8 +437,14 @@ type Launcher struct {
 }
 
 // Start starts a build and waits until it accepts a connection.
-func (l Launcher) Start(launch kavach.Launch) (kavach.Process, error) {
-	p, err := kavach.Spawn{Launch: launch, Env: []string{"PORT={port}"}, StartTimeout: l.StartTimeout, Ready: ready}.Start()
+func (l Launcher) Start(build kavach.Launch) (kavach.Process, error) {
+	return l.StartContext(context.Background(), build)
+}
+
+// StartContext is Start bounded by ctx; the build is stopped once ctx is
+// done (kavach.ContextStarter).
+func (l Launcher) StartContext(ctx context.Context, build kavach.Launch) (kavach.Process, error) {
+	p, err := launch.Spawn{Launch: build, Env: []string{"PORT={port}"}, StartTimeout: l.StartTimeout, Ready: ready}.Start(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@ package axum
 import (
 	"strings"
 
-	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 // CheckArgs checks the launch arguments a fixture recorded before a build
@@ -17,13 +17,13 @@ func CheckArgs(args []string) error {
 		case a == "--port" && i+1 < len(args) && args[i+1] == "{port}":
 			i++
 		case a == "--port" && i+1 < len(args):
-			return &kavach.LaunchRefused{Arg: a + " " + args[i+1], Why: "a network setting, which Kavach sets itself ({port})"}
+			return &launch.LaunchRefused{Arg: a + " " + args[i+1], Why: "a network setting, which Kavach sets itself ({port})"}
 		default:
 			why := "an option of the service, which Kavach cannot tell safe"
 			if strings.ContainsAny(a, "\x00\r\n") {
 				why = "it holds a control character"
 			}
-			return &kavach.LaunchRefused{Arg: a, Why: why}
+			return &launch.LaunchRefused{Arg: a, Why: why}
 		}
 	}
 	return nil
@@ -32,5 +32,5 @@ func CheckArgs(args []string) error {
 // CheckBuild refuses, before it is started, a build that is a Redis or
 // Valkey server: an HTTP fixture cannot be replayed on it.
 func CheckBuild(path string) error {
-	return kavach.CheckExecutable(path, "an HTTP service", nil, []string{"redis_version:", "valkey_version:"})
+	return launch.CheckExecutable(path, "an HTTP service", nil, []string{"redis_version:", "valkey_version:"})
 }

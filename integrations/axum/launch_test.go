@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 func TestCheckArgs(t *testing.T) {
@@ -22,7 +22,7 @@ func TestCheckArgs(t *testing.T) {
 		{[]string{"--config", "/etc/app.toml"}, "--config"},
 		{[]string{"--port"}, "--port"},
 	} {
-		var lr *kavach.LaunchRefused
+		var lr *launch.LaunchRefused
 		if err := CheckArgs(tc.args); !errors.As(err, &lr) || lr.Arg != tc.arg {
 			t.Errorf("CheckArgs(%q) = %v, want %q refused", tc.args, err, tc.arg)
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 // SafetyArgs come after every other argument a Redis build is started with,
@@ -88,16 +88,16 @@ func CheckArgs(args []string) error {
 	for i := 0; i < len(args); {
 		a := args[i]
 		if strings.ContainsAny(a, "\x00\r\n") {
-			return &kavach.LaunchRefused{Arg: a, Why: "it holds a control character"}
+			return &launch.LaunchRefused{Arg: a, Why: "it holds a control character"}
 		}
 		if !strings.HasPrefix(a, "--") || len(a) == 2 {
-			return &kavach.LaunchRefused{Arg: a, Why: "a configuration file or option that is not a --name value directive"}
+			return &launch.LaunchRefused{Arg: a, Why: "a configuration file or option that is not a --name value directive"}
 		}
 		name := strings.ToLower(a[2:])
 		j := i + 1
 		for j < len(args) && !strings.HasPrefix(args[j], "--") {
 			if strings.ContainsAny(args[j], "\x00\r\n") {
-				return &kavach.LaunchRefused{Arg: a + " " + args[j], Why: "it holds a control character"}
+				return &launch.LaunchRefused{Arg: a + " " + args[j], Why: "it holds a control character"}
 			}
 			j++
 		}
@@ -108,10 +108,10 @@ func CheckArgs(args []string) error {
 			// own back (KAVACH_REDIS_SECRET); the fixture cannot choose it.
 		} else if own, ok := ownValues[name]; ok {
 			if len(values) != 1 || values[0] != own {
-				return &kavach.LaunchRefused{Arg: shown, Why: refusedWhy(name) + ", which Kavach sets itself"}
+				return &launch.LaunchRefused{Arg: shown, Why: refusedWhy(name) + ", which Kavach sets itself"}
 			}
 		} else if !behaviourConfig[name] {
-			return &kavach.LaunchRefused{Arg: shown, Why: refusedWhy(name)}
+			return &launch.LaunchRefused{Arg: shown, Why: refusedWhy(name)}
 		}
 		i = j
 	}
@@ -136,7 +136,7 @@ func quoteAll(values []string) []string {
 // script is not looked into: it starts what it starts, with Kavach's
 // arguments.
 func CheckBuild(path string) error {
-	return kavach.CheckExecutable(path, "a Redis or Valkey server", []string{"redis_version:", "valkey_version:"}, nil)
+	return launch.CheckExecutable(path, "a Redis or Valkey server", []string{"redis_version:", "valkey_version:"}, nil)
 }
 
 func setOf(names ...string) map[string]bool {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 func TestCheckArgs(t *testing.T) {
@@ -59,7 +60,7 @@ func TestCheckArgs(t *testing.T) {
 		{[]string{"--hz", "10\nloadmodule /tmp/m.so"}, "--hz 10\nloadmodule /tmp/m.so", "control character"},
 	} {
 		err := CheckArgs(tc.args)
-		var lr *kavach.LaunchRefused
+		var lr *launch.LaunchRefused
 		if !errors.As(err, &lr) || lr.Arg != tc.arg || !strings.Contains(lr.Why, tc.why) {
 			t.Errorf("CheckArgs(%q) = %v; want %q refused as %s", tc.args, err, tc.arg, tc.why)
 		}
@@ -109,7 +110,7 @@ func TestSafetyArgsWin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	dir := p.(*kavach.Spawned).Dir()
+	dir := p.(*launch.Spawned).Dir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for name, want := range map[string]string{

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 // Protocol is the protocol name in fixtures.
@@ -294,13 +295,19 @@ var DefaultArgs = []string{
 var fastCrash = []string{"--crash-memcheck-enabled", "no"}
 
 // Start starts a build and waits until it is ready (see Launcher).
-func (l Launcher) Start(launch kavach.Launch) (kavach.Process, error) {
-	sp := l.spawn(launch)
+func (l Launcher) Start(build kavach.Launch) (kavach.Process, error) {
+	return l.StartContext(context.Background(), build)
+}
+
+// StartContext is Start bounded by ctx; the build is stopped once ctx is
+// done (kavach.ContextStarter).
+func (l Launcher) StartContext(ctx context.Context, build kavach.Launch) (kavach.Process, error) {
+	sp := l.spawn(build)
 	sp.Defaults = append(slices.Clone(DefaultArgs), fastCrash...)
-	p, err := sp.Start()
-	var se *kavach.StartError
+	p, err := sp.Start(ctx)
+	var se *launch.StartError
 	if errors.As(err, &se) && se.Exit != nil && strings.Contains(se.Exit.LogTail, "crash-memcheck-enabled") {
-		p, err = l.spawn(launch).Start()
+		p, err = l.spawn(build).Start(ctx)
 	}
 	if err != nil {
 		return nil, err
@@ -308,9 +315,9 @@ func (l Launcher) Start(launch kavach.Launch) (kavach.Process, error) {
 	return p, nil
 }
 
-func (l Launcher) spawn(launch kavach.Launch) kavach.Spawn {
-	return kavach.Spawn{
-		Launch:       launch,
+func (l Launcher) spawn(build kavach.Launch) launch.Spawn {
+	return launch.Spawn{
+		Launch:       build,
 		Defaults:     DefaultArgs,
 		Safety:       SafetyArgs,
 		Env:          l.Env,
@@ -341,7 +348,7 @@ func ready(ctx context.Context, addr string, pid int) error {
 	c.Close()
 	// The connection woke it: look again for a few milliseconds.
 	for range 20 {
-		if kavach.InEventLoop(pid) {
+		if launch.InEventLoop(pid) {
 			return nil
 		}
 		time.Sleep(250 * time.Microsecond)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 func cmd(args ...string) []byte {
@@ -149,7 +150,7 @@ func TestLauncherRealRedis(t *testing.T) {
 	if v := (Launcher{}).Version(p.Addr()); !strings.HasPrefix(v, "redis 7.") {
 		t.Errorf("Version = %q", v)
 	}
-	sp := p.(*kavach.Spawned)
+	sp := p.(*launch.Spawned)
 	dir := sp.Dir()
 	exit := p.Stop()
 	if exit == nil || exit.Status != 0 || exit.Signal != "" {
@@ -165,7 +166,7 @@ func TestLauncherRealRedis(t *testing.T) {
 
 func TestLauncherBuildDiesAtStartup(t *testing.T) {
 	_, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t), Args: []string{"--no-such-option", "1"}})
-	var se *kavach.StartError
+	var se *launch.StartError
 	if !errors.As(err, &se) || se.Exit == nil || se.Exit.Status == 0 {
 		t.Fatalf("err = %v, want a StartError with a failed exit", err)
 	}

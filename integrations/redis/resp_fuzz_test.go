@@ -170,3 +170,52 @@ func FuzzFastSplit(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMinFrameLen: the length MinFrameLen promises is never more than the
+// frame's, for any prefix of a frame, and any bytes at all do not panic.
+func FuzzMinFrameLen(f *testing.F) {
+	for _, s := range []string{
+		"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$10\r\n0123456789\r\n",
+		"$5\r\nhello\r\n",
+		"*2\r\n*1\r\n$1\r\na\r\n:12\r\n",
+		"+OK\r\n",
+		"$-1\r\n",
+	} {
+		f.Add([]byte(s), len(s)/2)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, cut int) {
+		got := Codec{}.MinFrameLen(data, true)
+		n, err := Split(data)
+		if err != nil || n == 0 {
+			return
+		}
+		if got > n {
+			t.Fatalf("MinFrameLen(%q) = %d, more than the frame's %d bytes", data, got, n)
+		}
+		if cut = min(max(cut, 0), n); cut < n {
+			if m := (Codec{}).MinFrameLen(data[:cut], true); m > n {
+				t.Fatalf("MinFrameLen of the first %d bytes of %q = %d, more than the frame's %d", cut, data, m, n)
+			}
+		}
+	})
+}
+
+// TestMinFrameLenLargeValue: the length of a command whose last argument
+// is cut short is known once that argument's header has come.
+func TestMinFrameLenLargeValue(t *testing.T) {
+	head := "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$50000000\r\n"
+	want := len(head) + 50000000 + 2
+	for _, tc := range []struct {
+		data string
+		want int
+	}{
+		{head + "xyz", want},
+		{head, want},
+		{head[:len(head)-3], 0},
+		{"$50000000\r\nab", 11 + 50000002},
+	} {
+		if got := (Codec{}).MinFrameLen([]byte(tc.data), true); got != tc.want && !(tc.want == 0 && got <= len(tc.data)) {
+			t.Errorf("MinFrameLen(%.40q) = %d, want %d", tc.data, got, tc.want)
+		}
+	}
+}

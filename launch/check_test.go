@@ -1,4 +1,4 @@
-package kavach
+package launch
 
 import (
 	"os"

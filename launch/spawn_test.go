@@ -1,4 +1,4 @@
-package kavach
+package launch
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kavach-dev/kavach"
 )
 
 // script writes an executable shell script: a stand-in build for testing
@@ -45,7 +47,7 @@ func alive(pid int) bool {
 
 func TestSpawnDiesAtStartup(t *testing.T) {
 	path := script(t, "echo 'FATAL: bad config line 3' >&2\nexit 7\n")
-	_, err := Spawn{Launch: Launch{Path: path}, Ready: tcpReady}.Start()
+	_, err := Spawn{Launch: kavach.Launch{Path: path}, Ready: tcpReady}.Start(context.Background())
 	var se *StartError
 	if !errors.As(err, &se) || se.Exit == nil || se.Exit.Status != 7 {
 		t.Fatalf("err = %v, want a StartError with exit status 7", err)
@@ -60,7 +62,7 @@ func TestSpawnNeverReady(t *testing.T) {
 	// the process group is killed, nothing is left behind.
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	path := script(t, "trap '' TERM\nsleep 1000 &\necho $! > "+pidFile+"\nwhile :; do sleep 1; done\n")
-	_, err := Spawn{Launch: Launch{Path: path}, Ready: tcpReady, StartTimeout: 300 * time.Millisecond}.Start()
+	_, err := Spawn{Launch: kavach.Launch{Path: path}, Ready: tcpReady, StartTimeout: 300 * time.Millisecond}.Start(context.Background())
 	var se *StartError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "never became ready within 300ms") {
 		t.Fatalf("err = %v, want never became ready", err)
@@ -94,7 +96,7 @@ func TestSpawnNeverReadyLeavesNoSharedMemory(t *testing.T) {
 	}
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	path := script(t, "echo $$ > "+pidFile+"\ntouch /dev/shm/faketime_shm_$$ /dev/shm/sem.faketime_sem_$$\nwhile :; do sleep 1; done\n")
-	_, err := Spawn{Launch: Launch{Path: path}, Ready: tcpReady, StartTimeout: 2 * time.Second}.Start()
+	_, err := Spawn{Launch: kavach.Launch{Path: path}, Ready: tcpReady, StartTimeout: 2 * time.Second}.Start(context.Background())
 	var se *StartError
 	if !errors.As(err, &se) {
 		t.Fatalf("err = %v, want never became ready", err)
@@ -115,11 +117,11 @@ func TestSpawnNeverReadyLeavesNoSharedMemory(t *testing.T) {
 func TestSpawnNotExecutable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "redis-server")
 	os.WriteFile(path, []byte("not a program"), 0o644)
-	_, err := Spawn{Launch: Launch{Path: path}, Ready: tcpReady}.Start()
+	_, err := Spawn{Launch: kavach.Launch{Path: path}, Ready: tcpReady}.Start(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "not an executable file") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = Spawn{Launch: Launch{Path: "/nonexistent/redis"}, Ready: tcpReady}.Start()
+	_, err = Spawn{Launch: kavach.Launch{Path: "/nonexistent/redis"}, Ready: tcpReady}.Start(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/redis cannot be started: no such file or directory") {
 		t.Fatalf("err = %v", err)
 	}
@@ -133,14 +135,14 @@ func TestSpawnReadyAndStop(t *testing.T) {
 	var gotAddr string
 	stopped := false
 	p, err := Spawn{
-		Launch:   Launch{Path: path, Args: []string{"--user", "{port}"}},
+		Launch:   kavach.Launch{Path: path, Args: []string{"--user", "{port}"}},
 		Defaults: []string{"--dir", "{dir}"},
 		Ready: func(ctx context.Context, addr string) error {
 			gotAddr = addr
 			return nil
 		},
 		Shutdown: func(string) { stopped = true },
-	}.Start()
+	}.Start(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +192,7 @@ func TestSpawnRetriesATakenPort(t *testing.T) {
 	// took the port: started again on another port.
 	marker := filepath.Join(t.TempDir(), "tried")
 	path := script(t, "if [ ! -e "+marker+" ]; then touch "+marker+"; echo 'Failed listening on port 1234 (TCP), aborting.'; exit 1; fi\nexec sleep 100\n")
-	p, err := Spawn{Launch: Launch{Path: path}, Ready: func(context.Context, string) error { return nil }}.Start()
+	p, err := Spawn{Launch: kavach.Launch{Path: path}, Ready: func(context.Context, string) error { return nil }}.Start(context.Background())
 	if err != nil {
 		t.Fatalf("second try not made: %v", err)
 	}
@@ -198,10 +200,78 @@ func TestSpawnRetriesATakenPort(t *testing.T) {
 	// A build that always fails for another reason is not retried forever.
 	calls := filepath.Join(t.TempDir(), "calls")
 	path = script(t, "echo x >> "+calls+"\necho 'bad config'\nexit 1\n")
-	if _, err := (Spawn{Launch: Launch{Path: path}, Ready: tcpReady}).Start(); err == nil {
+	if _, err := (Spawn{Launch: kavach.Launch{Path: path}, Ready: tcpReady}).Start(context.Background()); err == nil {
 		t.Fatal("a failing build started")
 	}
 	if b, _ := os.ReadFile(calls); strings.Count(string(b), "x") != 1 {
 		t.Errorf("a build that fails for another reason was started %d times", strings.Count(string(b), "x"))
+	}
+}
+
+// TestSpawnStartCancelled: a start stopped by its context (a signal to
+// Kavach) returns at once with the cancellation, not at the start
+// timeout, and leaves no process, no directory and no shared memory.
+func TestSpawnStartCancelled(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	path := script(t, "echo $$ > "+pidFile+".tmp; mv "+pidFile+".tmp "+pidFile+
+		"\ntouch /dev/shm/faketime_shm_$$ /dev/shm/sem.faketime_sem_$$\nwhile :; do sleep 1; done\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, err := os.Stat(pidFile); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	dir := t.TempDir()
+	_, err := Spawn{Launch: kavach.Launch{Path: path}, Ready: tcpReady, StartTimeout: time.Hour, Dir: dir}.Start(ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the start stopped by its context", err)
+	}
+	pid, _ := os.ReadFile(pidFile)
+	n, _ := strconv.Atoi(strings.TrimSpace(string(pid)))
+	if n > 0 && alive(n) {
+		t.Errorf("the build %d outlived its cancelled start", n)
+	}
+	for _, name := range []string{"faketime_shm_", "sem.faketime_sem_"} {
+		f := "/dev/shm/" + name + strconv.Itoa(n)
+		if _, err := os.Stat(f); err == nil {
+			os.Remove(f)
+			t.Errorf("%s left behind", f)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) > 0 {
+		t.Errorf("left in the build's folder: %v", left)
+	}
+	// A context already done starts nothing.
+	if _, err := (Spawn{Launch: kavach.Launch{Path: path}, Ready: tcpReady}).Start(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("start with a done context: %v, want it refused", err)
+	}
+}
+
+// TestSpawnStoppedWithContext: a running build is stopped, its group
+// with it, when the context it was started with is done.
+func TestSpawnStoppedWithContext(t *testing.T) {
+	path := script(t, "sleep 1000 &\nexec python3 -m http.server --bind 127.0.0.1 \"$PORT\" >/dev/null 2>&1\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := Spawn{Launch: kavach.Launch{Path: path}, Env: []string{"PORT={port}"}, Ready: tcpReady}.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := ProcessTree(p.Pid())
+	cancel()
+	<-p.Done()
+	p.Stop() // waits for the group and the directory
+	for _, pid := range tree {
+		if alive(pid) {
+			t.Errorf("process %d of the build's tree outlived its context", pid)
+		}
+	}
+	if _, err := os.Stat(p.Dir()); err == nil {
+		t.Errorf("the build's directory %s is left", p.Dir())
 	}
 }

@@ -1,4 +1,11 @@
-package kavach
+// Package launch starts and stops builds: the generic part of every
+// integration's Launcher (a process group of its own, a fresh directory, a
+// free loopback port, its output kept, readiness polled, stopped gently
+// then by force, libfaketime's shared memory removed on every path), and
+// the checks made before a build is started (CheckExecutable). Every wait
+// takes a context: a signal to Kavach stops a start, and the build with
+// it.
+package launch
 
 import (
 	"context"
@@ -14,6 +21,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/kavach-dev/kavach"
 )
 
 // Spawn is how an integration's Launcher starts a build: the generic part
@@ -21,7 +30,7 @@ import (
 // polling, stopping gently then by force), with the protocol-specific
 // parts as func fields.
 type Spawn struct {
-	Launch Launch
+	Launch kavach.Launch
 	// Defaults come before Launch.Args (so the user's arguments win where
 	// the service lets a later argument override an earlier one). "{port}"
 	// and "{dir}" are replaced in both.
@@ -57,7 +66,7 @@ type Spawned struct {
 	log  *tailBuffer
 	stop func(addr string)
 	done chan struct{} // closed when the process has exited
-	exit *Exit         // set before done is closed
+	exit *kavach.Exit  // set before done is closed
 
 	stopOnce sync.Once
 	// reap is held while the group is signalled and while the leader is
@@ -70,7 +79,7 @@ type Spawned struct {
 type StartError struct {
 	Path   string
 	Reason string
-	Exit   *Exit // the evidence
+	Exit   *kavach.Exit // the evidence
 }
 
 func (e *StartError) Error() string {
@@ -84,6 +93,12 @@ func (e *StartError) Error() string {
 	return msg
 }
 
+// waitDelay bounds how long Wait waits for the build's output after its
+// process has exited, or after a cancelled start or life asked it to stop
+// (Stop's own steps take up to 4 s): then the process is killed and its
+// output closed.
+const waitDelay = 6 * time.Second
+
 // portRetries is how many times Start tries another port when the build
 // could not listen on the one it was given (another process took the
 // free port between FreePort and the build's bind).
@@ -92,10 +107,12 @@ const portRetries = 3
 // Start starts the build, waits until it is ready, and returns it. On any
 // error no process is left behind and the directory is removed. A build
 // that exits at start-up saying its port is in use is started again on
-// another port, up to portRetries times.
-func (s Spawn) Start() (*Spawned, error) {
+// another port, up to portRetries times. ctx bounds the start, and the
+// build's life: once it is done, the build is stopped (SIGTERM to its
+// process group, then SIGKILL), and a start in progress returns its error.
+func (s Spawn) Start(ctx context.Context) (*Spawned, error) {
 	for try := 1; ; try++ {
-		p, err := s.start()
+		p, err := s.start(ctx)
 		var se *StartError
 		if try < portRetries && errors.As(err, &se) && se.Exit != nil && portTaken(se.Exit.LogTail) {
 			continue
@@ -110,7 +127,10 @@ func portTaken(log string) bool {
 	return strings.Contains(l, "address already in use") || strings.Contains(l, "failed listening on port") || strings.Contains(l, "addrinuse")
 }
 
-func (s Spawn) start() (*Spawned, error) {
+func (s Spawn) start(ctx context.Context) (*Spawned, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("build %s: not started: %w", s.Launch.Path, context.Cause(ctx))
+	}
 	path := s.Launch.Path
 	// The build runs in its fresh directory: resolve its path first.
 	if !strings.Contains(path, "/") {
@@ -145,7 +165,7 @@ func (s Spawn) start() (*Spawned, error) {
 		return out
 	}
 	args := append(append(expand(s.Defaults), expand(s.Launch.Args)...), expand(s.Safety)...)
-	cmd := exec.Command(path, args...)
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), expand(s.Env)...), expand(s.Launch.Env)...)
 	// Its own process group, so Stop reaches everything it forks; and
@@ -153,6 +173,15 @@ func (s Spawn) start() (*Spawned, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	p := &Spawned{cmd: cmd, addr: addr, dir: dir, log: newTailBuffer(64 << 10), stop: s.Shutdown, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
+	// ctx done: Stop, which signals the group only while its leader is
+	// unreaped; not here, where Wait waits for this to return.
+	cmd.Cancel = func() error {
+		go p.Stop()
+		return nil
+	}
+	// A process of the group that keeps the build's output open does not
+	// hold Wait past this.
+	cmd.WaitDelay = waitDelay
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, &StartError{Path: path, Reason: "cannot be started: " + err.Error()}
@@ -163,10 +192,10 @@ func (s Spawn) start() (*Spawned, error) {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ready, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		probe, cancelProbe := context.WithTimeout(ctx, 500*time.Millisecond)
+		probe, cancelProbe := context.WithTimeout(ready, 500*time.Millisecond)
 		var err error
 		if s.ReadyPid != nil {
 			err = s.ReadyPid(probe, addr, p.cmd.Process.Pid)
@@ -182,6 +211,9 @@ func (s Spawn) start() (*Spawned, error) {
 			p.Stop()
 			return nil, &StartError{Path: path, Reason: "exited during start-up", Exit: p.exit}
 		case <-ctx.Done():
+			p.Stop()
+			return nil, fmt.Errorf("build %s: start stopped: %w", path, context.Cause(ctx))
+		case <-ready.Done():
 			exit := p.Stop()
 			return nil, &StartError{Path: path, Reason: fmt.Sprintf("never became ready within %s (last probe: %v)", timeout, err), Exit: exit}
 		case <-time.After(20 * time.Millisecond):
@@ -200,7 +232,7 @@ func (p *Spawned) wait() {
 	err := p.cmd.Wait()
 	p.reaped = true
 	p.reap.Unlock()
-	e := &Exit{Status: p.cmd.ProcessState.ExitCode(), LogTail: p.log.String(), Notable: p.log.notable()}
+	e := &kavach.Exit{Status: p.cmd.ProcessState.ExitCode(), LogTail: p.log.String(), Notable: p.log.notable()}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		e.Signal = unix(ws.Signal())
 	}
@@ -295,7 +327,7 @@ func (p *Spawned) Dir() string { return p.dir }
 func (p *Spawned) Done() <-chan struct{} { return p.done }
 
 // Exited returns the exit evidence once the process has exited, else nil.
-func (p *Spawned) Exited() *Exit {
+func (p *Spawned) Exited() *kavach.Exit {
 	select {
 	case <-p.done:
 		return p.exit
@@ -310,7 +342,7 @@ func (p *Spawned) LogTail() string { return p.log.String() }
 // Stop asks the service to shut down, then sends SIGTERM to its process
 // group, then SIGKILL, waiting up to 2 s between each, and removes its
 // directory. It returns the exit evidence and is safe to call more than once.
-func (p *Spawned) Stop() *Exit {
+func (p *Spawned) Stop() *kavach.Exit {
 	p.stopOnce.Do(func() {
 		pgid := p.cmd.Process.Pid
 		var steps []func()
@@ -345,7 +377,7 @@ func (p *Spawned) Stop() *Exit {
 	return p.exit
 }
 
-var _ Process = (*Spawned)(nil)
+var _ kavach.Process = (*Spawned)(nil)
 
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort() (int, error) {
@@ -417,4 +449,16 @@ func (t *tailBuffer) notable() []string {
 		}
 	}
 	return out
+}
+
+// Start starts build with l, bounded by ctx when l is a
+// kavach.ContextStarter (else ctx is only checked before).
+func Start(ctx context.Context, l kavach.Launcher, build kavach.Launch) (kavach.Process, error) {
+	if cs, ok := l.(kavach.ContextStarter); ok {
+		return cs.StartContext(ctx, build)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("build %s: not started: %w", build.Path, context.Cause(ctx))
+	}
+	return l.Start(build)
 }
