@@ -286,6 +286,7 @@ var VariantKinds = []string{
 	"regression",    // an earlier input mutated, the recording cut before the failure
 	"type",          // the failing request on a key of another type, written right before it
 	"grammar",       // the failing request with another choice its grammar allows
+	"sibling",       // the failing request made by another command of its family
 }
 
 // CheckVariantKinds returns an error naming the first of kinds that is not
@@ -535,6 +536,15 @@ type TypeVariator interface {
 // parts repeated. Substitutions it returns have no Setup. It must be pure.
 type GrammarVariator interface {
 	Rewrites(request []byte, schema Schema) []Substitution
+}
+
+// SiblingVariator is an optional Variator interface: the request made by
+// the other members of its family (Redis: EVALSHA after SCRIPT LOAD for
+// EVAL, DECRBY for INCRBY, PEXPIRE for EXPIRE), with the arguments mapped
+// and any setup they need in Setup. skipped names the members the build
+// (as schema knows it) does not have. It must be pure.
+type SiblingVariator interface {
+	Siblings(request []byte, schema Schema) (subs []Substitution, skipped []string)
 }
 
 // Substitution is a request with one of its keys replaced by a key that

@@ -218,8 +218,11 @@ type VariantsEvidence struct {
 	Min         int    `json:"min"`
 	Note        string `json:"note,omitempty"`
 	// Excluded are the variant kinds the fixture excludes (kavach mark --exclude).
-	Excluded []string          `json:"excluded_kinds,omitempty"`
-	List     []VariantEvidence `json:"list"`
+	Excluded []string `json:"excluded_kinds,omitempty"`
+	// SkippedSiblings are the commands of the failing request's family
+	// the old build does not have: no sibling variant was made of them.
+	SkippedSiblings []string          `json:"skipped_siblings,omitempty"`
+	List            []VariantEvidence `json:"list"`
 }
 
 // VariantEvidence is one variant and its outcomes.

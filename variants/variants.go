@@ -359,7 +359,7 @@ func (g *gen) regression() []Variant {
 
 type substitution struct {
 	kavach.Substitution
-	kind string // "type" or "grammar"
+	kind string // "type", "grammar" or "sibling"
 }
 
 // lazily is a variant built only when it is kept: what describes it,
@@ -396,8 +396,8 @@ func lazyKey(n int, regression bool, setup [][]byte, request []byte) [32]byte {
 }
 
 // substitutions are step n's request on keys of every type the service
-// has, then with the other choices its grammar allows, as far as the
-// Variator knows them.
+// has, then with the other choices its grammar allows, then made by the
+// other commands of its family, as far as the Variator knows them.
 func (g *gen) substitutions(n int) []substitution {
 	req := g.steps[n-1].Request
 	if req.Flags&kavach.ParseError != 0 {
@@ -412,6 +412,12 @@ func (g *gen) substitutions(n int) []substitution {
 	if gv, ok := g.opts.Variator.(kavach.GrammarVariator); ok {
 		for _, s := range gv.Rewrites(req.Data, g.opts.Schema) {
 			out = append(out, substitution{s, "grammar"})
+		}
+	}
+	if sv, ok := g.opts.Variator.(kavach.SiblingVariator); ok {
+		subs, _ := sv.Siblings(req.Data, g.opts.Schema)
+		for _, s := range subs {
+			out = append(out, substitution{s, "sibling"})
 		}
 	}
 	return out
