@@ -572,6 +572,19 @@ type KeyFinder interface {
 	Keys(addr string, requests [][]byte) [][]string
 }
 
+// KeysRelate reports whether two keys (KeyFinder) name the same state:
+// equal, or one a path and the other a path below it ("/items" and
+// "/items/2").
+func KeysRelate(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return strings.HasPrefix(a, "/") && strings.HasPrefix(b, a) && (strings.HasSuffix(a, "/") || b[len(a)] == '/')
+}
+
 // Inspector is an optional Codec interface for invariants: a request as a
 // value an invariant reads, the keys (or paths) it writes, and the value
 // it stores when it stores one under a single key.

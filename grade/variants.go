@@ -48,8 +48,9 @@ func learnSchema(fx *fixtures.Fixture, old kavach.Launch, opts Options) (kavach.
 // (docs/design.md §4, steps 4 and 5), Jobs at a time.
 // feature are the fixture's steps whose answers are not compared (a
 // contract's steps where the old build does not meet an invariant); nil
-// for an incident.
-func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, feature map[int]bool, opts Options) VariantsEvidence {
+// for an incident. keys are each step's keys (learnKeys), for where the
+// variants go; nil when unknown.
+func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, feature map[int]bool, keys [][]string, opts Options) VariantsEvidence {
 	ve := VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
 	variator, ok := opts.Codec.(kavach.Variator)
 	if !ok {
@@ -57,7 +58,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		return ve
 	}
 	schema, note := learnSchema(fx, old, opts)
-	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed}
+	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Keys: keys}
 	// A contract (no failure) has regression variants of every step only.
 	var f kavach.Failure
 	var vs []variants.Variant
@@ -88,7 +89,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 					return
 				}
 				if opts.FailFast && failed.Load() {
-					results[i] = VariantEvidence{K: vs[i].K, Kind: vs[i].Kind, Description: vs[i].Description, Regression: vs[i].Regression, Skipped: true}
+					results[i] = VariantEvidence{K: vs[i].K, Kind: vs[i].Kind, Place: vs[i].Place, Description: vs[i].Description, Regression: vs[i].Regression, Skipped: true}
 					continue
 				}
 				results[i] = runVariant(ctx, vs[i], f, old, new, ropts, noise, feature, opts)
@@ -141,7 +142,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 // different from the old build's, noise of the step's origin excluded,
 // and steps whose origin is in feature not compared.
 func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, feature map[int]bool, opts Options) VariantEvidence {
-	r := VariantEvidence{K: v.K, Kind: v.Kind, Description: v.Description, Regression: v.Regression}
+	r := VariantEvidence{K: v.K, Kind: v.Kind, Place: v.Place, Description: v.Description, Regression: v.Regression}
 	ropts.Shift = v.ShiftAt
 	ot, err := runRetry(ctx, old, v.Events, ropts)
 	if err != nil {

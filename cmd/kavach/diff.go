@@ -348,6 +348,12 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string, reportPath string
 	}
 	fmt.Fprintf(w, "         variants: %d generated%s, %d reproduce the failure (need %d); %d regression variants, %d handled by the old build; %d pass on the new build\n",
 		ck.VariantsGenerated, excluded, ck.VariantsReproduce, ck.MinVariants, ck.RegressionVariants, ck.RegressionHandled, ck.VariantsPassing)
+	if spent := ev.Variants.Spent(); spent != "" {
+		fmt.Fprintf(w, "           spent on: %s\n", spent)
+	}
+	if k := ev.Variants.SkippedSiblings; len(k) > 0 {
+		fmt.Fprintf(w, "           sibling commands the old build does not have, not varied: %s\n", strings.Join(k, ", "))
+	}
 	fmt.Fprintf(w, "         invariants: %d checked on every step, %d held\n", ck.Invariants, ck.InvariantsHeld)
 	for _, inv := range ev.Invariants {
 		if len(inv.NotEvaluable) > 0 {
