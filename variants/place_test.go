@@ -2,11 +2,13 @@ package variants_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/integrations/axum"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/variants"
 )
@@ -116,5 +118,28 @@ func TestLongRecordingSampled(t *testing.T) {
 	}
 	if len(a) != 8 {
 		t.Errorf("%d variants, want 8", len(a))
+	}
+}
+
+// A query parameter the failing request sends as text, which another
+// request of its kind sent as a number, is varied as a number too.
+func TestFieldsTypedFromTheRecording(t *testing.T) {
+	var evs []kavach.Event
+	for i, target := range []string{"/items?page=2", "/items?page=last"} {
+		evs = append(evs,
+			kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: kavach.Request, Offset: time.Duration(i) * time.Millisecond,
+				Data: []byte("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n")},
+			kavach.Event{Seq: uint64(len(evs) + 2), Conn: 1, Dir: kavach.Response, Offset: time.Duration(i) * time.Millisecond,
+				Data: []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")})
+	}
+	c := axum.Codec{}
+	var numeric []string
+	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: c, Variator: c, Budget: 200, Seed: 1}) {
+		if strings.HasPrefix(v.Description, "step 2: argument 2 (query page)") && strings.Contains(v.Description, "typed as at step 1") {
+			numeric = append(numeric, v.Description)
+		}
+	}
+	if len(numeric) < 5 || !slices.ContainsFunc(numeric, func(d string) bool { return strings.Contains(d, `→ "9223372036854775807"`) }) {
+		t.Errorf("page, a number at step 1, varied as a number at step 2: %q", numeric)
 	}
 }

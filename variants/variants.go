@@ -235,8 +235,9 @@ type gen struct {
 	// (PlaceWriter, PlaceOther), or "" when it cannot affect the failing
 	// step (placeOf).
 	place map[int]string
-	orig  map[uint64]int // request Seq -> step, made once (variant)
-	rank  []int          // step -> its place in the seeded order pick keeps
+	orig  map[uint64]int        // request Seq -> step, made once (variant)
+	rank  []int                 // step -> its place in the seeded order pick keeps
+	types map[string][]seenType // kind and field key -> its types (typedAs)
 }
 
 func newGen(events []kavach.Event, failing int, opts Options) *gen {
@@ -618,6 +619,42 @@ func (g *gen) substitutedNow(n int, sub kavach.Substitution) Variant {
 	return g.variant(events, "", false)
 }
 
+// seenType is a named field's type as one request of the recording
+// shows it, with its value there.
+type seenType struct {
+	typ   kavach.FieldType
+	value string
+	step  int
+}
+
+// typedAs are the types a named field of requests of kind has in the
+// recording, the first request showing each; the recording's requests
+// are split once, when first needed.
+func (g *gen) typedAs(kind, key string) []seenType {
+	if g.types == nil {
+		g.types = map[string][]seenType{}
+		for _, s := range g.steps {
+			if s.Request.Flags&kavach.ParseError != 0 {
+				continue
+			}
+			k, fields, ok := g.opts.Variator.Fields(s.Request.Data, g.opts.Schema)
+			if !ok {
+				continue
+			}
+			for _, f := range fields {
+				if f.Key == "" || (f.Type != kavach.FieldNumber && f.Type != kavach.FieldString) {
+					continue
+				}
+				id := k + "\x00" + f.Key
+				if !slices.ContainsFunc(g.types[id], func(t seenType) bool { return t.typ == f.Type }) {
+					g.types[id] = append(g.types[id], seenType{f.Type, f.Value, s.N})
+				}
+			}
+		}
+	}
+	return g.types[kind+"\x00"+key]
+}
+
 // mutation is a request with one change, what the change was, and which
 // part of the request it changed. An earlier step's mutations are made
 // lazily: build makes the request and describe what changed, and id
@@ -720,6 +757,26 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 		case kavach.FieldToken:
 			for _, t := range f.Alternatives {
 				set(i, t, "")
+			}
+		}
+		// A named field (a query parameter, a JSON field) the recording
+		// shows as a number in another request of its kind is varied as
+		// a number too, and one it shows as text, as text.
+		if f.Key == "" || (f.Type != kavach.FieldNumber && f.Type != kavach.FieldString) {
+			continue
+		}
+		for _, seen := range g.typedAs(kind, f.Key) {
+			if seen.typ == f.Type {
+				continue
+			}
+			from := fmt.Sprintf("typed as at step %d", seen.step)
+			if seen.typ == kavach.FieldNumber {
+				for _, v := range numbers(seen.value) {
+					set(i, v, from)
+				}
+			} else {
+				set(i, "", from)
+				set(i, seen.value, from)
 			}
 		}
 	}
