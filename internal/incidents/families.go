@@ -18,11 +18,13 @@ package incidents
 //     ("cannot pop the last element"): LPOP, RPOP, LMPOP, BLPOP, BRPOP,
 //     BLMPOP, ZPOPMIN, ZPOPMAX, ZMPOP, BZPOPMIN, BZPOPMAX, BZMPOP, SPOP;
 //   - range readers refuse a negative index ("negative index not
-//     allowed"): GETRANGE, SUBSTR, LRANGE, ZRANGE, ZREVRANGE.
+//     allowed"): GETRANGE, SUBSTR, LRANGE, ZRANGE, ZREVRANGE;
+//   - stream range readers refuse a COUNT ("stream counts are not
+//     allowed"): XRANGE, XREVRANGE.
 //
 // The defects sit in one function the server calls before every command
 // (families-other-members.patch); the incidents' own commands (INCRBY,
-// SET, EVAL, LPOP, GETRANGE) are added to it by
+// SET, EVAL, LPOP, GETRANGE, XRANGE) are added to it by
 // families-incident-members.patch, which the wrong fix leaves out.
 var (
 	FamiliesOld = []string{"families-other-members.patch", "families-incident-members.patch"}
@@ -64,5 +66,11 @@ var FamilyIncidents = []FamilyIncident{
 		{"GETRANGE", "greeting", "0", "4"},
 		{"GETRANGE", "greeting", "-5", "-1"},
 		{"STRLEN", "greeting"},
+	}, 4},
+	{"stream range readers", [][]string{
+		{"XADD", "events", "1-1", "kind", "login"},
+		{"XADD", "events", "2-1", "kind", "logout"},
+		{"XRANGE", "events", "-", "+", "COUNT", "1"},
+		{"XLEN", "events"},
 	}, 4},
 }
