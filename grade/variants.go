@@ -138,7 +138,8 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 // violated, the recorded signature (unless the old build gave the very
 // same answer there and it is not the failing request: an unrelated error
 // both builds give is none of the new build's doing), or, before the old
-// build's failing step and where the old build did not fail, an output
+// build's first failure (the recorded way, a crash or a hang) and where
+// the old build did not fail, an output
 // different from the old build's, noise of the step's origin excluded,
 // and steps whose origin is in feature not compared.
 func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, feature map[int]bool, opts Options) VariantEvidence {
@@ -178,6 +179,17 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 			break
 		}
 		limit = r.OldStep
+		// Outputs are compared only before the old build first failed the
+		// recorded way: a variant can make it fail earlier than at the
+		// varied failing request (the step before it delivered twice pops
+		// what the failing one would have), and what follows that failure
+		// is the fix's to change.
+		for _, s := range ot.Steps {
+			if s.Ran && s.N < limit && (recurs(f, s.Outcome, oldInv.violated[s.N]) || broken(s)) {
+				limit = s.N
+				break
+			}
+		}
 	}
 	if !r.Kept {
 		if r.OldOutcome.Kind == "" {
