@@ -427,6 +427,13 @@ func diffHint(rep *grade.Report, a []string, report string) string {
 			return fmt.Sprintf("the new build changed how it answers an input the old build handled (a mutation of an\n"+
 				"earlier step): a fix must keep that behaviour. The variants this diff ran: kavach variants --report %s", report)
 		}
+		for _, v := range ev.Variants.List {
+			if v.K == f.Variant && v.Kind == "sibling" {
+				return fmt.Sprintf("the new build passes the recorded incident but fails it made by another command of the same\n"+
+					"family, which breaks the old build the same way: the defect lives in that command too. Fix it in\n"+
+					"every command that shares it. The variants this diff ran: kavach variants --report %s", report)
+			}
+		}
 		return fmt.Sprintf("the new build passes the recorded incident but fails this variant of it, which still breaks\n"+
 			"the old build the same way: fix the cause, not the one input. The variants this diff ran:\n"+
 			"kavach variants --report %s", report)
