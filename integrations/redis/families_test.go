@@ -204,3 +204,21 @@ func FuzzSiblings(f *testing.F) {
 		}
 	})
 }
+
+// A member the build at hand does not have (here renamed away, as an
+// operator may disable a command) is skipped and named.
+func TestSiblingsOfABuildWithoutAMember(t *testing.T) {
+	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t), Args: []string{"--rename-command", "FCALL_RO", ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	s, err := Launcher{}.Learn(p.Addr(), []string{"EVAL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs, skipped := Codec{}.Siblings(AppendCommand(nil, []byte("EVAL"), []byte("return 1"), []byte("0")), s)
+	if !slices.Equal(skipped, []string{"FCALL_RO"}) || len(subs) != 4 {
+		t.Errorf("EVAL on a build without FCALL_RO: %d siblings, skipped %v; want 4, FCALL_RO", len(subs), skipped)
+	}
+}
