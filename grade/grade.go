@@ -147,7 +147,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	// Every step's keys: those after the failure for judging them, those
 	// before it for where the variants go (docs/variants.md).
 	var keys [][]string
-	if !contract && f.Step <= len(steps) && opts.Variants > 0 || !contract && f.Step < len(steps) {
+	if !contract && (f.Step < len(steps) || opts.Variants > 0 && f.Step <= len(steps)) {
 		keys = learnKeys(steps, 1, old, opts)
 	}
 	for i, s := range steps {
