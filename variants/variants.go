@@ -124,7 +124,8 @@ func Generate(events []kavach.Event, failing int, opts Options) []Variant {
 	// their share; then the earlier requests that write a key it names, up
 	// to two thirds of what is left; then the other earlier requests that
 	// may affect it.
-	var first, writers, rest []Variant
+	first := make([]Variant, 0, len(incident))
+	var writers, rest []Variant
 	for _, v := range incident {
 		switch v.Place {
 		case PlaceFailing:
@@ -242,7 +243,7 @@ type gen struct {
 
 func newGen(events []kavach.Event, failing int, opts Options) *gen {
 	g := &gen{opts: opts, events: events, steps: kavach.Steps(events, opts.Codec), F: failing,
-		seen: map[[32]byte]bool{}, span: map[int][]int{}, mutations: map[int][]mutation{}}
+		seen: make(map[[32]byte]bool, 4096), span: make(map[int][]int, failing+1), mutations: map[int][]mutation{}}
 	bySeq := map[uint64]int{}
 	for i, ev := range events {
 		bySeq[ev.Seq] = i
@@ -447,7 +448,7 @@ func (g *gen) incident() []Variant {
 // earlier steps than the budget has room for (the budget keeps one
 // mutation of a step's field before any gets a second), and making every
 // step's mutations took most of the time of generating.
-const pickSteps = 2
+const pickSteps = 1
 
 // pick is at most pickSteps × the budget of steps, in order; all of them
 // when they are fewer. The steps kept are those first in one order of all
