@@ -297,6 +297,7 @@ var VariantKinds = []string{
 	"structured",    // one part of a structured value of the failing request (a stream id's seq)
 	"script-site",   // a command a script of the failing request calls, varied within its family
 	"runner",        // the failing request's script run through another runner (EVALSHA, FCALL, _RO)
+	"sibling",       // the failing request made by another command of its family
 }
 
 // CheckVariantKinds returns an error naming the first of kinds that is not
@@ -564,6 +565,15 @@ type GrammarVariator interface {
 	Rewrites(request []byte, schema Schema) []Substitution
 }
 
+// SiblingVariator is an optional Variator interface: the request made by
+// the other members of its family (Redis: EVALSHA after SCRIPT LOAD for
+// EVAL, DECRBY for INCRBY, PEXPIRE for EXPIRE), with the arguments mapped
+// and any setup they need in Setup. skipped names the members the build
+// (as schema knows it) does not have. It must be pure.
+type SiblingVariator interface {
+	Siblings(request []byte, schema Schema) (subs []Substitution, skipped []string)
+}
+
 // Substitution is a request with one of its keys replaced by a key that
 // Setup writes first, on the same connection; or, from a ValueVariator,
 // the request with one value varied.
@@ -612,6 +622,19 @@ type SchemaLearner interface {
 // path ("/items") and the other a path below it ("/items/2").
 type KeyFinder interface {
 	Keys(addr string, requests [][]byte) [][]string
+}
+
+// KeysRelate reports whether two keys (KeyFinder) name the same state:
+// equal, or one a path and the other a path below it ("/items" and
+// "/items/2").
+func KeysRelate(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return strings.HasPrefix(a, "/") && strings.HasPrefix(b, a) && (strings.HasSuffix(a, "/") || b[len(a)] == '/')
 }
 
 // Inspector is an optional Codec interface for invariants: a request as a

@@ -8,9 +8,9 @@ import (
 )
 
 // learnKeys asks a fresh old build which keys (or resources) the steps
-// from the failing step on touch, for judging the steps after the
-// failure. Steps before it, and every step when the integration cannot
-// tell, stay unknown (nil).
+// from step from on touch: for judging the steps after the failure, and
+// for where the variants go (the steps before it). Steps before from,
+// and every step when the integration cannot tell, stay unknown (nil).
 func learnKeys(steps []kavach.Step, from int, old kavach.Launch, opts Options) [][]string {
 	keys := make([][]string, len(steps))
 	finder, ok := opts.Launcher.(kavach.KeyFinder)

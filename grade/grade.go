@@ -144,9 +144,11 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if ev.Noise == nil {
 		ev.Noise = []replay.NoiseField{}
 	}
+	// Every step's keys: those after the failure for judging them, those
+	// before it for where the variants go (docs/variants.md).
 	var keys [][]string
-	if !contract && f.Step < len(steps) {
-		keys = learnKeys(steps, f.Step, old, opts)
+	if !contract && (f.Step < len(steps) || opts.Variants > 0 && f.Step <= len(steps)) {
+		keys = learnKeys(steps, 1, old, opts)
 	}
 	for i, s := range steps {
 		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
@@ -191,7 +193,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 				feature[n] = true
 			}
 		}
-		ev.Variants = runVariants(ctx, fx, old, new, ropts, noise, feature, opts)
+		ev.Variants = runVariants(ctx, fx, old, new, ropts, noise, feature, keys, opts)
 		variantsTook = time.Since(vstart)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))

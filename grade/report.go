@@ -235,6 +235,9 @@ type VariantsEvidence struct {
 	// request, and why (a script it cannot read: its call sites were not
 	// varied).
 	LeftWhole []string `json:"left_whole,omitempty"`
+	// SkippedSiblings are the commands of the failing request's family
+	// the old build does not have: no sibling variant was made of them.
+	SkippedSiblings []string `json:"skipped_siblings,omitempty"`
 	// ByKind is List grouped by kind (CountKinds).
 	ByKind []KindCount       `json:"by_kind,omitempty"`
 	List   []VariantEvidence `json:"list"`
@@ -242,8 +245,12 @@ type VariantsEvidence struct {
 
 // VariantEvidence is one variant and its outcomes.
 type VariantEvidence struct {
-	K           int    `json:"k"`
-	Kind        string `json:"kind,omitempty"` // kavach.VariantKinds
+	K    int    `json:"k"`
+	Kind string `json:"kind,omitempty"` // kavach.VariantKinds
+	// Place is where the mutation is: the failing request, an earlier
+	// request writing a key it names, another earlier request, or a
+	// regression variant (variants.PlaceFailing, ...).
+	Place       string `json:"place,omitempty"`
 	Description string `json:"description"`
 	Regression  bool   `json:"regression,omitempty"`
 	// Kept: a variant of the incident that fails on the old build with the
@@ -418,4 +425,38 @@ func variantFindings(ev Evidence) []Finding {
 	}
 	sortFindings(out, func(a, b Finding) bool { return a.Variant < b.Variant })
 	return out
+}
+
+// Spent says how the variants run spent the budget: how many went to
+// each place (the failing request, the earlier requests writing a key it
+// names, the other earlier requests, regression variants) and to each
+// kind (kavach.VariantKinds), each in that order, leaving out none.
+// "failing request 40, writers of its keys 8, ...; field 20, type 6, ...".
+func (ve VariantsEvidence) Spent() string {
+	places := []struct{ place, name string }{{"failing", "failing request"}, {"writer", "writers of its keys"},
+		{"other", "other earlier requests"}, {"regression", "regression"}}
+	count := func(match func(VariantEvidence) bool) int {
+		n := 0
+		for _, v := range ve.List {
+			if match(v) {
+				n++
+			}
+		}
+		return n
+	}
+	var where, kinds []string
+	for _, p := range places {
+		if n := count(func(v VariantEvidence) bool { return v.Place == p.place }); n > 0 {
+			where = append(where, fmt.Sprintf("%s %d", p.name, n))
+		}
+	}
+	for _, k := range kavach.VariantKinds {
+		if n := count(func(v VariantEvidence) bool { return v.Kind == k }); n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	if len(where) == 0 {
+		return strings.Join(kinds, ", ")
+	}
+	return strings.Join(where, ", ") + "; by kind: " + strings.Join(kinds, ", ")
 }

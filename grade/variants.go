@@ -48,8 +48,9 @@ func learnSchema(fx *fixtures.Fixture, old kavach.Launch, opts Options) (kavach.
 // (docs/design.md §4, steps 4 and 5), Jobs at a time.
 // feature are the fixture's steps whose answers are not compared (a
 // contract's steps where the old build does not meet an invariant); nil
-// for an incident.
-func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, feature map[int]bool, opts Options) VariantsEvidence {
+// for an incident. keys are each step's keys (learnKeys), for where the
+// variants go; nil when unknown.
+func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, feature map[int]bool, keys [][]string, opts Options) VariantsEvidence {
 	ve := VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
 	variator, ok := opts.Codec.(kavach.Variator)
 	if !ok {
@@ -57,7 +58,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		return ve
 	}
 	schema, note := learnSchema(fx, old, opts)
-	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start}
+	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys}
 	// A contract (no failure) has regression variants of every step only.
 	var f kavach.Failure
 	var vs []variants.Variant
@@ -68,6 +69,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		vopts.Exclude = f.ExcludeVariants
 		vs = variants.Generate(fx.Events, f.Step, vopts)
 		ve.LeftWhole = variants.LeftWhole(fx.Events, f.Step, vopts)
+		ve.SkippedSiblings = skippedSiblings(fx, f.Step, schema, opts)
 	}
 	ve.Note = note
 	ve.Excluded = f.ExcludeVariants
@@ -88,7 +90,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 					return
 				}
 				if opts.FailFast && failed.Load() {
-					results[i] = VariantEvidence{K: vs[i].K, Kind: vs[i].Kind, Description: vs[i].Description, Regression: vs[i].Regression, Skipped: true}
+					results[i] = VariantEvidence{K: vs[i].K, Kind: vs[i].Kind, Place: vs[i].Place, Description: vs[i].Description, Regression: vs[i].Regression, Skipped: true}
 					continue
 				}
 				results[i] = runVariant(ctx, vs[i], f, old, new, ropts, noise, feature, opts)
@@ -138,11 +140,12 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 // violated, the recorded signature (unless the old build gave the very
 // same answer there and it is not the failing request: an unrelated error
 // both builds give is none of the new build's doing), or, before the old
-// build's failing step and where the old build did not fail, an output
+// build's first failure (the recorded way, a crash or a hang) and where
+// the old build did not fail, an output
 // different from the old build's, noise of the step's origin excluded,
 // and steps whose origin is in feature not compared.
 func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, feature map[int]bool, opts Options) VariantEvidence {
-	r := VariantEvidence{K: v.K, Kind: v.Kind, Description: v.Description, Regression: v.Regression}
+	r := VariantEvidence{K: v.K, Kind: v.Kind, Place: v.Place, Description: v.Description, Regression: v.Regression}
 	ropts.Shift = v.ShiftAt
 	ot, err := runRetry(ctx, old, v.Events, ropts)
 	if err != nil {
@@ -162,11 +165,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		}
 		limit = len(ot.Steps) + 1
 	} else {
-		first := 0 // the old build's first step failing the recorded way
 		for _, s := range ot.Steps {
-			if first == 0 && s.Ran && recurs(f, s.Outcome, oldInv.violated[s.N]) {
-				first = s.N
-			}
 			if !s.Ran || originOf(v, s.N) != f.Step {
 				continue
 			}
@@ -182,11 +181,16 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 			break
 		}
 		limit = r.OldStep
-		// An earlier step may fail the recorded way too (an earlier
-		// request varied into the failing one): from there on, the two
-		// builds' states rightly differ, and outputs are not compared.
-		if first > 0 && first < limit {
-			limit = first
+		// Outputs are compared only before the old build first failed the
+		// recorded way: a variant can make it fail earlier than at the
+		// varied failing request (the step before it delivered twice pops
+		// what the failing one would have), and what follows that failure
+		// is the fix's to change.
+		for _, s := range ot.Steps {
+			if s.Ran && s.N < limit && (recurs(f, s.Outcome, oldInv.violated[s.N]) || broken(s)) {
+				limit = s.N
+				break
+			}
 		}
 	}
 	if !r.Kept {
@@ -278,4 +282,16 @@ func originOf(v variants.Variant, step int) int {
 		return v.Origin[step-1]
 	}
 	return 0
+}
+
+// skippedSiblings are the commands of the failing request's family that
+// the old build does not have (kavach.SiblingVariator).
+func skippedSiblings(fx *fixtures.Fixture, failing int, schema kavach.Schema, opts Options) []string {
+	sv, ok := opts.Codec.(kavach.SiblingVariator)
+	steps := kavach.Steps(fx.Events, opts.Codec)
+	if !ok || failing < 1 || failing > len(steps) {
+		return nil
+	}
+	_, skipped := sv.Siblings(steps[failing-1].Request.Data, schema)
+	return skipped
 }

@@ -76,10 +76,31 @@ var bigLearned = &redis.Learned{
 // 50 ms per generation (docs/variants.md).
 func BenchmarkGenerate1000Steps(b *testing.B) {
 	evs := bigIncident(1000)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: bigLearned, Budget: 64, Seed: 1}
+	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: bigLearned, Budget: 64, Seed: 1, Keys: bigKeys(evs)}
 	if vs := variants.Generate(evs, 1000, o); len(vs) != 64 {
 		b.Fatalf("%d variants, want 64", len(vs))
 	}
+	for b.Loop() {
+		variants.Generate(evs, 1000, o)
+	}
+}
+
+// bigKeys are each step's keys, as kavach diff learns them from the old
+// build (COMMAND GETKEYS): the first argument.
+func bigKeys(evs []kavach.Event) [][]string {
+	var keys [][]string
+	for _, s := range kavach.Steps(evs, redis.Codec{}) {
+		c, _ := redis.ParseCommand(s.Request.Data)
+		keys = append(keys, []string{string(c.Args[1])})
+	}
+	return keys
+}
+
+// BenchmarkGenerate1000StepsKeysUnknown is the same without the steps'
+// keys: every earlier step may affect the failing one.
+func BenchmarkGenerate1000StepsKeysUnknown(b *testing.B) {
+	evs := bigIncident(1000)
+	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: bigLearned, Budget: 64, Seed: 1}
 	for b.Loop() {
 		variants.Generate(evs, 1000, o)
 	}

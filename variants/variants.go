@@ -30,8 +30,12 @@ type Variant struct {
 	// Regression variants mutate an input the old build handled and stop
 	// before the failing step: the old build must not fail on them, and
 	// the new build must give the old build's outputs.
-	Regression bool           `json:"regression,omitempty"`
-	Events     []kavach.Event `json:"-"`
+	Regression bool `json:"regression,omitempty"`
+	// Place is where the mutation is (docs/variants.md, "Budget where the
+	// failure lives"): PlaceFailing, PlaceWriter, PlaceOther or
+	// PlaceRegression.
+	Place  string         `json:"place"`
+	Events []kavach.Event `json:"-"`
 	// Origin maps each step of the variant (index) to the fixture's step
 	// it came from, for noise; 0 for none.
 	Origin []int `json:"-"`
@@ -43,6 +47,8 @@ type Variant struct {
 	// variants kept in the budget are built. key tells it from the others.
 	build func() ([]kavach.Event, []int)
 	key   [32]byte
+	// describe makes Description of a variant made lazily, once kept.
+	describe func() string
 
 	group   string // what it mutates (a field of a step, moves, drops, ...), for sampling
 	primary bool   // mutates the failing request itself, moves it, or shifts the clock
@@ -71,7 +77,22 @@ type Options struct {
 	// Start is the wall-clock time of the recording's offset 0 (the
 	// fixture's start), for values that are times; zero: unknown.
 	Start time.Time
+	// Keys are the keys (resources) each step names, index 0 for step 1,
+	// as a kavach.KeyFinder gives them: nil when unknown. They tell which
+	// earlier steps can affect the failing one. Nil Keys: every step may.
+	Keys [][]string
 }
+
+// Where a variant's mutation is: the failing request itself (and moves
+// of it, clock jumps), an earlier request that writes a key the failing
+// request names, any other earlier request that may affect it, or a
+// regression variant.
+const (
+	PlaceFailing    = "failing"
+	PlaceWriter     = "writer"
+	PlaceOther      = "other"
+	PlaceRegression = "regression"
+)
 
 // MissingKey is a key no recording writes, for "a key that does not exist".
 const MissingKey = "kavach:missing-key"
@@ -103,30 +124,60 @@ func Generate(events []kavach.Event, failing int, opts Options) []Variant {
 	}
 	// Within the incident's variants, mutations of the failing request
 	// itself (and moves and clock jumps) come first: up to two thirds of
-	// their share, the rest for the earlier inputs' mutations.
-	var first, rest []Variant
+	// their share; then the earlier requests that write a key it names, up
+	// to two thirds of what is left; then the other earlier requests that
+	// may affect it.
+	first := make([]Variant, 0, len(incident))
+	var writers, rest []Variant
 	for _, v := range incident {
-		if v.primary {
+		switch v.Place {
+		case PlaceFailing:
 			first = append(first, v)
-		} else {
+		case PlaceWriter:
+			writers = append(writers, v)
+		default:
 			rest = append(rest, v)
 		}
 	}
-	nFirst := min(len(first), nInc)
-	if len(rest) > 0 && nFirst > nInc*2/3 {
-		nFirst = max(nInc*2/3, nInc-len(rest))
+	nFirst := share(len(first), nInc, len(writers)+len(rest))
+	// The writers' two thirds rounded up: the others get at most a third,
+	// rounded down.
+	left := nInc - nFirst
+	nWriters := min(len(writers), left)
+	if len(rest) > 0 && nWriters > left-left/3 {
+		nWriters = max(left-left/3, left-len(rest))
 	}
-	chosen := append(sample(first, nFirst, rng), sample(rest, nInc-nFirst, rng)...)
+	chosen := slices.Concat(sample(first, nFirst, rng), sample(writers, nWriters, rng), sample(rest, left-nWriters, rng))
 	slices.SortStableFunc(chosen, func(a, b Variant) int { return a.order - b.order })
 	out := append(chosen, sample(regression, opts.Budget-nInc, rng)...)
 	for i := range out {
 		out[i].K = i + 1
-		if b := out[i].build; b != nil {
-			out[i].Events, out[i].Origin = b()
-			out[i].build = nil
-		}
+		finish(&out[i])
 	}
 	return out
+}
+
+// share is how many of have candidates take of n places, when others
+// candidates want the rest: all that fit, but at most two thirds when the
+// others could fill the remainder.
+func share(have, n, others int) int {
+	k := min(have, n)
+	if others > 0 && k > n*2/3 {
+		k = max(n*2/3, n-others)
+	}
+	return k
+}
+
+// finish builds a variant made lazily, once kept.
+func finish(v *Variant) {
+	if b := v.build; b != nil {
+		v.Events, v.Origin = b()
+		v.build = nil
+	}
+	if d := v.describe; d != nil {
+		v.Description = d()
+		v.describe = nil
+	}
 }
 
 // sample keeps n of vs in their original order: round by round, the
@@ -184,11 +235,18 @@ type gen struct {
 	// mutations are each earlier step's field mutations, made once for
 	// the incident's variants and the regression variants.
 	mutations map[int][]mutation
+	// place is, for each earlier step, where a mutation of it is
+	// (PlaceWriter, PlaceOther), or "" when it cannot affect the failing
+	// step (placeOf).
+	place map[int]string
+	orig  map[uint64]int        // request Seq -> step, made once (variant)
+	rank  []int                 // step -> its place in the seeded order pick keeps
+	types map[string][]seenType // kind and field key -> its types (typedAs)
 }
 
 func newGen(events []kavach.Event, failing int, opts Options) *gen {
 	g := &gen{opts: opts, events: events, steps: kavach.Steps(events, opts.Codec), F: failing,
-		seen: map[[32]byte]bool{}, span: map[int][]int{}, mutations: map[int][]mutation{}}
+		seen: make(map[[32]byte]bool, 4096), span: make(map[int][]int, failing+1), mutations: map[int][]mutation{}}
 	bySeq := map[uint64]int{}
 	for i, ev := range events {
 		bySeq[ev.Seq] = i
@@ -197,6 +255,9 @@ func newGen(events []kavach.Event, failing int, opts Options) *gen {
 		g.span[s.N] = append(g.span[s.N], bySeq[s.Request.Seq])
 		for _, r := range s.Responses {
 			g.span[s.N] = append(g.span[s.N], bySeq[r.Seq])
+		}
+		if len(g.keys) >= maxSeen && len(g.strings) >= maxSeen {
+			continue
 		}
 		_, fields, ok := opts.Variator.Fields(s.Request.Data, opts.Schema)
 		if !ok {
@@ -212,11 +273,66 @@ func newGen(events []kavach.Event, failing int, opts Options) *gen {
 		}
 	}
 	g.seen[hash(events, 0, 0)] = true // the incident itself is no variant
+	g.place = g.places()
 	return g
 }
 
+// places says where each earlier step's mutations go: an earlier step
+// that names a key the failing request names (keys relate as
+// kavach.KeysRelate says) and writes it (kavach.Inspector; without one,
+// naming it is enough) is a writer; a step whose keys are unknown or
+// none (a command on the whole server: FLUSHALL, CONFIG SET, a script),
+// or that names the key without writing it, is other; a step that names
+// only keys the failing request does not is left out: it cannot affect
+// the failing step. When the failing request's own keys are unknown or
+// none, every earlier step is other.
+func (g *gen) places() map[int]string {
+	out := map[int]string{}
+	keysOf := func(n int) []string {
+		if n-1 < len(g.opts.Keys) {
+			return g.opts.Keys[n-1]
+		}
+		return nil
+	}
+	kF := keysOf(g.F)
+	ins, hasIns := g.opts.Codec.(kavach.Inspector)
+	for j := 1; j < g.F && j <= len(g.steps); j++ {
+		kj := keysOf(j)
+		if len(kF) == 0 || len(kj) == 0 {
+			out[j] = PlaceOther
+			continue
+		}
+		if !anyRelate(kj, kF) {
+			out[j] = ""
+			continue
+		}
+		out[j] = PlaceOther
+		if !hasIns {
+			out[j] = PlaceWriter
+		} else if w, _ := ins.Writes(g.steps[j-1].Request.Data); anyRelate(w, kF) {
+			out[j] = PlaceWriter
+		}
+	}
+	return out
+}
+
+func anyRelate(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if kavach.KeysRelate(x, y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maxSeen is how many keys, and how many strings, seen in the recording
+// are kept for field mutations: the first ones.
+const maxSeen = 16
+
 func appendNew(list []string, s string) []string {
-	if slices.Contains(list, s) || len(list) >= 16 {
+	if slices.Contains(list, s) || len(list) >= maxSeen {
 		return list
 	}
 	return append(list, s)
@@ -261,16 +377,16 @@ func (g *gen) incident() []Variant {
 	var out []Variant
 	for _, m := range g.fieldMutations(g.F, true) {
 		v := g.withRequest(g.F, m.request, fmt.Sprintf("step %d: %s", g.F, m.what), false)
-		v.group, v.primary = m.group, true
+		v.group, v.primary, v.Place = m.group, true, PlaceFailing
 		v.Kind = "field"
 		if m.group == "removed" || m.group == "swap" {
 			v.Kind = m.group
 		}
 		out = g.add(out, v)
 	}
-	for _, sub := range g.substitutions(g.F) {
+	for _, sub := range g.substitutions(g.F, true) {
 		v := g.substituted(g.F, sub.Substitution, fmt.Sprintf("step %d: %s", g.F, sub.What), false)
-		v.group, v.primary, v.Kind = sub.kind+" "+sub.What, true, sub.kind
+		v.group, v.primary, v.Kind, v.Place = sub.kind+" "+sub.What, true, sub.kind, PlaceFailing
 		if sub.Group != "" {
 			v.group = sub.kind + " " + sub.Group
 		}
@@ -279,30 +395,47 @@ func (g *gen) incident() []Variant {
 	// Earlier inputs mutated, the failing step kept: the input that made
 	// the old build fail may have come before it (a value stored, then
 	// read wrongly).
+	// Only the earlier steps that can affect the failing one (places).
+	var writers, others []int
 	for j := 1; j < g.F; j++ {
+		switch g.place[j] {
+		case PlaceWriter:
+			writers = append(writers, j)
+		case PlaceOther:
+			others = append(others, j)
+		}
+	}
+	// On a long recording, a sample of them (pick).
+	affecting := slices.Concat(g.pick(writers), g.pick(others))
+	slices.Sort(affecting)
+	out = slices.Grow(out, 20*len(affecting))
+	for _, j := range affecting {
 		for _, m := range g.fieldMutations(j, false) {
-			v := g.withRequest(j, m.request, fmt.Sprintf("step %d (before the failure): %s", j, m.what), false)
-			v.group, v.Kind = fmt.Sprintf("step %d %s", j, m.group), "earlier-field"
+			v := g.mutated(j, m, "step %d (before the failure): %s", false)
+			v.group, v.Kind, v.Place = m.group, "earlier-field", g.place[j]
 			out = g.add(out, v)
 		}
 	}
-	for j := 1; j < g.F; j++ {
-		v := g.lazily(fmt.Sprintf("moved|%d", j), fmt.Sprintf("step %d (%s) moved before step %d", g.F, g.describe(g.F), j), func() Variant { return g.moved(j) })
-		v.group, v.primary, v.Kind = "moved", true, "moved"
+	// Moving the failing request before a step that cannot affect it is
+	// moving it before the next one that can.
+	for _, j := range affecting {
+		v := g.lazily(fmt.Sprintf("moved|%d", j), func() string { return fmt.Sprintf("step %d (%s) moved before step %d", g.F, g.describe(g.F), j) }, func() Variant { return g.moved(j) })
+		v.group, v.primary, v.Kind, v.Place = "moved", true, "moved", PlaceFailing
 		out = g.add(out, v)
 	}
-	for j := 1; j < g.F; j++ {
-		d := g.lazily(fmt.Sprintf("dropped|%d", j), fmt.Sprintf("step %d (%s) dropped", j, g.describe(j)), func() Variant { return g.dropped(j) })
-		t := g.lazily(fmt.Sprintf("twice|%d", j), fmt.Sprintf("step %d (%s) delivered twice", j, g.describe(j)), func() Variant { return g.twice(j) })
+	for _, j := range affecting {
+		d := g.lazily(fmt.Sprintf("dropped|%d", j), func() string { return fmt.Sprintf("step %d (%s) dropped", j, g.describe(j)) }, func() Variant { return g.dropped(j) })
+		t := g.lazily(fmt.Sprintf("twice|%d", j), func() string { return fmt.Sprintf("step %d (%s) delivered twice", j, g.describe(j)) }, func() Variant { return g.twice(j) })
 		d.group, t.group = "dropped", "twice"
 		d.Kind, t.Kind = "dropped", "twice"
+		d.Place, t.Place = g.place[j], g.place[j]
 		out = g.add(out, d)
 		out = g.add(out, t)
 	}
 	if g.F > 1 {
 		for _, d := range clockShifts {
-			v := g.variant(g.events, fmt.Sprintf("the clock jumps %s right before step %d", signed(d), g.F), false)
-			v.ShiftFrom, v.Shift, v.group, v.primary = g.F, d, "clock", true
+			v := g.variant(slices.Clone(g.events), fmt.Sprintf("the clock jumps %s right before step %d", signed(d), g.F), false)
+			v.ShiftFrom, v.Shift, v.group, v.primary, v.Place = g.F, d, "clock", true, PlaceFailing
 			v.Kind = "clock-forward"
 			if d < 0 {
 				v.Kind = "clock-back"
@@ -313,6 +446,42 @@ func (g *gen) incident() []Variant {
 	for i := range out {
 		out[i].order = i
 	}
+	return out
+}
+
+// pickSteps is how many earlier steps of one place get field mutations
+// at most, per variant of the budget: a long recording has many more
+// earlier steps than the budget has room for (the budget keeps one
+// mutation of a step's field before any gets a second), and making every
+// step's mutations took most of the time of generating.
+const pickSteps = 1
+
+// pick is at most pickSteps × the budget of steps, in order; all of them
+// when they are fewer. The steps kept are those first in one order of all
+// the steps, shuffled by the seed: a step picked for the regression
+// variants is picked for the incident's too, and its mutations are made
+// once.
+func (g *gen) pick(steps []int) []int {
+	n := pickSteps * g.opts.Budget
+	if len(steps) <= n {
+		return steps
+	}
+	if g.rank == nil {
+		order := make([]int, len(g.steps)+1)
+		for i := range order {
+			order[i] = i
+		}
+		rng := rand.New(rand.NewPCG(g.opts.Seed, 0x7069636b))
+		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		g.rank = make([]int, len(order))
+		for r, step := range order {
+			g.rank[step] = r
+		}
+	}
+	out := slices.Clone(steps)
+	slices.SortFunc(out, func(a, b int) int { return g.rank[a] - g.rank[b] })
+	out = out[:n]
+	slices.Sort(out)
 	return out
 }
 
@@ -330,11 +499,7 @@ func Regression(events []kavach.Event, opts Options) []Variant {
 	out := sample(vs, opts.Budget, rng)
 	for i := range out {
 		out[i].K = i + 1
-		// Variants are built only once chosen (as Generate does).
-		if b := out[i].build; b != nil {
-			out[i].Events, out[i].Origin = b()
-			out[i].build = nil
-		}
+		finish(&out[i]) // variants are built only once chosen (as Generate does)
 	}
 	return out
 }
@@ -349,16 +514,25 @@ func (g *gen) regression() []Variant {
 	if span, ok := g.span[g.F]; ok {
 		cut = span[0] // the failing request's index
 	}
-	for j := 1; j < g.F; j++ {
+	var earlier []int
+	for j := 1; j < g.F && j <= len(g.steps); j++ {
+		earlier = append(earlier, j)
+	}
+	picked := g.pick(earlier)
+	out = make([]Variant, 0, 16*len(picked))
+	for _, j := range picked {
 		for _, m := range g.fieldMutations(j, false) {
-			v := g.withRequest(j, m.request, fmt.Sprintf("regression: step %d: %s", j, m.what), true)
-			v.group, v.Kind = fmt.Sprintf("step %d %s", j, m.group), "regression"
+			v := g.mutated(j, m, "regression: step %d: %s", true)
+			v.group, v.Kind, v.Place = m.group, "regression", PlaceRegression
 			v.build = cut1(v.build, cut, g.F-1)
 			out = g.add(out, v)
 		}
-		for _, sub := range g.substitutions(j) {
+		// Keys of other types and the grammar's other choices; the
+		// failing request's own kinds (siblings, values, scripts) stay
+		// with it.
+		for _, sub := range g.substitutions(j, false) {
 			v := g.substituted(j, sub.Substitution, fmt.Sprintf("regression: step %d: %s", j, sub.What), true)
-			v.group, v.Kind = fmt.Sprintf("step %d %s", j, sub.kind), "regression"
+			v.group, v.Kind, v.Place = fmt.Sprintf("step %d %s", j, sub.kind), "regression", PlaceRegression
 			v.build = cut1(v.build, cut+len(sub.Setup), g.F-1+len(sub.Setup))
 			out = g.add(out, v)
 		}
@@ -368,13 +542,13 @@ func (g *gen) regression() []Variant {
 
 type substitution struct {
 	kavach.Substitution
-	kind string // "type" or "grammar"
+	kind string // "type", "grammar" or "sibling"
 }
 
-// lazily is a variant built only when it is kept: what describes it,
-// key tells it from the others, make builds it.
-func (g *gen) lazily(key, what string, make func() Variant) Variant {
-	return Variant{Description: what, key: sha256.Sum256([]byte(key)), build: func() ([]kavach.Event, []int) {
+// lazily is a variant built and described only when it is kept: key
+// tells it from the others, what describes it, make builds it.
+func (g *gen) lazily(key string, what func() string, make func() Variant) Variant {
+	return Variant{describe: what, key: sha256.Sum256([]byte(key)), build: func() ([]kavach.Event, []int) {
 		w := make()
 		return w.Events, w.Origin
 	}}
@@ -405,9 +579,11 @@ func lazyKey(n int, regression bool, setup [][]byte, request []byte) [32]byte {
 }
 
 // substitutions are step n's request on keys of every type the service
-// has, then with the other choices its grammar allows, as far as the
-// Variator knows them.
-func (g *gen) substitutions(n int) []substitution {
+// has, then with the other choices its grammar allows; for the failing
+// request (failing), then also made by the other commands of its family
+// and with its values and scripts varied; as far as the Variator knows
+// them.
+func (g *gen) substitutions(n int, failing bool) []substitution {
 	req := g.steps[n-1].Request
 	if req.Flags&kavach.ParseError != 0 {
 		return nil
@@ -421,6 +597,15 @@ func (g *gen) substitutions(n int) []substitution {
 	if gv, ok := g.opts.Variator.(kavach.GrammarVariator); ok {
 		for _, s := range gv.Rewrites(req.Data, g.opts.Schema) {
 			out = append(out, substitution{s, "grammar"})
+		}
+	}
+	if !failing {
+		return out
+	}
+	if sv, ok := g.opts.Variator.(kavach.SiblingVariator); ok {
+		subs, _ := sv.Siblings(req.Data, g.opts.Schema)
+		for _, s := range subs {
+			out = append(out, substitution{s, "sibling"})
 		}
 	}
 	return append(out, g.values(n)...)
@@ -452,12 +637,55 @@ func (g *gen) substitutedNow(n int, sub kavach.Substitution) Variant {
 	return g.variant(events, "", false)
 }
 
+// seenType is a named field's type as one request of the recording
+// shows it, with its value there.
+type seenType struct {
+	typ   kavach.FieldType
+	value string
+	step  int
+}
+
+// typedAs are the types a named field of requests of kind has in the
+// recording, the first request showing each; the recording's requests
+// are split once, when first needed.
+func (g *gen) typedAs(kind, key string) []seenType {
+	if g.types == nil {
+		g.types = map[string][]seenType{}
+		for _, s := range g.steps {
+			if s.Request.Flags&kavach.ParseError != 0 {
+				continue
+			}
+			k, fields, ok := g.opts.Variator.Fields(s.Request.Data, g.opts.Schema)
+			if !ok {
+				continue
+			}
+			for _, f := range fields {
+				if f.Key == "" || (f.Type != kavach.FieldNumber && f.Type != kavach.FieldString) {
+					continue
+				}
+				id := k + "\x00" + f.Key
+				if !slices.ContainsFunc(g.types[id], func(t seenType) bool { return t.typ == f.Type }) {
+					g.types[id] = append(g.types[id], seenType{f.Type, f.Value, s.N})
+				}
+			}
+		}
+	}
+	return g.types[kind+"\x00"+key]
+}
+
 // mutation is a request with one change, what the change was, and which
-// part of the request it changed.
+// part of the request it changed. An earlier step's mutations are made
+// lazily: build makes the request and describe what changed, and id
+// tells the mutation from the step's others (the field and its new
+// value, or the field removed), so that no request is built, and no
+// description written, for a variant the budget does not keep.
 type mutation struct {
-	request []byte
-	what    string
-	group   string
+	request  []byte
+	what     string
+	group    string
+	build    func() []byte
+	describe func() string
+	id       string
 }
 
 // fieldMutations changes each field of step n's request in turn (design
@@ -486,21 +714,45 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 		return nil
 	}
 	var out []mutation
+	// The failing request's mutations are built now (their bytes tell
+	// duplicates, a removed flag and a grammar drop of it alike); an
+	// earlier step's, lazily.
+	groups := make([]string, len(fields))
+	for i := range fields {
+		groups[i] = "field " + strconv.Itoa(i)
+		if !all {
+			groups[i] = "step " + strconv.Itoa(n) + " field " + strconv.Itoa(i)
+		}
+	}
+	removed := "removed"
+	if !all {
+		removed = "step " + strconv.Itoa(n) + " removed"
+	}
 	set := func(i int, value, from string) {
 		if value == fields[i].Value {
 			return
 		}
-		f := slices.Clone(fields)
-		f[i].Value = value
-		what := fmt.Sprintf("%s %s → %s", argName(i, fields[i]), quote(fields[i].Value), quote(value))
-		if from != "" {
-			what += ", " + from
+		describe := func() string {
+			what := fmt.Sprintf("%s %s → %s", argName(i, fields[i]), quote(fields[i].Value), quote(value))
+			if from != "" {
+				what += ", " + from
+			}
+			return what
 		}
-		group := fmt.Sprintf("field %d", i)
+		build := func() []byte {
+			f := slices.Clone(fields)
+			f[i].Value = value
+			return g.opts.Variator.Rebuild(req.Data, f)
+		}
+		group := groups[i]
 		if from != "" && strings.HasPrefix(from, "taken from") {
 			group = "swap"
 		}
-		out = append(out, mutation{g.opts.Variator.Rebuild(req.Data, f), what, group})
+		if all {
+			out = append(out, mutation{request: build(), what: describe(), group: group})
+			return
+		}
+		out = append(out, mutation{group: group, build: build, describe: describe, id: strconv.Itoa(i) + "=" + value})
 	}
 	for i, f := range fields {
 		switch f.Type {
@@ -525,10 +777,35 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 				set(i, t, "")
 			}
 		}
+		// A named field (a query parameter, a JSON field) the recording
+		// shows as a number in another request of its kind is varied as
+		// a number too, and one it shows as text, as text.
+		if f.Key == "" || (f.Type != kavach.FieldNumber && f.Type != kavach.FieldString) {
+			continue
+		}
+		for _, seen := range g.typedAs(kind, f.Key) {
+			if seen.typ == f.Type {
+				continue
+			}
+			from := fmt.Sprintf("typed as at step %d", seen.step)
+			if seen.typ == kavach.FieldNumber {
+				for _, v := range numbers(seen.value) {
+					set(i, v, from)
+				}
+			} else {
+				set(i, "", from)
+				set(i, seen.value, from)
+			}
+		}
 	}
 	for i := range fields {
-		f := slices.Delete(slices.Clone(fields), i, i+1)
-		out = append(out, mutation{g.opts.Variator.Rebuild(req.Data, f), fmt.Sprintf("%s %s removed", argName(i, fields[i]), quote(fields[i].Value)), "removed"})
+		describe := func() string { return fmt.Sprintf("%s %s removed", argName(i, fields[i]), quote(fields[i].Value)) }
+		build := func() []byte { return g.opts.Variator.Rebuild(req.Data, slices.Delete(slices.Clone(fields), i, i+1)) }
+		if all {
+			out = append(out, mutation{request: build(), what: describe(), group: removed})
+		} else {
+			out = append(out, mutation{group: removed, build: build, describe: describe, id: "-" + strconv.Itoa(i)})
+		}
 	}
 	if all {
 		for _, s := range g.steps {
@@ -594,23 +871,48 @@ func human(d time.Duration) string {
 	return d.String()
 }
 
-// variant wraps events as a variant: every step's origin is found by its
-// request's sequence number (0 for a new event), then the events are
-// numbered afresh from 1.
+// variant wraps events, a slice of its own, as a variant: every step's
+// origin is found by its request's sequence number (0 for a new event),
+// then the events are numbered afresh from 1.
 func (g *gen) variant(events []kavach.Event, what string, regression bool) Variant {
-	orig := map[uint64]int{}
-	for _, s := range g.steps {
-		orig[s.Request.Seq] = s.N
+	if g.orig == nil {
+		g.orig = make(map[uint64]int, len(g.steps))
+		for _, s := range g.steps {
+			g.orig[s.Request.Seq] = s.N
+		}
 	}
-	var origin []int
-	events = slices.Clone(events)
+	origin := make([]int, 0, len(g.steps)+1)
 	for i, ev := range events {
 		if ev.Dir == kavach.Request {
-			origin = append(origin, orig[ev.Seq])
+			origin = append(origin, g.orig[ev.Seq])
 		}
 		events[i].Seq = uint64(i + 1)
 	}
 	return Variant{Description: what, Regression: regression, Events: events, Origin: origin}
+}
+
+// mutated is the incident with step n's request mutated by m (made now
+// or lazily), described by format with n and what m changed.
+func (g *gen) mutated(n int, m mutation, format string, regression bool) Variant {
+	if m.build == nil {
+		return g.withRequest(n, m.request, fmt.Sprintf(format, n, m.what), regression)
+	}
+	b := make([]byte, 0, 32+len(m.id))
+	b = append(b, "lazy|"...)
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = strconv.AppendBool(append(b, '|'), regression)
+	b = append(append(b, '|'), m.id...)
+	v := Variant{Regression: regression, key: sha256.Sum256(b)}
+	v.describe = func() string { return fmt.Sprintf(format, n, m.describe()) }
+	v.build = func() ([]kavach.Event, []int) {
+		events := slices.Clone(g.events)
+		i := g.span[n][0]
+		events[i].Data = m.build()
+		events[i].Flags &^= kavach.Redacted
+		w := g.variant(events, "", false)
+		return w.Events, w.Origin
+	}
+	return v
 }
 
 // withRequest is the incident with step n's request replaced. A changed

@@ -354,6 +354,12 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string, reportPath string
 	}
 	fmt.Fprintf(w, "         variants: %d generated%s, %d reproduce the failure (need %d); %d regression variants, %d handled by the old build; %d pass on the new build\n",
 		ck.VariantsGenerated, excluded, ck.VariantsReproduce, ck.MinVariants, ck.RegressionVariants, ck.RegressionHandled, ck.VariantsPassing)
+	if spent := ev.Variants.Spent(); spent != "" {
+		fmt.Fprintf(w, "           spent on: %s\n", spent)
+	}
+	if k := ev.Variants.SkippedSiblings; len(k) > 0 {
+		fmt.Fprintf(w, "           sibling commands the old build does not have, not varied: %s\n", strings.Join(k, ", "))
+	}
 	if line := kindsLine(ev.Variants.ByKind); line != "" {
 		fmt.Fprintf(w, "           by kind: %s\n", line)
 	}
@@ -432,6 +438,13 @@ func diffHint(rep *grade.Report, a []string, report string) string {
 		if strings.HasPrefix(f.Detail, "regression:") || len(f.Diffs) > 0 {
 			return fmt.Sprintf("the new build changed how it answers an input the old build handled (a mutation of an\n"+
 				"earlier step): a fix must keep that behaviour. The variants this diff ran: kavach variants --report %s", report)
+		}
+		for _, v := range ev.Variants.List {
+			if v.K == f.Variant && v.Kind == "sibling" {
+				return fmt.Sprintf("the new build passes the recorded incident but fails it made by another command of the same\n"+
+					"family, which breaks the old build the same way: the defect lives in that command too. Fix it in\n"+
+					"every command that shares it. The variants this diff ran: kavach variants --report %s", report)
+			}
 		}
 		return fmt.Sprintf("the new build passes the recorded incident but fails this variant of it, which still breaks\n"+
 			"the old build the same way: fix the cause, not the one input. The variants this diff ran:\n"+

@@ -64,6 +64,7 @@ func variantsCommand() *cli.Command {
 				return fmt.Errorf("the %s integration cannot vary requests", fx.Header.Protocol)
 			}
 			var schema kavach.Schema
+			var keys [][]string
 			if c.String("build") == "" {
 				fmt.Fprintf(c.App.ErrWriter, "kavach: without --build, field types are guessed: this numbering may differ from kavach diff's.\n"+
 					"The variants a diff ran, as it numbers them: kavach variants --report REPORT\n")
@@ -82,19 +83,26 @@ func variantsCommand() *cli.Command {
 					return err
 				}
 				var kinds []string
+				var requests [][]byte
 				for _, s := range kavach.Steps(fx.Events, in.codec) {
 					if k, _, ok := variator.Fields(s.Request.Data, nil); ok {
 						kinds = append(kinds, k)
 					}
+					requests = append(requests, s.Request.Data)
 				}
 				schema, err = learner.Learn(p.Addr(), kinds)
+				// The steps' keys, as kavach diff asks them: where the
+				// budget goes.
+				if finder, ok := l.(kavach.KeyFinder); ok && err == nil {
+					keys = finder.Keys(p.Addr(), requests)
+				}
 				p.Stop()
 				if err != nil {
 					return err
 				}
 			}
 			vs := variants.Generate(fx.Events, fx.Failure.Step, variants.Options{
-				Codec: in.codec, Variator: variator, Schema: schema, Budget: c.Int("variants"), Seed: c.Uint64("seed"), Start: fx.Header.Start})
+				Codec: in.codec, Variator: variator, Schema: schema, Budget: c.Int("variants"), Seed: c.Uint64("seed"), Start: fx.Header.Start, Keys: keys})
 			if c.Bool("json") {
 				enc := json.NewEncoder(c.App.Writer)
 				for _, v := range vs {

@@ -247,7 +247,7 @@ func encodeKeepingFraming(m *Message) []byte {
 }
 
 // Fields are a request's mutable parts: the path segments that are
-// numbers (ids), the query parameters, the headers (but Host and those
+// numbers (ids), then the other path segments (names, typed as keys), the query parameters, the headers (but Host and those
 // that frame the message), and the leaves of a JSON body (by gjson path). The kind is the method and the path with numbers
 // replaced by {n}: requests of one kind can swap fields.
 func (Codec) Fields(request []byte, _ kavach.Schema) (string, []kavach.Field, bool) {
@@ -257,12 +257,19 @@ func (Codec) Fields(request []byte, _ kavach.Schema) (string, []kavach.Field, bo
 	}
 	var fields []kavach.Field
 	segs := strings.Split(m.Path, "/")
+	var names []kavach.Field
 	for i, s := range segs {
 		if _, err := strconv.ParseInt(s, 10, 64); err == nil && s != "" {
 			fields = append(fields, kavach.Field{Name: fmt.Sprintf("path segment %d", i), Key: fmt.Sprintf("path.%d", i), Value: s, Type: kavach.FieldNumber})
 			segs[i] = "{n}"
+		} else if s != "" {
+			// A name in the path (a resource, a route): varied like a
+			// key, to the other names the recording shows and to one no
+			// route has. After the numbers, which are the fields so far.
+			names = append(names, kavach.Field{Name: fmt.Sprintf("path segment %d", i), Key: fmt.Sprintf("path.%d", i), Value: s, Type: kavach.FieldKey})
 		}
 	}
+	fields = append(fields, names...)
 	kind := m.Method + " " + strings.Join(segs, "/")
 	if q, err := url.ParseQuery(m.Query); err == nil {
 		names := make([]string, 0, len(q))

@@ -152,13 +152,19 @@ func TestFieldsAndRebuild(t *testing.T) {
 	for _, f := range fields {
 		keys = append(keys, fmt.Sprintf("%s=%s:%s", f.Key, f.Value, f.Type))
 	}
-	if want := "[path.4=1:number body.parts=0:number]"; fmt.Sprint(keys) != want {
+	// The names in the path are keys: varied to other names and to one no
+	// route has.
+	if want := "[path.4=1:number path.1=api:key path.2=v1:key path.3=items:key path.5=split:key body.parts=0:number]"; fmt.Sprint(keys) != want {
 		t.Errorf("fields %v, want %s", keys, want)
 	}
-	fields[1].Value = "-1"
+	fields[5].Value = "-1"
 	m, err := Parse(c.Rebuild([]byte(validRequests[2]), fields), true)
 	if err != nil || m.Path != "/api/v1/items/1/split" || string(m.Body) != `{"parts": -1}   ` {
 		t.Errorf("rebuilt %+v %q, %v", m, m.Body, err)
+	}
+	fields[3].Value = "orders"
+	if m, err := Parse(c.Rebuild([]byte(validRequests[2]), fields), true); err != nil || m.Path != "/api/v1/orders/1/split" {
+		t.Errorf("a name in the path changed: %+v, %v", m, err)
 	}
 	// A removed field is gone from the body.
 	m, _ = Parse(c.Rebuild([]byte(validRequests[1]), fieldsWithout(t, validRequests[1], "body.quantity")), true)

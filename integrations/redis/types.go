@@ -18,6 +18,10 @@ type Learned struct {
 	Args  Schema
 	Keys  map[string]KeyRange
 	Types []TypeWrite
+	// Commands are the commands asked about that the build has (COMMAND
+	// INFO answered them): those of the fixture and the other members of
+	// their families (families.go).
+	Commands map[string]bool
 }
 
 // KeyRange is where a command's keys are, as COMMAND INFO gives it from
@@ -73,21 +77,24 @@ func learnTypes(ctx context.Context, addr string) []TypeWrite {
 	return out
 }
 
-// learnKeys asks COMMAND INFO where each command's keys are.
-func learnKeys(ctx context.Context, addr string, kinds []string) map[string]KeyRange {
-	out := map[string]KeyRange{}
+// learnKeys asks COMMAND INFO where each command's keys are, and which
+// of the commands the build has.
+func learnKeys(ctx context.Context, addr string, kinds []string) (map[string]KeyRange, map[string]bool) {
+	out, has := map[string]KeyRange{}, map[string]bool{}
 	v, err := call(ctx, addr, append([]string{"COMMAND", "INFO"}, kinds...)...)
 	if err != nil || v.Kind == KindError {
-		return out
+		return out, has
 	}
 	for _, info := range v.Elems {
 		if len(info.Elems) < 6 {
 			continue // a command the build does not know: nil
 		}
 		num := func(i int) int { return int(info.Elems[i].Int) }
-		out[strings.ToUpper(string(info.Elems[0].Str))] = KeyRange{First: num(3), Last: num(4), Step: num(5)}
+		name := strings.ToUpper(string(info.Elems[0].Str))
+		out[name] = KeyRange{First: num(3), Last: num(4), Step: num(5)}
+		has[name] = true
 	}
-	return out
+	return out, has
 }
 
 // keyPositions are the indexes, among the arguments after the name, of a

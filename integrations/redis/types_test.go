@@ -31,7 +31,13 @@ func TestLearnTypesAndKeysFromTheBuild(t *testing.T) {
 		t.Errorf("types (-want +got):\n%s", diff)
 	}
 	want := map[string]KeyRange{"INCRBY": {1, 1, 1}, "MSET": {1, -1, 2}, "PING": {0, 0, 0}}
-	if diff := cmp.Diff(want, l.Keys); diff != "" {
+	got := map[string]KeyRange{}
+	for _, c := range []string{"INCRBY", "MSET", "PING", "NOSUCHCMD"} {
+		if kr, ok := l.Keys[c]; ok {
+			got[c] = kr
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("key ranges (-want +got):\n%s", diff)
 	}
 	if len(l.Args["INCRBY"]) != 2 {

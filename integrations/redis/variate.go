@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,12 +47,16 @@ type ArgSpec struct {
 func (Launcher) Learn(addr string, kinds []string) (kavach.Schema, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// The other members of the commands' families too: their siblings
+	// are made only where the build has them.
+	kinds = append(slices.Clone(kinds), familyMembers(kinds)...)
 	v, err := call(ctx, addr, append([]string{"COMMAND", "DOCS"}, kinds...)...)
 	if err != nil {
 		return nil, fmt.Errorf("learn commands: %w", err)
 	}
 	s := Schema{}
-	l := &Learned{Args: s, Keys: learnKeys(ctx, addr, kinds), Types: learnTypes(ctx, addr)}
+	keys, has := learnKeys(ctx, addr, kinds)
+	l := &Learned{Args: s, Keys: keys, Types: learnTypes(ctx, addr), Commands: has}
 	if v.Kind == KindError {
 		return l, nil
 	}

@@ -1,0 +1,145 @@
+package variants_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/integrations/axum"
+	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/variants"
+)
+
+// session records commands on one connection, each answered +OK, and
+// returns the events and each step's keys (its first argument, or none
+// for a command of the whole server).
+func session(commands ...[]string) ([]kavach.Event, [][]string) {
+	evs := []kavach.Event{{Seq: 1, Conn: 1, Dir: kavach.Open}}
+	var keys [][]string
+	for i, c := range commands {
+		b := make([][]byte, len(c))
+		for j, a := range c {
+			b[j] = []byte(a)
+		}
+		at := time.Duration(i+1) * time.Millisecond
+		evs = append(evs, kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: kavach.Request, Offset: at, Data: redis.AppendCommand(nil, b...)},
+			kavach.Event{Seq: uint64(len(evs) + 2), Conn: 1, Dir: kavach.Response, Offset: at, Data: []byte("+OK\r\n")})
+		k := []string{}
+		if len(c) > 1 && c[0] != "FLUSHALL" {
+			k = []string{c[1]}
+		}
+		keys = append(keys, k)
+	}
+	return evs, keys
+}
+
+// The budget goes where the failure lives: the failing request first,
+// then the earlier requests that write a key it names, then the others
+// that may affect it; a request on other keys only gets none.
+func TestBudgetWhereTheFailureLives(t *testing.T) {
+	evs, keys := session(
+		[]string{"SET", "counter", "10"},    // 1: writes counter
+		[]string{"SET", "other", "hello"},   // 2: other key: cannot affect step 6
+		[]string{"GET", "counter"},          // 3: names counter, writes nothing
+		[]string{"FLUSHALL"},                // 4: no key: the whole server
+		[]string{"INCRBY", "counter", "5"},  // 5: writes counter
+		[]string{"INCRBY", "counter", "-3"}, // 6: fails
+	)
+	schema := redis.Schema{"SET": {{Name: "key", Type: "key"}, {Name: "value", Type: "string"}},
+		"INCRBY": {{Name: "key", Type: "key"}, {Name: "increment", Type: "integer"}}, "GET": {{Name: "key", Type: "key"}}}
+	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: schema, Budget: 200, Seed: 1, Keys: keys}
+	vs := variants.Generate(evs, 6, o)
+	places := map[string]int{}
+	for _, v := range vs {
+		places[v.Place]++
+		if strings.Contains(v.Description, "step 2 ") && !v.Regression {
+			t.Errorf("variant %d mutates step 2, on another key: %s", v.K, v.Description)
+		}
+		want := ""
+		switch {
+		case v.Regression:
+			want = variants.PlaceRegression
+		case strings.HasPrefix(v.Description, "step 6:") || strings.HasPrefix(v.Description, "step 6 ") || strings.HasPrefix(v.Description, "the clock"):
+			want = variants.PlaceFailing
+		case strings.HasPrefix(v.Description, "step 1 ") || strings.HasPrefix(v.Description, "step 5 "):
+			want = variants.PlaceWriter
+		case strings.HasPrefix(v.Description, "step 3 ") || strings.HasPrefix(v.Description, "step 4 "):
+			want = variants.PlaceOther
+		}
+		if v.Place != want {
+			t.Errorf("variant %d (%s) at %q, want %q", v.K, v.Description, v.Place, want)
+		}
+	}
+	for _, p := range []string{variants.PlaceFailing, variants.PlaceWriter, variants.PlaceOther, variants.PlaceRegression} {
+		if places[p] == 0 {
+			t.Errorf("no variant at %s: %v", p, places)
+		}
+	}
+
+	// A small budget: the failing request first, then the writers; the
+	// other steps get what is left.
+	small := variants.Generate(evs, 6, variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: schema, Budget: 16, Seed: 1, Keys: keys})
+	count := map[string]int{}
+	for _, v := range small {
+		count[v.Place]++
+	}
+	if !(count[variants.PlaceFailing] > count[variants.PlaceWriter] && count[variants.PlaceWriter] > count[variants.PlaceOther]) {
+		t.Errorf("budget of 16 spent %v: want the failing request, then its keys' writers, then the others", count)
+	}
+
+	// Without the steps' keys, every earlier step may affect the failure.
+	o.Keys = nil
+	for _, v := range variants.Generate(evs, 6, o) {
+		if v.Place == variants.PlaceWriter {
+			t.Errorf("keys unknown, yet variant %d (%s) is a writer's", v.K, v.Description)
+		}
+		if strings.Contains(v.Description, "step 2 ") {
+			return
+		}
+	}
+	t.Error("keys unknown: no variant of step 2")
+}
+
+// A long recording: mutations of a sample of its earlier steps, the same
+// sample for one seed.
+func TestLongRecordingSampled(t *testing.T) {
+	var commands [][]string
+	for i := 0; i < 300; i++ {
+		commands = append(commands, []string{"SET", "k", fmt.Sprint(i)})
+	}
+	evs, keys := session(commands...)
+	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Budget: 8, Seed: 3, Keys: keys}
+	a, b := variants.Generate(evs, 300, o), variants.Generate(evs, 300, o)
+	if fmt.Sprint(descriptions(a)) != fmt.Sprint(descriptions(b)) {
+		t.Error("one seed gave two sets of variants")
+	}
+	if len(a) != 8 {
+		t.Errorf("%d variants, want 8", len(a))
+	}
+}
+
+// A query parameter the failing request sends as text, which another
+// request of its kind sent as a number, is varied as a number too.
+func TestFieldsTypedFromTheRecording(t *testing.T) {
+	var evs []kavach.Event
+	for i, target := range []string{"/items?page=2", "/items?page=last"} {
+		evs = append(evs,
+			kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: kavach.Request, Offset: time.Duration(i) * time.Millisecond,
+				Data: []byte("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n")},
+			kavach.Event{Seq: uint64(len(evs) + 2), Conn: 1, Dir: kavach.Response, Offset: time.Duration(i) * time.Millisecond,
+				Data: []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")})
+	}
+	c := axum.Codec{}
+	var numeric []string
+	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: c, Variator: c, Budget: 200, Seed: 1}) {
+		if strings.HasPrefix(v.Description, "step 2: argument 2 (query page)") && strings.Contains(v.Description, "typed as at step 1") {
+			numeric = append(numeric, v.Description)
+		}
+	}
+	if len(numeric) < 5 || !slices.ContainsFunc(numeric, func(d string) bool { return strings.Contains(d, `→ "9223372036854775807"`) }) {
+		t.Errorf("page, a number at step 1, varied as a number at step 2: %q", numeric)
+	}
+}
