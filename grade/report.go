@@ -427,11 +427,11 @@ func variantFindings(ev Evidence) []Finding {
 	return out
 }
 
-// Spent says how the variants run spent the budget: how many went to
-// each place (the failing request, the earlier requests writing a key it
-// names, the other earlier requests, regression variants) and to each
-// kind (kavach.VariantKinds), each in that order, leaving out none.
-// "failing request 40, writers of its keys 8, ...; field 20, type 6, ...".
+// Spent says how the variants run spent the budget by place: how many
+// went to the failing request, the earlier requests writing a key it
+// names, the other earlier requests, and regression variants, in that
+// order, leaving out none: "failing request 40, writers of its keys 8,
+// ...". How they went by kind is ByKind (the checked lines' "by kind").
 func (ve VariantsEvidence) Spent() string {
 	places := []struct{ place, name string }{{"failing", "failing request"}, {"writer", "writers of its keys"},
 		{"other", "other earlier requests"}, {"regression", "regression"}}
@@ -444,19 +444,11 @@ func (ve VariantsEvidence) Spent() string {
 		}
 		return n
 	}
-	var where, kinds []string
+	var where []string
 	for _, p := range places {
 		if n := count(func(v VariantEvidence) bool { return v.Place == p.place }); n > 0 {
 			where = append(where, fmt.Sprintf("%s %d", p.name, n))
 		}
 	}
-	for _, k := range kavach.VariantKinds {
-		if n := count(func(v VariantEvidence) bool { return v.Kind == k }); n > 0 {
-			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
-		}
-	}
-	if len(where) == 0 {
-		return strings.Join(kinds, ", ")
-	}
-	return strings.Join(where, ", ") + "; by kind: " + strings.Join(kinds, ", ")
+	return strings.Join(where, ", ")
 }
