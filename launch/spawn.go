@@ -197,7 +197,12 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	for {
 		probe, cancelProbe := context.WithTimeout(ready, 500*time.Millisecond)
 		var err error
-		if s.ReadyPid != nil {
+		if !Listening(p.cmd.Process.Pid, port) {
+			// Not the build's yet: a probe now could reach another process
+			// that took the port (the build then fails to bind, and is
+			// started again on another), and call the build ready.
+			err = fmt.Errorf("no process of the build listens on port %d", port)
+		} else if s.ReadyPid != nil {
 			err = s.ReadyPid(probe, addr, p.cmd.Process.Pid)
 		} else {
 			err = s.Ready(probe, addr)
@@ -281,6 +286,50 @@ func ProcessTree(pid int) []int {
 		}
 	}
 	return pids
+}
+
+// Listening reports whether a process of the tree rooted at pid holds a
+// listening TCP socket on the loopback port: the sockets listening there
+// (/proc/net/tcp and tcp6) matched against the processes' open files. It
+// sends nothing: a probe that connected without it could reach another
+// process that took the port between FreePort and the build's bind.
+func Listening(pid, port int) bool {
+	inodes := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			// sl local_address rem_address st ... uid timeout inode
+			if len(f) < 10 || f[3] != "0A" {
+				continue
+			}
+			i := strings.LastIndexByte(f[1], ':')
+			if p, err := strconv.ParseUint(f[1][i+1:], 16, 16); err == nil && int(p) == port && f[9] != "0" {
+				inodes["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return false
+	}
+	for _, p := range ProcessTree(pid) {
+		dir := "/proc/" + strconv.Itoa(p) + "/fd/"
+		d, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		fds, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, fd := range fds {
+			if l, err := os.Readlink(dir + fd); err == nil && inodes[l] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // waitExited blocks until process pid has exited, without reaping it

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -131,7 +132,7 @@ func TestSpawnReadyAndStop(t *testing.T) {
 	// A service that listens on {port} (via a tiny Go-free listener: the
 	// test itself listens and the script just waits): use python-free sh,
 	// so probe readiness with a fake Ready that checks the dir and args.
-	path := script(t, "echo \"args: $*\"\nexec sleep 1000\n")
+	path := script(t, "echo \"args: $*\"\nexec python3 -m http.server --bind 127.0.0.1 \"$4\" >/dev/null 2>&1\n")
 	var gotAddr string
 	stopped := false
 	p, err := Spawn{
@@ -191,8 +192,8 @@ func TestSpawnRetriesATakenPort(t *testing.T) {
 	// A build that fails to listen the first time, as when another process
 	// took the port: started again on another port.
 	marker := filepath.Join(t.TempDir(), "tried")
-	path := script(t, "if [ ! -e "+marker+" ]; then touch "+marker+"; echo 'Failed listening on port 1234 (TCP), aborting.'; exit 1; fi\nexec sleep 100\n")
-	p, err := Spawn{Launch: kavach.Launch{Path: path}, Ready: func(context.Context, string) error { return nil }}.Start(context.Background())
+	path := script(t, "if [ ! -e "+marker+" ]; then touch "+marker+"; echo 'Failed listening on port 1234 (TCP), aborting.'; exit 1; fi\nexec python3 -m http.server --bind 127.0.0.1 \"$1\" >/dev/null 2>&1\n")
+	p, err := Spawn{Launch: kavach.Launch{Path: path, Args: []string{"{port}"}}, Ready: func(context.Context, string) error { return nil }}.Start(context.Background())
 	if err != nil {
 		t.Fatalf("second try not made: %v", err)
 	}
@@ -273,5 +274,29 @@ func TestSpawnStoppedWithContext(t *testing.T) {
 	}
 	if _, err := os.Stat(p.Dir()); err == nil {
 		t.Errorf("the build's directory %s is left", p.Dir())
+	}
+}
+
+// TestListening: a port is the build's only when a process of its tree
+// holds the listening socket. Another process listening there (one that
+// took the port between FreePort and the build's bind) is not the build,
+// although a connection to the port would be accepted.
+func TestListening(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	if !Listening(os.Getpid(), port) {
+		t.Errorf("the test process listens on %d: Listening says no", port)
+	}
+	other := exec.Command("sleep", "100")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	if Listening(other.Process.Pid, port) {
+		t.Errorf("a process that does not listen on %d: Listening says yes", port)
 	}
 }
