@@ -213,15 +213,21 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 		}
 		select {
 		case <-p.done:
-			p.Stop()
-			return nil, &StartError{Path: path, Reason: "exited during start-up", Exit: p.exit}
-		case <-ctx.Done():
-			p.Stop()
-			return nil, fmt.Errorf("build %s: start stopped: %w", path, context.Cause(ctx))
 		case <-ready.Done():
-			exit := p.Stop()
-			return nil, &StartError{Path: path, Reason: fmt.Sprintf("never became ready within %s (last probe: %v)", timeout, err), Exit: exit}
 		case <-time.After(20 * time.Millisecond):
+			continue
+		}
+		// The start was stopped (its context), the build exited, or its
+		// time ran out; the first of these that holds is the reason.
+		died := p.Exited() != nil
+		exit := p.Stop()
+		switch {
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("build %s: start stopped: %w", path, context.Cause(ctx))
+		case died:
+			return nil, &StartError{Path: path, Reason: "exited during start-up", Exit: exit}
+		default:
+			return nil, &StartError{Path: path, Reason: fmt.Sprintf("never became ready within %s (last probe: %v)", timeout, err), Exit: exit}
 		}
 	}
 }
