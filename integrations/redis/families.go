@@ -189,10 +189,16 @@ func showCommand(name string, args []string) string {
 
 // Siblings makes the failing request with each other member of its
 // family (Siblings, above), as kavach.Substitutions. skipped are the
-// members the old build does not have.
+// members the old build does not have. Script runners are left to the
+// "runner" variants (Values, lua.go), which make the same requests with
+// more care (the _RO forms only for a script that only reads): the
+// generator gets each runner once.
 func (Codec) Siblings(request []byte, schema kavach.Schema) ([]kavach.Substitution, []string) {
 	c, err := ParseCommand(request)
 	if err != nil || c.Name == "" {
+		return nil, nil
+	}
+	if f, ok := FamilyOf(c.Name); ok && f.Name == "script runners" {
 		return nil, nil
 	}
 	l, _ := schema.(*Learned)

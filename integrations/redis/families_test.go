@@ -217,7 +217,7 @@ func TestSiblingsOfABuildWithoutAMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subs, skipped := Codec{}.Siblings(AppendCommand(nil, []byte("EVAL"), []byte("return 1"), []byte("0")), s)
+	subs, skipped := Siblings([]string{"EVAL", "return 1", "0"}, s.(*Learned))
 	if !slices.Equal(skipped, []string{"FCALL_RO"}) || len(subs) != 4 {
 		t.Errorf("EVAL on a build without FCALL_RO: %d siblings, skipped %v; want 4, FCALL_RO", len(subs), skipped)
 	}

@@ -44,13 +44,13 @@ type FamilyIncident struct {
 var FamilyIncidents = []FamilyIncident{
 	{"script runners", [][]string{
 		{"SET", "counter", "10"},
-		{"EVAL", `"return redis.call('GET', KEYS[1])"`, "1", "counter"},
+		{"EVAL", "return redis.call('GET', KEYS[1])", "1", "counter"},
 		{"GET", "counter"},
 	}, 3},
 	{"numeric increments", Incrby, 5},
 	{"expiry setters", [][]string{
 		{"SET", "greeting", "hello"},
-		{"SET", "greeting", `"hello world"`, "EX", "100"},
+		{"SET", "greeting", "hello world", "EX", "100"},
 		{"GET", "greeting"},
 		{"STRLEN", "greeting"},
 	}, 3},
@@ -62,7 +62,7 @@ var FamilyIncidents = []FamilyIncident{
 		{"LLEN", "queue"},
 	}, 5},
 	{"range readers", [][]string{
-		{"SET", "greeting", `"hello world"`},
+		{"SET", "greeting", "hello world"},
 		{"GETRANGE", "greeting", "0", "4"},
 		{"GETRANGE", "greeting", "-5", "-1"},
 		{"STRLEN", "greeting"},
