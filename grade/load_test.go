@@ -32,16 +32,7 @@ func TestSameVerdictUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, err := exec.LookPath("stress-ng")
-	if err != nil {
-		t.Fatal("stress-ng is not installed: the README's test command installs it (scripts/deps.sh)")
-	}
-	load := exec.Command(path, "--cpu", "0", "--timeout", "600s", "--quiet")
-	if err := load.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { load.Process.Kill(); load.Wait() }()
-	time.Sleep(200 * time.Millisecond)
+	defer stress(t)()
 
 	c := redis.Codec{}
 	grade1 := func(new string) string {
@@ -117,16 +108,7 @@ func TestInsertedWritesUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, err := exec.LookPath("stress-ng")
-	if err != nil {
-		t.Fatal("stress-ng is not installed: the README's test command installs it (scripts/deps.sh)")
-	}
-	load := exec.Command(path, "--cpu", "0", "--timeout", "600s", "--quiet")
-	if err := load.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { load.Process.Kill(); load.Wait() }()
-	time.Sleep(200 * time.Millisecond)
+	defer stress(t)()
 	c := redis.Codec{}
 	for i := range 4 {
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: correct},
@@ -147,4 +129,19 @@ func TestInsertedWritesUnderLoad(t *testing.T) {
 			t.Fatalf("run %d of the correct fix under load: %s; findings %+v", i+1, rep.Verdict, rep.Findings)
 		}
 	}
+}
+
+// stress starts stress-ng on every core and returns what stops it.
+func stress(t *testing.T) func() {
+	t.Helper()
+	path, err := exec.LookPath("stress-ng")
+	if err != nil {
+		t.Fatal("stress-ng is not installed: the README's test command installs it (scripts/deps.sh)")
+	}
+	load := exec.Command(path, "--cpu", "0", "--timeout", "600s", "--quiet")
+	if err := load.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	return func() { load.Process.Kill(); load.Wait() }
 }
