@@ -84,7 +84,8 @@ type waitStep struct {
 
 // Stats count what a proxy recorded.
 type Stats struct {
-	Conns     uint64
+	Conns     uint64 // connections opened
+	Closed    uint64 // connections whose close is recorded
 	Requests  uint64
 	Responses uint64
 	Unparsed  uint64 // events marked ParseError
@@ -275,6 +276,7 @@ func (p *Proxy) serve(client net.Conn) {
 
 	p.mu.Lock()
 	delete(p.conns, c.id)
+	p.stats.Closed++
 	p.event(kavach.Event{Conn: c.id, Dir: kavach.Close, Data: []byte(who)})
 	if who == "server" && p.failure == nil && len(c.pending) > 0 {
 		p.setFailure(kavach.Failure{Step: c.pending[0].step, Oracle: kavach.Oracle{Kind: kavach.Crash}, Signature: "crash",

@@ -73,6 +73,18 @@ func startRecording(t testing.TB, upstream string, mod func(*record.Options)) *r
 
 func (r *recording) addr() string { return r.proxy.Addr().String() }
 
+// waitClosed waits until the proxy has recorded n closed connections.
+func (r *recording) waitClosed(n uint64) {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.proxy.Stats().Closed < n {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("proxy recorded %d closed connections after 10 s, want %d", r.proxy.Stats().Closed, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // finish stops the proxy, closes the fixture and loads it.
 func (r *recording) finish() *fixtures.Fixture {
 	r.t.Helper()
@@ -144,6 +156,9 @@ func TestRedisCLIThroughProxy(t *testing.T) {
 		t.Fatalf("LRANGE = %q", got)
 	}
 	cli("INCR", "greeting") // an error reply
+	// redis-cli has exited, but the proxy may not have read its EOF yet:
+	// stopping the proxy first would record the close as the proxy's.
+	rec.waitClosed(5)
 	fx := rec.finish()
 	containsInOrder(t, commands(fx), []string{
 		`SET "greeting" "hello world" -> OK`,
