@@ -434,7 +434,7 @@ type Launcher interface {
 	Start(l Launch) (Process, error)
 	// Version asks the running service at addr what version it is, for a
 	// build's identity; "" when it does not say.
-	Version(addr string) string
+	Version(ctx context.Context, addr string) string
 }
 
 // ContextStarter is an optional Launcher interface: Start bounded by ctx
@@ -610,7 +610,7 @@ type ValueNoter interface {
 // SchemaLearner is an optional Launcher interface: ask a running build
 // about the request kinds given (Redis: COMMAND DOCS).
 type SchemaLearner interface {
-	Learn(addr string, kinds []string) (Schema, error)
+	Learn(ctx context.Context, addr string, kinds []string) (Schema, error)
 }
 
 // KeyFinder is an optional Launcher interface: which keys (Redis) or
@@ -621,7 +621,7 @@ type SchemaLearner interface {
 // empty when it touches no key. Keys relate when equal, or when one is a
 // path ("/items") and the other a path below it ("/items/2").
 type KeyFinder interface {
-	Keys(addr string, requests [][]byte) [][]string
+	Keys(ctx context.Context, addr string, requests [][]byte) [][]string
 }
 
 // KeysRelate reports whether two keys (KeyFinder) name the same state:

@@ -1,9 +1,11 @@
 package grade
 
 import (
+	"context"
 	"strings"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -11,7 +13,7 @@ import (
 // from step from on touch: for judging the steps after the failure, and
 // for where the variants go (the steps before it). Steps before from,
 // and every step when the integration cannot tell, stay unknown (nil).
-func learnKeys(steps []kavach.Step, from int, old kavach.Launch, opts Options) [][]string {
+func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.Launch, opts Options) [][]string {
 	keys := make([][]string, len(steps))
 	finder, ok := opts.Launcher.(kavach.KeyFinder)
 	if !ok || from > len(steps) {
@@ -21,12 +23,12 @@ func learnKeys(steps []kavach.Step, from int, old kavach.Launch, opts Options) [
 	for _, s := range steps[from-1:] {
 		reqs = append(reqs, s.Request.Data)
 	}
-	p, err := opts.Launcher.Start(old)
+	p, err := launch.Start(ctx, opts.Launcher, old)
 	if err != nil {
 		return keys
 	}
 	defer p.Stop()
-	for i, k := range finder.Keys(p.Addr(), reqs) {
+	for i, k := range finder.Keys(ctx, p.Addr(), reqs) {
 		if from-1+i < len(keys) {
 			keys[from-1+i] = k
 		}

@@ -148,7 +148,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	// before it for where the variants go (docs/variants.md).
 	var keys [][]string
 	if !contract && (f.Step < len(steps) || opts.Variants > 0 && f.Step <= len(steps)) {
-		keys = learnKeys(steps, 1, old, opts)
+		keys = learnKeys(ctx, steps, 1, old, opts)
 	}
 	for i, s := range steps {
 		req := opts.Codec.DescribeRequest(s.Request.Data, 200)

@@ -50,7 +50,7 @@ func TestProbesAreNoRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	if v := l.Version(p.Addr()); v != "" {
+	if v := l.Version(context.Background(), p.Addr()); v != "" {
 		t.Errorf("Version = %q, want none (identity is the file's hash)", v)
 	}
 	if page := metricsPage(t, p.Addr()); !strings.Contains(page, "\naxum_service_requests_total 1\n") {

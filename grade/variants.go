@@ -9,6 +9,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/replay"
 	"github.com/kavach-dev/kavach/variants"
 )
@@ -16,7 +17,7 @@ import (
 // learnSchema starts the old build once, without a faked clock, and asks
 // it about the requests in the fixture. No schema (nil) when the
 // integration cannot learn one; the variants then guess field types.
-func learnSchema(fx *fixtures.Fixture, old kavach.Launch, opts Options) (kavach.Schema, string) {
+func learnSchema(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, opts Options) (kavach.Schema, string) {
 	learner, ok := opts.Launcher.(kavach.SchemaLearner)
 	v, vok := opts.Codec.(kavach.Variator)
 	if !ok || !vok {
@@ -30,12 +31,12 @@ func learnSchema(fx *fixtures.Fixture, old kavach.Launch, opts Options) (kavach.
 			kinds = append(kinds, k)
 		}
 	}
-	p, err := opts.Launcher.Start(old)
+	p, err := launch.Start(ctx, opts.Launcher, old)
 	if err != nil {
 		return nil, "field types guessed: " + err.Error()
 	}
 	defer p.Stop()
-	schema, err := learner.Learn(p.Addr(), kinds)
+	schema, err := learner.Learn(ctx, p.Addr(), kinds)
 	if err != nil {
 		return nil, "field types guessed: " + err.Error()
 	}
@@ -57,7 +58,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		ve.Note = "the integration cannot vary requests: no variants"
 		return ve
 	}
-	schema, note := learnSchema(fx, old, opts)
+	schema, note := learnSchema(ctx, fx, old, opts)
 	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys}
 	// A contract (no failure) has regression variants of every step only.
 	var f kavach.Failure

@@ -81,7 +81,7 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 		if id, ok := s.Launcher.(kavach.Identifier); ok {
 			version = id.Identify(*s.Launch)
 		} else {
-			version = s.Launcher.Version(upstream)
+			version = s.Launcher.Version(ctx, upstream)
 		}
 		h.Build = &fixtures.Build{Path: s.Launch.Path, SHA256: sum, Version: version}
 		h.Launch = s.Launch

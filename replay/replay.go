@@ -172,7 +172,7 @@ func run(ctx context.Context, build kavach.Launch, events []kavach.Event, opts O
 	if id, ok := opts.Launcher.(kavach.Identifier); ok {
 		tr.Version = id.Identify(build)
 	} else {
-		tr.Version = opts.Launcher.Version(proc.Addr())
+		tr.Version = opts.Launcher.Version(ctx, proc.Addr())
 	}
 	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, events: events, conns: map[uint64]*conn{}, batch: batch, ctx: ctx}
 	if p, ok := proc.(interface{ Pid() int }); ok {

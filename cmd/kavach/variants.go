@@ -13,6 +13,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/variants"
 )
 
@@ -78,7 +79,8 @@ func variantsCommand() *cli.Command {
 				if !ok {
 					return fmt.Errorf("the %s integration cannot learn request types from a build", fx.Header.Protocol)
 				}
-				p, err := l.Start(buildLaunch(fx, b))
+				ctx := c.Context
+				p, err := launch.Start(ctx, l, buildLaunch(fx, b))
 				if err != nil {
 					return err
 				}
@@ -90,11 +92,11 @@ func variantsCommand() *cli.Command {
 					}
 					requests = append(requests, s.Request.Data)
 				}
-				schema, err = learner.Learn(p.Addr(), kinds)
+				schema, err = learner.Learn(ctx, p.Addr(), kinds)
 				// The steps' keys, as kavach diff asks them: where the
 				// budget goes.
 				if finder, ok := l.(kavach.KeyFinder); ok && err == nil {
-					keys = finder.Keys(p.Addr(), requests)
+					keys = finder.Keys(ctx, p.Addr(), requests)
 				}
 				p.Stop()
 				if err != nil {

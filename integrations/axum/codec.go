@@ -472,14 +472,14 @@ func ready(ctx context.Context, addr string) error {
 // Version is "": asking an HTTP service what it is would be a request it
 // can count. A build's identity is its file's SHA-256, in the fixture and
 // the report.
-func (Launcher) Version(string) string { return "" }
+func (Launcher) Version(context.Context, string) string { return "" }
 
 var _ kavach.KeyFinder = Launcher{}
 
 // Keys is each request's resource: its path, without the query. It asks
 // no build. A path relates to the paths below it (POST /items to
 // GET /items/2); an unparsable request is unknown (nil).
-func (Launcher) Keys(_ string, requests [][]byte) [][]string {
+func (Launcher) Keys(_ context.Context, _ string, requests [][]byte) [][]string {
 	out := make([][]string, len(requests))
 	for i, r := range requests {
 		if m, err := Parse(r, true); err == nil {

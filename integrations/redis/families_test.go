@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"slices"
@@ -165,7 +166,7 @@ func TestFamiliesAreTheBuildsCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	s, err := Launcher{}.Learn(p.Addr(), []string{"EVAL", "INCRBY", "EXPIRE", "LPOP", "GETRANGE", "XRANGE"})
+	s, err := Launcher{}.Learn(context.Background(), p.Addr(), []string{"EVAL", "INCRBY", "EXPIRE", "LPOP", "GETRANGE", "XRANGE"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestSiblingsOfABuildWithoutAMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	s, err := Launcher{}.Learn(p.Addr(), []string{"EVAL"})
+	s, err := Launcher{}.Learn(context.Background(), p.Addr(), []string{"EVAL"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ func learn(t *testing.T, kinds ...string) *Learned {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	s, err := Launcher{}.Learn(p.Addr(), kinds)
+	s, err := Launcher{}.Learn(context.Background(), p.Addr(), kinds)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,9 @@ var _ kavach.KeyFinder = Launcher{}
 // the server cannot place (an unknown command, a wrong arity, no answer)
 // is unknown (nil) too. One connection asks everything, one request at a
 // time; distinct requests are asked once.
-func (Launcher) Keys(addr string, requests [][]byte) [][]string {
+func (Launcher) Keys(ctx context.Context, addr string, requests [][]byte) [][]string {
 	out := make([][]string, len(requests))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestKeysFromTheServersKeySpecs(t *testing.T) {
 		cmd("GET"),           // wrong arity: an error, which touches nothing
 		cmd("SET", "a", "1"), // asked once, answered the same
 	}
-	got := Launcher{}.Keys(p.Addr(), reqs)
+	got := Launcher{}.Keys(context.Background(), p.Addr(), reqs)
 	want := []string{"[a]", "[b c]", "[]", "unknown", "unknown", "unknown", "[]", "[a]"}
 	for i, k := range got {
 		s := fmt.Sprint(k)
@@ -34,7 +35,7 @@ func TestKeysFromTheServersKeySpecs(t *testing.T) {
 			t.Errorf("%q: keys %s, want %s", reqs[i], s, want[i])
 		}
 	}
-	if got := (Launcher{}).Keys("127.0.0.1:1", reqs[:1]); len(got) != 1 || got[0] != nil {
+	if got := (Launcher{}).Keys(context.Background(), "127.0.0.1:1", reqs[:1]); len(got) != 1 || got[0] != nil {
 		t.Errorf("no server: %v, want unknown", got)
 	}
 }

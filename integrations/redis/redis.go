@@ -407,8 +407,8 @@ func parseVersion(out string) string {
 
 // Version reads redis_version (or valkey_version) from INFO server:
 // "redis 7.0.15", "valkey 8.0.1"; "" if the build does not say.
-func (Launcher) Version(addr string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+func (Launcher) Version(ctx context.Context, addr string) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	v, err := call(ctx, addr, "INFO", "server")
 	if err != nil {

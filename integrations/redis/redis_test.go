@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -147,8 +148,21 @@ func TestLauncherRealRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	if v := (Launcher{}).Version(p.Addr()); !strings.HasPrefix(v, "redis 7.") {
+	if v := (Launcher{}).Version(context.Background(), p.Addr()); !strings.HasPrefix(v, "redis 7.") {
 		t.Errorf("Version = %q", v)
+	}
+	// A stopped command asks nothing: every question to the build takes
+	// the command's context.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if v := (Launcher{}).Version(done, p.Addr()); v != "" {
+		t.Errorf("Version on a cancelled context = %q, want none", v)
+	}
+	if _, err := (Launcher{}).Learn(done, p.Addr(), []string{"GET"}); err == nil {
+		t.Error("Learn on a cancelled context: no error")
+	}
+	if keys := (Launcher{}).Keys(done, p.Addr(), [][]byte{AppendCommand(nil, []byte("GET"), []byte("k"))}); keys[0] != nil {
+		t.Errorf("Keys on a cancelled context = %q, want unknown", keys)
 	}
 	sp := p.(*launch.Spawned)
 	dir := sp.Dir()

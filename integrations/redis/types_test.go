@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestLearnTypesAndKeysFromTheBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	s, err := Launcher{}.Learn(p.Addr(), []string{"INCRBY", "MSET", "PING", "NOSUCHCMD"})
+	s, err := Launcher{}.Learn(context.Background(), p.Addr(), []string{"INCRBY", "MSET", "PING", "NOSUCHCMD"})
 	if err != nil {
 		t.Fatal(err)
 	}

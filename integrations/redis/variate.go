@@ -44,8 +44,8 @@ type ArgSpec struct {
 // key the build has (learnTypes). It returns a *Learned. Builds without
 // COMMAND DOCS (Redis before 7) give no arguments, and Fields falls back
 // to guessing.
-func (Launcher) Learn(addr string, kinds []string) (kavach.Schema, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (Launcher) Learn(ctx context.Context, addr string, kinds []string) (kavach.Schema, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	// The other members of the commands' families too: their siblings
 	// are made only where the build has them.
