@@ -59,7 +59,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		return ve
 	}
 	schema, note := learnSchema(ctx, fx, old, opts)
-	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys}
+	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true}
 	// A contract (no failure) has regression variants of every step only.
 	var f kavach.Failure
 	var vs []variants.Variant
@@ -94,7 +94,11 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 					results[i] = VariantEvidence{K: vs[i].K, Kind: vs[i].Kind, Place: vs[i].Place, Description: vs[i].Description, Regression: vs[i].Regression, Skipped: true}
 					continue
 				}
-				results[i] = runVariant(ctx, vs[i], f, old, new, ropts, noise, feature, opts)
+				// Made here and dropped after: one copy of the recording
+				// per worker, not one per variant.
+				v := vs[i]
+				v.Events, v.Origin = v.Build()
+				results[i] = runVariant(ctx, v, f, old, new, ropts, noise, feature, opts)
 				if results[i].Kept && results[i].FailedStep > 0 {
 					failed.Store(true)
 				}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kavach-dev/kavach"
@@ -81,6 +82,11 @@ type Options struct {
 	// as a kavach.KeyFinder gives them: nil when unknown. They tell which
 	// earlier steps can affect the failing one. Nil Keys: every step may.
 	Keys [][]string
+	// Deferred leaves the kept variants' Events and Origin unmade:
+	// Variant.Build makes them when the variant is replayed. A long
+	// recording's variants are then not all in memory at once (each is a
+	// copy of the recording). False: Generate and Regression make them.
+	Deferred bool
 }
 
 // Where a variant's mutation is: the failing request itself (and moves
@@ -152,9 +158,19 @@ func Generate(events []kavach.Event, failing int, opts Options) []Variant {
 	out := append(chosen, sample(regression, opts.Budget-nInc, rng)...)
 	for i := range out {
 		out[i].K = i + 1
-		finish(&out[i])
+		g.finish(&out[i])
 	}
 	return out
+}
+
+// Build returns the variant's events and the origin of each of its
+// steps, made now when Options.Deferred left them unmade. Each call of a
+// deferred variant makes a new copy, which the caller drops when done.
+func (v *Variant) Build() ([]kavach.Event, []int) {
+	if v.build != nil {
+		return v.build()
+	}
+	return v.Events, v.Origin
 }
 
 // share is how many of have candidates take of n places, when others
@@ -168,9 +184,18 @@ func share(have, n, others int) int {
 	return k
 }
 
-// finish builds a variant made lazily, once kept.
-func finish(v *Variant) {
-	if b := v.build; b != nil {
+// finish builds a variant made lazily, once kept, unless its building
+// is deferred to Build. Deferred builds may run at once (a diff's
+// workers): they take turns, since building fills caches of g's.
+func (g *gen) finish(v *Variant) {
+	switch b := v.build; {
+	case b != nil && g.opts.Deferred:
+		v.build = func() ([]kavach.Event, []int) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			return b()
+		}
+	case b != nil:
 		v.Events, v.Origin = b()
 		v.build = nil
 	}
@@ -242,6 +267,7 @@ type gen struct {
 	orig  map[uint64]int        // request Seq -> step, made once (variant)
 	rank  []int                 // step -> its place in the seeded order pick keeps
 	types map[string][]seenType // kind and field key -> its types (typedAs)
+	mu    sync.Mutex            // deferred builds (finish)
 }
 
 func newGen(events []kavach.Event, failing int, opts Options) *gen {
@@ -434,7 +460,11 @@ func (g *gen) incident() []Variant {
 	}
 	if g.F > 1 {
 		for _, d := range clockShifts {
-			v := g.variant(slices.Clone(g.events), fmt.Sprintf("the clock jumps %s right before step %d", signed(d), g.F), false)
+			v := Variant{Description: fmt.Sprintf("the clock jumps %s right before step %d", signed(d), g.F), key: sha256.Sum256(fmt.Appendf(nil, "clock|%d", d))}
+			v.build = func() ([]kavach.Event, []int) {
+				w := g.variant(slices.Clone(g.events), "", false)
+				return w.Events, w.Origin
+			}
 			v.ShiftFrom, v.Shift, v.group, v.primary, v.Place = g.F, d, "clock", true, PlaceFailing
 			v.Kind = "clock-forward"
 			if d < 0 {
@@ -499,7 +529,7 @@ func Regression(events []kavach.Event, opts Options) []Variant {
 	out := sample(vs, opts.Budget, rng)
 	for i := range out {
 		out[i].K = i + 1
-		finish(&out[i]) // variants are built only once chosen (as Generate does)
+		g.finish(&out[i]) // variants are built only once chosen (as Generate does)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,5 +299,42 @@ func TestTypeSubstitution(t *testing.T) {
 	// The same budget with a schema of no types: no such variant.
 	if n := len(variants.Generate(incident(), 5, opts(1000, 1))); n >= len(vs) {
 		t.Errorf("%d variants without types, %d with: the types add none", n, len(vs))
+	}
+}
+
+// Deferred variants are the same variants, made only by Build: Generate
+// keeps no copy of the recording for them, and each Build is a fresh copy.
+func TestDeferredBuild(t *testing.T) {
+	for _, contract := range []bool{false, true} {
+		made, deferred := opts(64, 3), opts(64, 3)
+		deferred.Deferred = true
+		var now, later []variants.Variant
+		if contract {
+			now, later = variants.Regression(incident(), made), variants.Regression(incident(), deferred)
+		} else {
+			now, later = variants.Generate(incident(), 5, made), variants.Generate(incident(), 5, deferred)
+		}
+		if len(now) == 0 || len(now) != len(later) {
+			t.Fatalf("contract %v: %d variants made, %d deferred", contract, len(now), len(later))
+		}
+		// Built at once, as a diff's workers build them.
+		var wg sync.WaitGroup
+		for i := range later {
+			wg.Go(func() { later[i].Build() })
+		}
+		wg.Wait()
+		for i := range now {
+			if later[i].Events != nil {
+				t.Errorf("contract %v: deferred variant %d (%s) has its events made already", contract, later[i].K, later[i].Description)
+			}
+			events, origin := later[i].Build()
+			if now[i].Description != later[i].Description || !cmp.Equal(now[i].Events, events) || !slices.Equal(now[i].Origin, origin) {
+				t.Errorf("contract %v: variant %d differs when deferred:\n%s\nvs\n%s", contract, i+1, now[i].Description, later[i].Description)
+			}
+			again, _ := later[i].Build()
+			if len(again) > 0 && &again[0] == &events[0] {
+				t.Errorf("contract %v: variant %d: Build gave the same copy twice", contract, i+1)
+			}
+		}
 	}
 }

@@ -104,7 +104,7 @@ func variantsCommand() *cli.Command {
 				}
 			}
 			vs := variants.Generate(fx.Events, fx.Failure.Step, variants.Options{
-				Codec: in.codec, Variator: variator, Schema: schema, Budget: c.Int("variants"), Seed: c.Uint64("seed"), Start: fx.Header.Start, Keys: keys})
+				Codec: in.codec, Variator: variator, Schema: schema, Budget: c.Int("variants"), Seed: c.Uint64("seed"), Start: fx.Header.Start, Keys: keys, Deferred: true})
 			if c.Bool("json") {
 				enc := json.NewEncoder(c.App.Writer)
 				for _, v := range vs {
