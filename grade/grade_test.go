@@ -418,6 +418,9 @@ func TestDeriveAfterTheFailure(t *testing.T) {
 		{"not evaluable at the failing step", func(e *grade.Evidence) {
 			e.Invariants = []grade.InvariantEvidence{{Name: "inv", Held: true, NotEvaluable: []int{2}, NotEvaluableMessage: "inv: not evaluable: no such overload at step 2"}}
 		}, "unverified(not-evaluable: inv: not evaluable: no such overload at step 2)"},
+		{"not evaluable at the failing step, and first before it", func(e *grade.Evidence) {
+			e.Invariants = []grade.InvariantEvidence{{Name: "inv", Held: true, NotEvaluable: []int{1, 2}, NotEvaluableMessage: "inv: not evaluable: no such overload at step 1"}}
+		}, "unverified(not-evaluable: inv: not evaluable at step 2 (first: inv: not evaluable: no such overload at step 1))"},
 		{"not evaluable elsewhere", func(e *grade.Evidence) {
 			e.Invariants = []grade.InvariantEvidence{{Name: "inv", Held: true, NotEvaluable: []int{3}}}
 		}, "fixed"},

@@ -343,7 +343,16 @@ func Derive(ev Evidence) (Parts, []Finding) {
 	}
 	for _, inv := range ev.Invariants {
 		if slices.Contains(inv.NotEvaluable, F) {
-			return Parts{Kind: Unverified, Reason: "not-evaluable: " + inv.NotEvaluableMessage}, findings
+			// The message says why at the first step it was not evaluable,
+			// which may be before the failing step: the reason names F.
+			msg := inv.NotEvaluableMessage
+			if inv.NotEvaluable[0] != F || msg == "" {
+				msg = fmt.Sprintf("%s: not evaluable at step %d", inv.Name, F)
+				if inv.NotEvaluableMessage != "" {
+					msg += fmt.Sprintf(" (first: %s)", inv.NotEvaluableMessage)
+				}
+			}
+			return Parts{Kind: Unverified, Reason: "not-evaluable: " + msg}, findings
 		}
 	}
 	if v := ev.Variants; v.Reproducing < v.Min {
