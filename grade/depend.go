@@ -10,14 +10,16 @@ import (
 )
 
 // learnKeys asks a fresh old build which keys (or resources) the steps
-// from step from on touch: for judging the steps after the failure, and
-// for where the variants go (the steps before it). Steps before from,
-// and every step when the integration cannot tell, stay unknown (nil).
-func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.Launch, opts Options) [][]string {
-	keys := make([][]string, len(steps))
+// from step from on touch, and which of them each writes: for judging the
+// steps after the failure, and for where the variants go (the steps
+// before it). Steps before from, and every step when the integration
+// cannot tell, stay unknown (nil); a nil writes entry is unknown too (the
+// step may write every key it touches, kavach.KeyFinder).
+func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.Launch, opts Options) (keys, writes [][]string) {
+	keys, writes = make([][]string, len(steps)), make([][]string, len(steps))
 	finder, ok := opts.Launcher.(kavach.KeyFinder)
 	if !ok || from > len(steps) {
-		return keys
+		return keys, writes
 	}
 	var reqs [][]byte
 	for _, s := range steps[from-1:] {
@@ -25,15 +27,19 @@ func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.La
 	}
 	p, err := launch.Start(ctx, opts.Launcher, old)
 	if err != nil {
-		return keys
+		return keys, writes
 	}
 	defer p.Stop()
-	for i, k := range finder.Keys(ctx, p.Addr(), reqs) {
+	k, w := finder.Keys(ctx, p.Addr(), reqs)
+	for i := range k {
 		if from-1+i < len(keys) {
-			keys[from-1+i] = k
+			keys[from-1+i] = k[i]
+			if i < len(w) {
+				writes[from-1+i] = w[i]
+			}
 		}
 	}
-	return keys
+	return keys, writes
 }
 
 // relate reports whether two keys name the same state: equal, or one a
