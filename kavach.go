@@ -616,12 +616,18 @@ type SchemaLearner interface {
 // KeyFinder is an optional Launcher interface: which keys (Redis) or
 // resources (HTTP: the path) each request reads or writes, for telling
 // which later steps a changed answer can explain. It may ask the running
-// build at addr (Redis: COMMAND GETKEYS, COMMAND INFO). The result has one
-// entry per request: nil when unknown (the request may touch anything),
-// empty when it touches no key. Keys relate when equal, or when one is a
-// path ("/items") and the other a path below it ("/items/2").
+// build at addr (Redis: COMMAND GETKEYSANDFLAGS, COMMAND INFO).
+//
+// keys has one entry per request: nil when unknown (the request may touch
+// anything), empty when it touches no key. writes, when not nil, has one
+// entry per request too: the keys the request may write (its others it
+// only reads). A nil entry (or a nil writes) is unknown: the request may
+// write every key it touches (anything, when its keys are unknown too); an
+// empty one writes nothing (a read, or DBSIZE whose keys are unknown).
+// Keys relate when equal, or when one is a path ("/items") and the other a
+// path below it ("/items/2").
 type KeyFinder interface {
-	Keys(ctx context.Context, addr string, requests [][]byte) [][]string
+	Keys(ctx context.Context, addr string, requests [][]byte) (keys, writes [][]string)
 }
 
 // KeysRelate reports whether two keys (KeyFinder) name the same state:

@@ -10,14 +10,16 @@ import (
 )
 
 // learnKeys asks a fresh old build which keys (or resources) the steps
-// from step from on touch: for judging the steps after the failure, and
-// for where the variants go (the steps before it). Steps before from,
-// and every step when the integration cannot tell, stay unknown (nil).
-func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.Launch, opts Options) [][]string {
-	keys := make([][]string, len(steps))
+// from step from on touch, and which of them each writes: for judging the
+// steps after the failure, and for where the variants go (the steps
+// before it). Steps before from, and every step when the integration
+// cannot tell, stay unknown (nil); a nil writes entry is unknown too (the
+// step may write every key it touches, kavach.KeyFinder).
+func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.Launch, opts Options) (keys, writes [][]string) {
+	keys, writes = make([][]string, len(steps)), make([][]string, len(steps))
 	finder, ok := opts.Launcher.(kavach.KeyFinder)
 	if !ok || from > len(steps) {
-		return keys
+		return keys, writes
 	}
 	var reqs [][]byte
 	for _, s := range steps[from-1:] {
@@ -25,15 +27,19 @@ func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.La
 	}
 	p, err := launch.Start(ctx, opts.Launcher, old)
 	if err != nil {
-		return keys
+		return keys, writes
 	}
 	defer p.Stop()
-	for i, k := range finder.Keys(ctx, p.Addr(), reqs) {
+	k, w := finder.Keys(ctx, p.Addr(), reqs)
+	for i := range k {
 		if from-1+i < len(keys) {
-			keys[from-1+i] = k
+			keys[from-1+i] = k[i]
+			if i < len(w) {
+				writes[from-1+i] = w[i]
+			}
 		}
 	}
-	return keys
+	return keys, writes
 }
 
 // relate reports whether two keys name the same state: equal, or one a
@@ -49,9 +55,17 @@ func relate(a, b string) bool {
 }
 
 // dependsOn reports whether a step with keys k depends on state a step
-// with keys c touched. Unknown keys (unknown true) depend on everything.
+// writing keys c changed. Unknown keys (kUnknown) depend on every write;
+// unknown writes (cUnknown) may have changed anything. A step that wrote
+// nothing changed no state.
 func dependsOn(k []string, kUnknown bool, c []string, cUnknown bool) bool {
-	if kUnknown || cUnknown {
+	if cUnknown {
+		return true
+	}
+	if len(c) == 0 {
+		return false
+	}
+	if kUnknown {
 		return true
 	}
 	for _, a := range k {
@@ -64,14 +78,26 @@ func dependsOn(k []string, kUnknown bool, c []string, cUnknown bool) bool {
 	return false
 }
 
+// written is what a step may have written: its Writes when the
+// integration told them (WritesKnown), else every key it touches
+// (unknown when its keys are), as a report from before writes were told
+// from reads.
+func written(s StepEvidence) (keys []string, unknown bool) {
+	if s.WritesKnown {
+		return s.Writes, false
+	}
+	return s.Keys, s.KeysUnknown
+}
+
 // afterFailure judges the new build's steps after the failing step F
 // (docs/design.md §4, step 3): a crash there is a finding; so is a hang the
 // recording and the old build did not show; a difference from the
 // recording (noise excluded) is a finding unless the fix explains it: the
 // recording or the old build showed the failure at that step (a crash or
-// hang, the signature, an invariant violated), or the step depends on
-// state a changed step touched — F itself, and every later step that
-// differed — by its keys (unknown keys depend on everything).
+// hang, the signature, an invariant violated), or the step touches state a
+// changed step wrote — F itself, and every later step the fix explains —
+// by its keys (unknown keys depend on every write, unknown writes explain
+// everything). A read-only changed step explains nothing after it.
 func afterFailure(ev Evidence, noise replay.Noise) []Finding {
 	F := ev.Failure.Step
 	old := map[int]StepEvidence{}
@@ -79,14 +105,18 @@ func afterFailure(ev Evidence, noise replay.Noise) []Finding {
 		old[s.Step] = s
 	}
 	type changedStep struct {
-		keys    []string
+		writes  []string
 		unknown bool
 	}
 	var changed []changedStep
+	change := func(s StepEvidence) {
+		w, u := written(s)
+		changed = append(changed, changedStep{w, u})
+	}
 	var findings []Finding
 	for _, s := range ev.New.Steps {
 		if s.Step == F {
-			changed = append(changed, changedStep{s.Keys, s.KeysUnknown})
+			change(s)
 		}
 		if s.Step <= F || !s.Ran {
 			continue
@@ -112,18 +142,18 @@ func afterFailure(ev Evidence, noise replay.Noise) []Finding {
 			recurs(ev.Failure, o.Outcome, o.Violated) || len(o.Violated) > 0 || ev.Failure.Reproduces(s.Recorded)
 		depends := false
 		for _, c := range changed {
-			if dependsOn(s.Keys, s.KeysUnknown, c.keys, c.unknown) {
+			if dependsOn(s.Keys, s.KeysUnknown, c.writes, c.unknown) {
 				depends = true
 				break
 			}
 		}
 		if showedFailure || depends {
-			changed = append(changed, changedStep{s.Keys, s.KeysUnknown})
+			change(s)
 			continue
 		}
 		findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
 			Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted,
-			Detail: "after the failing step, a difference the fix does not explain: the step touches no state a changed step touched"})
+			Detail: "after the failing step, a difference the fix does not explain: the step touches no state a changed step wrote"})
 	}
 	return findings
 }

@@ -146,9 +146,9 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	}
 	// Every step's keys: those after the failure for judging them, those
 	// before it for where the variants go (docs/variants.md).
-	var keys [][]string
+	var keys, writes [][]string
 	if !contract && (f.Step < len(steps) || opts.Variants > 0 && f.Step <= len(steps)) {
-		keys = learnKeys(ctx, steps, 1, old, opts)
+		keys, writes = learnKeys(ctx, steps, 1, old, opts)
 	}
 	for i, s := range steps {
 		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
@@ -163,6 +163,9 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			se.KeysUnknown = i >= len(keys) || keys[i] == nil
 			if !se.KeysUnknown {
 				se.Keys = keys[i]
+			}
+			if i < len(writes) && writes[i] != nil {
+				se.Writes, se.WritesKnown = writes[i], true
 			}
 		}
 		if n.Ran {

@@ -358,8 +358,9 @@ func TestWrongAnswerOnlyAnInvariantSees(t *testing.T) {
 
 func TestDeriveAfterTheFailure(t *testing.T) {
 	// Steps after the failing step 2 (an error): 3 reads key a (which the
-	// failing step wrote), 4 reads key b. A difference is explained only
-	// where the fix explains it.
+	// failing step wrote: without WritesKnown, a step writes every key it
+	// touches), 4 reads key b. A difference is explained only where the
+	// fix explains it: a later step touching a key a changed step wrote.
 	ok := kavach.Outcome{Kind: kavach.OK}
 	errOut := kavach.Outcome{Kind: kavach.Error, Class: "ERR", Detail: "ERR boom"}
 	diff := []replay.Diff{{Step: 4, Path: "reply[0]", Want: `"1"`, Got: `"2"`}}
@@ -395,6 +396,60 @@ func TestDeriveAfterTheFailure(t *testing.T) {
 			e.New.Steps[2].Diffs, e.New.Steps[2].Keys = []replay.Diff{{Step: 3, Path: "reply[0]"}}, []string{"a", "b"}
 			e.New.Steps[3].Diffs = diff
 		}, "fixed"},
+		// Writes told from reads (WritesKnown): only what a changed step
+		// wrote explains a later step.
+		{"a later step on the key the failing step wrote", func(e *grade.Evidence) {
+			e.New.Steps[1].Writes, e.New.Steps[1].WritesKnown = []string{"a"}, true
+			e.New.Steps[2].Diffs = []replay.Diff{{Step: 3, Path: "reply[0]"}}
+		}, "fixed"},
+		{"a read-only failing step explains nothing after it", func(e *grade.Evidence) {
+			e.New.Steps[1].Writes, e.New.Steps[1].WritesKnown = []string{}, true
+			e.New.Steps[2].Diffs = []replay.Diff{{Step: 3, Path: "reply[0]"}}
+		}, "diverged@3"},
+		{"a read-only failing step explains no step of unknown keys", func(e *grade.Evidence) {
+			e.New.Steps[1].Writes, e.New.Steps[1].WritesKnown = []string{}, true
+			e.New.Steps[3].Diffs, e.New.Steps[3].Keys, e.New.Steps[3].KeysUnknown = diff, nil, true
+		}, "diverged@4"},
+		{"a failing step of unknown keys that writes nothing (DBSIZE)", func(e *grade.Evidence) {
+			e.New.Steps[1].Keys, e.New.Steps[1].KeysUnknown = nil, true
+			e.New.Steps[1].Writes, e.New.Steps[1].WritesKnown = []string{}, true
+			e.New.Steps[3].Diffs = diff
+		}, "diverged@4"},
+		{"a failing step of unknown writes explains everything", func(e *grade.Evidence) {
+			e.New.Steps[1].Keys, e.New.Steps[1].KeysUnknown = nil, true
+			e.New.Steps[3].Diffs = diff
+		}, "fixed"},
+		{"a failing step writing another key than the later step reads", func(e *grade.Evidence) {
+			e.New.Steps[1].Keys, e.New.Steps[1].Writes, e.New.Steps[1].WritesKnown = []string{"a", "b"}, []string{"b"}, true
+			e.New.Steps[2].Diffs = []replay.Diff{{Step: 3, Path: "reply[0]"}}
+		}, "diverged@3"},
+		{"an explained step that writes passes its writes on", func(e *grade.Evidence) {
+			e.New.Steps[1].Writes, e.New.Steps[1].WritesKnown = []string{"a"}, true
+			e.New.Steps[2].Diffs, e.New.Steps[2].Keys = []replay.Diff{{Step: 3, Path: "reply[0]"}}, []string{"a", "b"}
+			e.New.Steps[2].Writes, e.New.Steps[2].WritesKnown = []string{"b"}, true
+			e.New.Steps[3].Diffs = diff
+		}, "fixed"},
+		{"an explained read passes nothing on", func(e *grade.Evidence) {
+			e.New.Steps[1].Writes, e.New.Steps[1].WritesKnown = []string{"a"}, true
+			e.New.Steps[2].Diffs, e.New.Steps[2].Keys = []replay.Diff{{Step: 3, Path: "reply[0]"}}, []string{"a", "b"}
+			e.New.Steps[2].Writes, e.New.Steps[2].WritesKnown = []string{}, true
+			e.New.Steps[3].Diffs = diff
+		}, "diverged@4"},
+		{"a step the old build failed at passes its writes on", func(e *grade.Evidence) {
+			e.New.Steps[1].Writes, e.New.Steps[1].WritesKnown = []string{}, true
+			e.Old.Steps[2].Outcome = errOut
+			e.New.Steps[2].Diffs, e.New.Steps[2].Keys = []replay.Diff{{Step: 3, Path: "reply[0]"}}, []string{"b"}
+			e.New.Steps[2].Writes, e.New.Steps[2].WritesKnown = []string{"b"}, true
+			e.New.Steps[3].Diffs = diff
+		}, "fixed"},
+		{"a write to a path explains a later read below it", func(e *grade.Evidence) {
+			e.New.Steps[1].Keys, e.New.Steps[1].Writes, e.New.Steps[1].WritesKnown = []string{"/items"}, []string{"/items"}, true
+			e.New.Steps[3].Diffs, e.New.Steps[3].Keys = diff, []string{"/items/2"}
+		}, "fixed"},
+		{"a read of a path explains no later read below it", func(e *grade.Evidence) {
+			e.New.Steps[1].Keys, e.New.Steps[1].Writes, e.New.Steps[1].WritesKnown = []string{"/items"}, []string{}, true
+			e.New.Steps[3].Diffs, e.New.Steps[3].Keys = diff, []string{"/items/2"}
+		}, "diverged@4"},
 		{"the old build showed the failure there", func(e *grade.Evidence) {
 			e.New.Steps[3].Diffs = diff
 			e.Old.Steps[3].Outcome = errOut

@@ -218,6 +218,12 @@ type StepEvidence struct {
 	// depend on anything).
 	Keys        []string `json:"keys,omitempty"`
 	KeysUnknown bool     `json:"keys_unknown,omitempty"`
+	// Writes are the keys among Keys the step may write, when the
+	// integration tells writes from reads (WritesKnown); without
+	// WritesKnown (an integration that cannot tell, a report from before)
+	// the step may write every key it touches.
+	Writes      []string `json:"writes,omitempty"`
+	WritesKnown bool     `json:"writes_known,omitempty"`
 }
 
 // VariantsEvidence is the variants generated and what each did.

@@ -96,7 +96,7 @@ func variantsCommand() *cli.Command {
 				// The steps' keys, as kavach diff asks them: where the
 				// budget goes.
 				if finder, ok := l.(kavach.KeyFinder); ok && err == nil {
-					keys = finder.Keys(ctx, p.Addr(), requests)
+					keys, _ = finder.Keys(ctx, p.Addr(), requests)
 				}
 				p.Stop()
 				if err != nil {

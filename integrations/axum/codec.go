@@ -477,14 +477,19 @@ func (Launcher) Version(context.Context, string) string { return "" }
 var _ kavach.KeyFinder = Launcher{}
 
 // Keys is each request's resource: its path, without the query. It asks
-// no build. A path relates to the paths below it (POST /items to
-// GET /items/2); an unparsable request is unknown (nil).
-func (Launcher) Keys(_ context.Context, _ string, requests [][]byte) [][]string {
-	out := make([][]string, len(requests))
+// no build. GET and HEAD read their path; every other method writes it. A
+// path relates to the paths below it (POST /items to GET /items/2); an
+// unparsable request is unknown (nil): it may touch and write anything.
+func (Launcher) Keys(_ context.Context, _ string, requests [][]byte) (keys, writes [][]string) {
+	keys, writes = make([][]string, len(requests)), make([][]string, len(requests))
 	for i, r := range requests {
 		if m, err := Parse(r, true); err == nil {
-			out[i] = []string{m.Path}
+			keys[i] = []string{m.Path}
+			writes[i] = keys[i]
+			if m.Method == "GET" || m.Method == "HEAD" {
+				writes[i] = []string{}
+			}
 		}
 	}
-	return out
+	return keys, writes
 }

@@ -1,7 +1,9 @@
 package axum
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/kavach-dev/kavach/launch"
@@ -25,6 +27,33 @@ func TestCheckArgs(t *testing.T) {
 		var lr *launch.LaunchRefused
 		if err := CheckArgs(tc.args); !errors.As(err, &lr) || lr.Arg != tc.arg {
 			t.Errorf("CheckArgs(%q) = %v, want %q refused", tc.args, err, tc.arg)
+		}
+	}
+}
+
+func TestKeysReadsAndWrites(t *testing.T) {
+	reqs := [][]byte{
+		[]byte("GET /items/2?x=1 HTTP/1.1\r\nHost: h\r\n\r\n"),
+		[]byte("HEAD /items HTTP/1.1\r\nHost: h\r\n\r\n"),
+		[]byte("POST /items HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}"),
+		[]byte("DELETE /items/2 HTTP/1.1\r\nHost: h\r\n\r\n"),
+		[]byte("not http"),
+	}
+	keys, writes := Launcher{}.Keys(context.Background(), "", reqs)
+	want := []string{"[/items/2]", "[/items]", "[/items]", "[/items/2]", "unknown"}
+	wantWrites := []string{"[]", "[]", "[/items]", "[/items/2]", "unknown"}
+	show := func(k []string) string {
+		if k == nil {
+			return "unknown"
+		}
+		return fmt.Sprint(k)
+	}
+	for i := range reqs {
+		if s := show(keys[i]); s != want[i] {
+			t.Errorf("%q: keys %s, want %s", reqs[i], s, want[i])
+		}
+		if s := show(writes[i]); s != wantWrites[i] {
+			t.Errorf("%q: writes %s, want %s", reqs[i], s, wantWrites[i])
 		}
 	}
 }

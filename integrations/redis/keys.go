@@ -3,6 +3,7 @@ package redis
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"slices"
 	"strings"
@@ -13,22 +14,26 @@ import (
 
 var _ kavach.KeyFinder = Launcher{}
 
-// Keys asks the running build which keys each request touches, from the
-// server's own key specs: COMMAND GETKEYS. A command the server says has
-// no key arguments touches no key, unless COMMAND INFO puts it in the
-// @keyspace, @write or @scripting categories (DBSIZE, FLUSHALL, KEYS,
-// SCAN, EVAL's undeclared keys): those may touch any key (nil). A request
+// Keys asks the running build which keys each request touches, and which
+// of them it writes, from the server's own key specs: COMMAND
+// GETKEYSANDFLAGS (a key is written unless its flags say RO; before Redis
+// 7, COMMAND GETKEYS and the command's write flag). A script (@scripting:
+// EVAL, FCALL) writes every key it names, and one that names none may
+// touch any key (nil). A command the server says has no key arguments
+// touches no key, unless COMMAND INFO puts it in the @keyspace, @write or
+// @scripting categories (DBSIZE, FLUSHALL, KEYS, SCAN): those may touch
+// any key (nil), and write any unless the command is readonly. A request
 // the server cannot place (an unknown command, a wrong arity, no answer)
-// is unknown (nil) too. One connection asks everything, one request at a
-// time; distinct requests are asked once.
-func (Launcher) Keys(ctx context.Context, addr string, requests [][]byte) [][]string {
-	out := make([][]string, len(requests))
+// is unknown (nil): it may touch and write anything. One connection asks
+// everything, one request at a time; distinct requests are asked once.
+func (Launcher) Keys(ctx context.Context, addr string, requests [][]byte) (keys, writes [][]string) {
+	keys, writes = make([][]string, len(requests)), make([][]string, len(requests))
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return out
+		return keys, writes
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -41,57 +46,140 @@ func (Launcher) Keys(ctx context.Context, addr string, requests [][]byte) [][]st
 		}
 		return readReply(r)
 	}
-	seen := map[string][]string{}
-	global := map[string]bool{} // command name -> may touch any key
+	type answer struct{ keys, writes []string }
+	seen := map[string]answer{}
+	infos := map[string]commandInfo{}
 	for i, req := range requests {
-		if keys, ok := seen[string(req)]; ok {
-			out[i] = keys
-			continue
+		a, ok := seen[string(req)]
+		if !ok {
+			a.keys, a.writes = keysOf(req, ask, infos)
+			seen[string(req)] = a
 		}
-		out[i] = keysOf(req, ask, global)
-		seen[string(req)] = out[i]
+		keys[i], writes[i] = a.keys, a.writes
 	}
-	return out
+	return keys, writes
 }
 
-func keysOf(req []byte, ask func(args ...[]byte) (Value, error), global map[string]bool) []string {
+// commandInfo is what COMMAND INFO tells of a command, for placing its keys.
+type commandInfo struct {
+	known    bool // the server answered for it
+	global   bool // @keyspace, @write or @scripting: may touch any key
+	script   bool // @scripting
+	write    bool // the write flag
+	readonly bool // the readonly flag
+}
+
+// infoOf asks COMMAND INFO about a command once.
+func infoOf(name string, ask func(args ...[]byte) (Value, error), infos map[string]commandInfo) commandInfo {
+	if ci, ok := infos[name]; ok {
+		return ci
+	}
+	var ci commandInfo
+	if info, err := ask([]byte("COMMAND"), []byte("INFO"), []byte(name)); err == nil && len(info.Elems) == 1 && len(info.Elems[0].Elems) > 6 {
+		ci.known = true
+		for _, f := range info.Elems[0].Elems[2].Elems {
+			switch strings.ToLower(string(f.Str)) {
+			case "write":
+				ci.write = true
+			case "readonly":
+				ci.readonly = true
+			}
+		}
+		for _, cat := range info.Elems[0].Elems[6].Elems {
+			c := strings.ToLower(string(cat.Str))
+			ci.global = ci.global || slices.Contains([]string{"@keyspace", "@write", "@scripting"}, c)
+			ci.script = ci.script || c == "@scripting"
+		}
+	}
+	infos[name] = ci
+	return ci
+}
+
+// keysOf places one request: the keys it touches and those it writes.
+func keysOf(req []byte, ask func(args ...[]byte) (Value, error), infos map[string]commandInfo) (keys, writes []string) {
 	c, err := ParseCommand(req)
 	if err != nil || c.Name == "" {
-		return nil
+		return nil, nil
 	}
-	// COMMAND GETKEYS wants the command and at least one argument: a
-	// command alone (DBSIZE, PING) is placed by its categories only.
+	// COMMAND GETKEYS(ANDFLAGS) wants the command and at least one
+	// argument: a command alone (DBSIZE, PING) is placed by its
+	// categories only.
 	if len(c.Args) > 1 {
-		v, err := ask(append([][]byte{[]byte("COMMAND"), []byte("GETKEYS")}, c.Args...)...)
+		keys, writes, ok, err := askKeys(c.Name, c.Args, ask, infos)
 		if err != nil {
-			return nil
+			return nil, nil
 		}
-		if v.Kind != KindError {
-			keys := []string{}
-			for _, e := range v.Elems {
-				keys = append(keys, string(e.Str))
+		if ok {
+			switch ci := infoOf(c.Name, ask, infos); {
+			case ci.script && len(keys) == 0:
+				return nil, nil // a script's undeclared keys
+			case ci.script || !ci.known:
+				writes = keys
 			}
-			return keys
-		}
-		if !strings.Contains(strings.ToLower(string(v.Str)), "no key arguments") {
-			return nil
+			return keys, writes
 		}
 	}
-	g, ok := global[c.Name]
-	if !ok {
-		g = true
-		if info, err := ask([]byte("COMMAND"), []byte("INFO"), []byte(c.Name)); err == nil && len(info.Elems) == 1 && len(info.Elems[0].Elems) > 6 {
-			g = false
-			for _, cat := range info.Elems[0].Elems[6].Elems {
-				if slices.Contains([]string{"@keyspace", "@write", "@scripting"}, strings.ToLower(string(cat.Str))) {
-					g = true
-				}
-			}
-		}
-		global[c.Name] = g
+	ci := infoOf(c.Name, ask, infos)
+	switch {
+	case !ci.known || ci.global && (ci.write || ci.script || !ci.readonly):
+		return nil, nil
+	case ci.global:
+		return nil, []string{}
 	}
-	if g {
-		return nil
-	}
-	return []string{}
+	return []string{}, []string{}
 }
+
+// askKeys asks the server for a request's keys and their flags: ok false
+// when the server says the command has no key arguments, an error when it
+// cannot place the request.
+func askKeys(name string, args [][]byte, ask func(args ...[]byte) (Value, error), infos map[string]commandInfo) (keys, writes []string, ok bool, err error) {
+	noKeys := func(v Value) bool { return strings.Contains(strings.ToLower(string(v.Str)), "no key arguments") }
+	v, err := ask(append([][]byte{[]byte("COMMAND"), []byte("GETKEYSANDFLAGS")}, args...)...)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if v.Kind != KindError {
+		keys, writes = []string{}, []string{}
+		for _, e := range v.Elems {
+			if len(e.Elems) == 0 {
+				continue
+			}
+			k := string(e.Elems[0].Str)
+			keys = append(keys, k)
+			ro := len(e.Elems) > 1 && slices.ContainsFunc(e.Elems[1].Elems, func(f Value) bool { return strings.EqualFold(string(f.Str), "RO") })
+			if !ro {
+				writes = append(writes, k)
+			}
+		}
+		return keys, writes, true, nil
+	}
+	if noKeys(v) {
+		return nil, nil, false, nil
+	}
+	if !strings.Contains(strings.ToLower(string(v.Str)), "unknown subcommand") {
+		return nil, nil, false, errNotPlaced
+	}
+	// Before Redis 7: the keys alone; the command's flags tell the writes.
+	v, err = ask(append([][]byte{[]byte("COMMAND"), []byte("GETKEYS")}, args...)...)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if v.Kind == KindError {
+		if noKeys(v) {
+			return nil, nil, false, nil
+		}
+		return nil, nil, false, errNotPlaced
+	}
+	keys = []string{}
+	for _, e := range v.Elems {
+		keys = append(keys, string(e.Str))
+	}
+	writes = []string{}
+	if ci := infoOf(name, ask, infos); !ci.readonly || ci.write {
+		writes = keys
+	}
+	return keys, writes, true, nil
+}
+
+// errNotPlaced is the server refusing to name a request's keys.
+var errNotPlaced = errors.New("the server cannot place the request")

@@ -23,19 +23,37 @@ func TestKeysFromTheServersKeySpecs(t *testing.T) {
 		cmd("NOSUCHCMD"),     // the server cannot place it
 		cmd("GET"),           // wrong arity: an error, which touches nothing
 		cmd("SET", "a", "1"), // asked once, answered the same
+		cmd("GET", "a"),      // reads a
+		cmd("GETRANGE", "a", "0", "2"),
+		cmd("LMOVE", "a", "b", "LEFT", "RIGHT"), // writes both
+		cmd("EVAL", "return redis.call('GET', KEYS[1])", "1", "a"), // a script writes what it names
+		cmd("EVAL_RO", "return 1", "1", "a"),                       // a script still
+		cmd("EVAL", "return 1", "0"),                               // undeclared keys: anything
+		cmd("OBJECT", "ENCODING", "a"),                             // a subcommand that reads
 	}
-	got := Launcher{}.Keys(context.Background(), p.Addr(), reqs)
-	want := []string{"[a]", "[b c]", "[]", "unknown", "unknown", "unknown", "[]", "[a]"}
-	for i, k := range got {
-		s := fmt.Sprint(k)
+	got, writes := Launcher{}.Keys(context.Background(), p.Addr(), reqs)
+	want := []string{"[a]", "[b c]", "[]", "unknown", "unknown", "unknown", "[]", "[a]",
+		"[a]", "[a]", "[a b]", "[a]", "[a]", "unknown", "[a]"}
+	wantWrites := []string{"[a]", "[b c]", "[]", "[]", "unknown", "unknown", "[]", "[a]",
+		"[]", "[]", "[a b]", "[a]", "[a]", "unknown", "[]"}
+	show := func(k []string) string {
 		if k == nil {
-			s = "unknown"
+			return "unknown"
 		}
-		if s != want[i] {
+		return fmt.Sprint(k)
+	}
+	if len(got) != len(reqs) || len(writes) != len(reqs) {
+		t.Fatalf("%d keys, %d writes for %d requests", len(got), len(writes), len(reqs))
+	}
+	for i := range reqs {
+		if s := show(got[i]); s != want[i] {
 			t.Errorf("%q: keys %s, want %s", reqs[i], s, want[i])
 		}
+		if s := show(writes[i]); s != wantWrites[i] {
+			t.Errorf("%q: writes %s, want %s", reqs[i], s, wantWrites[i])
+		}
 	}
-	if got := (Launcher{}).Keys(context.Background(), "127.0.0.1:1", reqs[:1]); len(got) != 1 || got[0] != nil {
-		t.Errorf("no server: %v, want unknown", got)
+	if got, writes := (Launcher{}).Keys(context.Background(), "127.0.0.1:1", reqs[:1]); len(got) != 1 || got[0] != nil || writes[0] != nil {
+		t.Errorf("no server: %v %v, want unknown", got, writes)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,10 +83,23 @@ when: req.command == "STRLEN" && lastSet(req.args[0]) != null
 check: reply == size(lastSet(req.args[0]))
 `
 
+// StrlenThenRead is the STRLEN incident with a later read of the key the
+// failing STRLEN read: step 9, GETRANGE greeting 1 3 ("ell"). The fix
+// changes the failing read's answer and no state, so it explains no
+// change of step 9's.
+var StrlenThenRead = append(slices.Clone(Strlen), []string{"GETRANGE", "greeting", "1", "3"})
+
 // RecordStrlen records the STRLEN incident into out on the old build,
 // embeds StrlenInvariants and marks step 6 as failing strlen-matches.
-func RecordStrlen(out, old string) error {
-	if err := RecordSession(out, old, Strlen); err != nil {
+func RecordStrlen(out, old string) error { return recordStrlen(out, old, Strlen) }
+
+// RecordStrlenThenRead records StrlenThenRead as RecordStrlen does.
+func RecordStrlenThenRead(out, old string) error { return recordStrlen(out, old, StrlenThenRead) }
+
+// recordStrlen records a session starting as Strlen does, with its
+// failure at step 6.
+func recordStrlen(out, old string, session [][]string) error {
+	if err := RecordSession(out, old, session); err != nil {
 		return err
 	}
 	f := kavach.Failure{Step: 6, Oracle: kavach.Oracle{Invariant: "strlen-matches"}, Signature: "invariant:strlen-matches",

@@ -1,0 +1,81 @@
+package grade_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/invariants"
+)
+
+// TestDependsOnWritesOnly: the failing step is a read (STRLEN greeting at
+// step 6, a wrong answer), and a later step reads the same key (GETRANGE
+// greeting 1 3 at step 9). The fix changes the failing read's answer and
+// no state: a changed answer at step 9 is the candidate's own, not the
+// fix's.
+func TestDependsOnWritesOnly(t *testing.T) {
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenOld)...)
+	out := filepath.Join(t.TempDir(), "strlen-read.kavach")
+	if err := incidents.RecordStrlenThenRead(out, old); err != nil {
+		t.Fatal(err)
+	}
+	fx, err := fixtures.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := invariants.Parse("strlen.invariants", incidents.StrlenInvariants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(new string) *grade.Report {
+		t.Helper()
+		c := redis.Codec{}
+		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Seed: 1, Invariants: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(rep)
+		var back grade.Report
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if parts, _ := grade.Derive(back.Evidence); parts.String() != rep.Verdict {
+			t.Errorf("the report's evidence gives %s, its verdict says %s", parts, rep.Verdict)
+		}
+		return rep
+	}
+
+	// The correct fix: step 6 answers 24 (recorded 23), nothing else moves.
+	fixed := run(redisbuild.MustBuild(t))
+	if fixed.Verdict != "fixed" {
+		t.Fatalf("correct fix: %s, want fixed; findings %+v", fixed.Verdict, fixed.Findings)
+	}
+	for _, s := range fixed.Evidence.New.Steps {
+		switch s.Step {
+		case 6:
+			if len(s.Keys) != 1 || s.Keys[0] != "greeting" || !s.WritesKnown || len(s.Writes) != 0 {
+				t.Errorf("STRLEN greeting: keys %v, writes %v (known %v), want [greeting] read only", s.Keys, s.Writes, s.WritesKnown)
+			}
+		case 7:
+			if !s.WritesKnown || len(s.Writes) != 1 || s.Writes[0] != "tag" {
+				t.Errorf("SET tag ab: writes %v (known %v), want [tag]", s.Writes, s.WritesKnown)
+			}
+		}
+	}
+
+	// Planted fault: STRLEN right, and GETRANGE off by one for a positive
+	// start. Step 9 reads the key the failing step read, which no changed
+	// step wrote: the fix does not explain its new answer.
+	wrong := run(redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOffByOne)...))
+	if wrong.Verdict != "diverged@9" {
+		t.Errorf("fix breaking a later read of the failing step's key: %s, want diverged@9; findings %+v", wrong.Verdict, wrong.Findings)
+	}
+}
