@@ -21,7 +21,7 @@ import (
 )
 
 // Kinds are the verdict kinds, in the order they are listed.
-var Kinds = []string{grade.Fixed, grade.Diverged, grade.StillFailing, grade.InvariantViolated, grade.VariantFailed, grade.Unverified}
+var Kinds = []string{grade.Fixed, grade.Held, grade.Diverged, grade.StillFailing, grade.InvariantViolated, grade.VariantFailed, grade.Unverified}
 
 // Trial is one report found in the job.
 type Trial struct {
@@ -294,12 +294,13 @@ func (j *Job) Consistency() ConsistencyResult {
 }
 
 // TaskGraders is one task's two graders, side by side: they agree on a
-// trial when the hidden tests pass exactly when Kavach says fixed.
+// trial when the hidden tests pass exactly when Kavach's verdict is green
+// (fixed, or held for a contract).
 type TaskGraders struct {
 	Task        string   `json:"task"`
 	Trials      int      `json:"trials"`
 	HiddenPass  int      `json:"hidden_pass"`
-	KavachFixed int      `json:"kavach_fixed"`
+	KavachFixed int      `json:"kavach_fixed"` // fixed or held: green
 	Agree       int      `json:"agree"`
 	Disagree    []string `json:"disagree"` // trial ids
 }
@@ -329,7 +330,7 @@ func (j *Job) Graders() GradersResult {
 			order = append(order, t.Task)
 		}
 		g.Trials++
-		pass, fixed := t.Hidden == "pass", t.Kind == grade.Fixed
+		pass, fixed := t.Hidden == "pass", green(t.Kind)
 		if pass {
 			g.HiddenPass++
 		}
@@ -348,6 +349,10 @@ func (j *Job) Graders() GradersResult {
 	}
 	return r
 }
+
+// green reports whether a verdict kind passes: fixed, or held (a
+// contract the new build keeps).
+func green(kind string) bool { return kind == grade.Fixed || kind == grade.Held }
 
 // ParseSummary reads a summary of a job's verdicts: a JSON object of
 // counts by verdict kind, {"fixed": 3, "diverged": 1, ...}, optionally

@@ -132,7 +132,7 @@ func printRecount(w io.Writer, r recountJSON, summary string) {
 		fmt.Fprintf(w, "  INCONSISTENT %s: the report says %s, its evidence gives %s (%s)\n", i.Trial, i.Verdict, i.Derived, i.Report)
 	}
 	if g := r.Graders; g != nil {
-		fmt.Fprintf(w, "\ntwo graders, by task (agree: the hidden tests pass exactly when Kavach says fixed):\n")
+		fmt.Fprintf(w, "\ntwo graders, by task (agree: the hidden tests pass exactly when Kavach says fixed or held):\n")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "TASK\tTRIALS\tHIDDEN PASS\tKAVACH FIXED\tAGREE\tDISAGREE")
 		for _, t := range g.Tasks {
