@@ -122,3 +122,38 @@ func TestHarborTaskTOML(t *testing.T) {
 		t.Errorf("the Dockerfile installs no kavach at %s", command)
 	}
 }
+
+// TestExitStatusesDocumented: every place that lists the exit statuses
+// lists them all, as docs/cli.md does: held with fixed at 0, and 130 and
+// 143 for SIGINT and SIGTERM.
+func TestExitStatusesDocumented(t *testing.T) {
+	for _, f := range []string{"README.md", "docs/agents.md", "docs/cli.md", "docs/design.md"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		i := strings.Index(s, "Exit status")
+		if i < 0 {
+			t.Errorf("%s lists no exit status", f)
+			continue
+		}
+		// The list: up to the next blank line after the heading's.
+		list := s[i:]
+		if j := strings.Index(list[strings.Index(list, "\n")+1:], "\n\n"); j >= 0 && !strings.HasPrefix(list, "Exit status\n") {
+			list = list[:strings.Index(list, "\n")+1+j]
+		}
+		if strings.HasPrefix(list, "Exit status\n") {
+			// docs/cli.md's heading: its table follows.
+			list = list[:strings.Index(list, "Errors go to")]
+		}
+		for _, want := range []string{"fixed", "held", "unverified", "red verdict", "SIGINT", "SIGTERM"} {
+			if !strings.Contains(list, want) {
+				t.Errorf("%s: the exit statuses do not mention %s:\n%s", f, want, list)
+			}
+		}
+		if !regexp.MustCompile(`\b130\b`).MatchString(list) && !strings.Contains(list, "128 + the signal") {
+			t.Errorf("%s: the exit statuses do not give 130/143:\n%s", f, list)
+		}
+	}
+}
