@@ -200,7 +200,7 @@ func (f *inflight) closeAndWait() {
 type DiffInput struct {
 	Old            string   `json:"old" jsonschema:"path of the old build: the one the incident was recorded on, which must still fail the recorded way"`
 	New            string   `json:"new" jsonschema:"path of the new build: the candidate fix"`
-	Fixture        string   `json:"fixture" jsonschema:"path of the incident's fixture file (or a contract's: a fixture with no failure), written by kavach record"`
+	Fixture        string   `json:"fixture" jsonschema:"path of the incident's fixture file (or a contract's: a fixture with no failure), written by kavach record; or a directory of .kavach files, graded as a suite in name order"`
 	Fixtures       []string `json:"fixtures,omitempty" jsonschema:"more fixtures (files, or directories of .kavach files) graded with fixture as a suite: the verdict is then the suite's (the first red fixture's in order, else the first unverified, else fixed or held), and fixture_verdicts lists each"`
 	Invariants     string   `json:"invariants,omitempty" jsonschema:"path of an invariants file to check (default: those embedded in the fixture, or the fixture's name with .invariants)"`
 	Variants       int      `json:"variants,omitempty" jsonschema:"generate at most this many variants of the incident"`
@@ -288,7 +288,7 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 		Progress:     progress(ctx, req),
 		BelowFloor:   in.BelowFloor,
 	}
-	if len(in.Fixtures) > 0 {
+	if len(in.Fixtures) > 0 || isDir(in.Fixture) {
 		return cfg.diffSuite(ctx, in, r)
 	}
 	rep, err := cfg.Grade(ctx, r)
@@ -431,12 +431,19 @@ func cutEachLine(s string, max int, hintIndent string) string {
 	return strings.Join(lines, "\n")
 }
 
+// isDir reports whether path is a directory: a fixture given as one is a
+// suite of its .kavach files, as on the command line.
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
 // check says what to correct in a call, before any build is started.
 func (in DiffInput) check() error {
 	for _, p := range []struct{ name, path, what string }{
 		{"old", in.Old, "the old build's executable, the one the incident was recorded on"},
 		{"new", in.New, "the new build's executable, the candidate fix"},
-		{"fixture", in.Fixture, "the incident's fixture file, written by kavach record"},
+		{"fixture", in.Fixture, "the incident's fixture file, written by kavach record (or a directory of fixtures)"},
 		{"invariants", in.Invariants, "an invariants file, or leave it out to use the fixture's own"},
 	} {
 		if p.path == "" {
@@ -451,7 +458,7 @@ func (in DiffInput) check() error {
 			return fmt.Errorf("%q: %s does not exist%s: give the path of %s", p.name, p.path, pathcheck.RelativeTo(p.path), p.what)
 		case err != nil:
 			return fmt.Errorf("%q: %v: give the path of %s", p.name, err, p.what)
-		case st.IsDir():
+		case st.IsDir() && p.name != "fixture":
 			return fmt.Errorf("%q: %s is a directory: give the path of %s", p.name, p.path, p.what)
 		}
 	}

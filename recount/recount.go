@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,7 +22,7 @@ import (
 )
 
 // Kinds are the verdict kinds, in the order they are listed.
-var Kinds = []string{grade.Fixed, grade.Diverged, grade.StillFailing, grade.InvariantViolated, grade.VariantFailed, grade.Unverified}
+var Kinds = []string{grade.Fixed, grade.Held, grade.Diverged, grade.StillFailing, grade.InvariantViolated, grade.VariantFailed, grade.Unverified}
 
 // Trial is one report found in the job.
 type Trial struct {
@@ -34,6 +35,19 @@ type Trial struct {
 	// Hidden is the hidden tests' result from a reward file beside the
 	// report: "pass" (reward > 0), "fail", or "" when there is none.
 	Hidden string
+	// Suite: the report is a suite's; Verdict and Derived are then its
+	// headline's, and Fixtures the fixtures whose written verdict their
+	// own evidence does not give.
+	Suite    bool
+	Fixtures []FixtureVerdict
+}
+
+// FixtureVerdict is one fixture of a suite's report whose written verdict
+// its evidence does not give.
+type FixtureVerdict struct {
+	Fixture string `json:"fixture"`
+	Verdict string `json:"verdict"` // written
+	Derived string `json:"derived"` // from the evidence
 }
 
 // Unreadable is a file that looked like a report and could not be read as one.
@@ -50,7 +64,8 @@ type Job struct {
 }
 
 // Scan reads every Kavach report under dir: any .json file whose top-level
-// object has "schema_version", "verdict" and "evidence". Others are left
+// object has "schema_version", "verdict" and "evidence", or is a suite's
+// report ("suite": true, with "reports"), counted by its headline. Others are left
 // alone; one of those with an unknown schema version or a broken shape is
 // Unreadable. Trials are sorted by ID.
 func Scan(dir string) (*Job, error) {
@@ -65,6 +80,9 @@ func Scan(dir string) (*Job, error) {
 	type found struct {
 		path string
 		rep  grade.Report
+		// suite is set for a suite's report; rep is then its headline
+		// fixture's (or the first's), for the task's name.
+		suite *grade.SuiteReport
 	}
 	var reports []found
 	perDir := map[string]int{}
@@ -79,20 +97,43 @@ func Scan(dir string) (*Job, error) {
 		if err != nil {
 			return err
 		}
-		if !looksLikeReport(b) {
+		suite, ok := looksLikeReport(b)
+		if !ok {
 			return nil
 		}
-		var rep grade.Report
-		if err := json.Unmarshal(b, &rep); err != nil {
+		var f found
+		f.path = path
+		if suite {
+			f.suite = new(grade.SuiteReport)
+			err = json.Unmarshal(b, f.suite)
+		} else {
+			err = json.Unmarshal(b, &f.rep)
+		}
+		if err != nil {
 			job.Unreadable = append(job.Unreadable, Unreadable{Path: path, Reason: err.Error()})
 			return nil
 		}
-		if rep.SchemaVersion != grade.SchemaVersion {
+		version := f.rep.SchemaVersion
+		if suite {
+			version = f.suite.SchemaVersion
+		}
+		if version != grade.SchemaVersion {
 			job.Unreadable = append(job.Unreadable, Unreadable{Path: path,
-				Reason: fmt.Sprintf("schema version %d, this Kavach reads %d", rep.SchemaVersion, grade.SchemaVersion)})
+				Reason: fmt.Sprintf("schema version %d, this Kavach reads %d", version, grade.SchemaVersion)})
 			return nil
 		}
-		reports = append(reports, found{path, rep})
+		if suite {
+			if len(f.suite.Reports) == 0 || slices.Contains(f.suite.Reports, nil) {
+				job.Unreadable = append(job.Unreadable, Unreadable{Path: path, Reason: "a suite's report with no or an empty fixture report"})
+				return nil
+			}
+			h := f.suite.Headline
+			if h < 0 || h >= len(f.suite.Reports) {
+				h = 0
+			}
+			f.rep = *f.suite.Reports[h]
+		}
+		reports = append(reports, f)
 		perDir[filepath.Dir(path)]++
 		return nil
 	})
@@ -100,9 +141,21 @@ func Scan(dir string) (*Job, error) {
 		return nil, err
 	}
 	for _, f := range reports {
-		parts, _ := grade.Derive(f.rep.Evidence)
-		t := Trial{ID: trialID(dir, f.path, perDir[filepath.Dir(f.path)] > 1), Report: f.path,
-			Verdict: f.rep.Verdict, Kind: kindOf(f.rep.Verdict), Derived: parts.String()}
+		t := Trial{ID: trialID(dir, f.path, perDir[filepath.Dir(f.path)] > 1), Report: f.path}
+		if f.suite != nil {
+			t.Suite = true
+			head, parts := grade.DeriveSuite(f.suite)
+			t.Verdict, t.Derived = f.suite.Verdict, head.String()
+			for i, r := range f.suite.Reports {
+				if d := parts[i].String(); d != r.Verdict {
+					t.Fixtures = append(t.Fixtures, FixtureVerdict{Fixture: r.Fixture.Path, Verdict: r.Verdict, Derived: d})
+				}
+			}
+		} else {
+			parts, _ := grade.Derive(f.rep.Evidence)
+			t.Verdict, t.Derived = f.rep.Verdict, parts.String()
+		}
+		t.Kind = kindOf(t.Verdict)
 		t.Task = taskOf(t.ID, f.rep.Fixture.Path)
 		t.Hidden, err = hiddenBeside(filepath.Dir(f.path))
 		if err != nil {
@@ -125,16 +178,20 @@ func kindOf(verdict string) string {
 	return ""
 }
 
-// looksLikeReport: a JSON object with the keys every report has.
-func looksLikeReport(b []byte) bool {
+// looksLikeReport: a JSON object with the keys every report has, or
+// every suite's report has ("suite": true and "reports"); suite tells
+// which.
+func looksLikeReport(b []byte) (suite, ok bool) {
 	var keys map[string]json.RawMessage
 	if json.Unmarshal(b, &keys) != nil {
-		return false
+		return false, false
 	}
 	_, a := keys["schema_version"]
 	_, v := keys["verdict"]
 	_, e := keys["evidence"]
-	return a && v && e
+	_, r := keys["reports"]
+	suite = string(bytes.TrimSpace(keys["suite"])) == "true" && r
+	return suite, a && v && (e || suite)
 }
 
 // trialID names a report's trial: its folder relative to the job, less a
@@ -278,28 +335,34 @@ type Inconsistent struct {
 	Report  string `json:"report"`
 	Verdict string `json:"verdict"` // written
 	Derived string `json:"derived"` // from the evidence
+	// Fixtures are, for a suite's report, the fixtures whose verdict
+	// their evidence does not give.
+	Fixtures []FixtureVerdict `json:"fixtures,omitempty"`
 }
 
-// Consistency re-derives each report's verdict from its evidence.
+// Consistency re-derives each report's verdict from its evidence; for a
+// suite's report, every fixture's verdict and the headline, as kavach
+// verdict does.
 func (j *Job) Consistency() ConsistencyResult {
 	r := ConsistencyResult{Consistent: []string{}, Inconsistent: []Inconsistent{}}
 	for _, t := range j.Trials {
-		if t.Derived == t.Verdict {
+		if t.Derived == t.Verdict && len(t.Fixtures) == 0 {
 			r.Consistent = append(r.Consistent, t.ID)
 		} else {
-			r.Inconsistent = append(r.Inconsistent, Inconsistent{Trial: t.ID, Report: t.Report, Verdict: t.Verdict, Derived: t.Derived})
+			r.Inconsistent = append(r.Inconsistent, Inconsistent{Trial: t.ID, Report: t.Report, Verdict: t.Verdict, Derived: t.Derived, Fixtures: t.Fixtures})
 		}
 	}
 	return r
 }
 
 // TaskGraders is one task's two graders, side by side: they agree on a
-// trial when the hidden tests pass exactly when Kavach says fixed.
+// trial when the hidden tests pass exactly when Kavach's verdict is green
+// (fixed, or held for a contract).
 type TaskGraders struct {
 	Task        string   `json:"task"`
 	Trials      int      `json:"trials"`
 	HiddenPass  int      `json:"hidden_pass"`
-	KavachFixed int      `json:"kavach_fixed"`
+	KavachFixed int      `json:"kavach_fixed"` // fixed or held: green
 	Agree       int      `json:"agree"`
 	Disagree    []string `json:"disagree"` // trial ids
 }
@@ -329,7 +392,7 @@ func (j *Job) Graders() GradersResult {
 			order = append(order, t.Task)
 		}
 		g.Trials++
-		pass, fixed := t.Hidden == "pass", t.Kind == grade.Fixed
+		pass, fixed := t.Hidden == "pass", green(t.Kind)
 		if pass {
 			g.HiddenPass++
 		}
@@ -348,6 +411,10 @@ func (j *Job) Graders() GradersResult {
 	}
 	return r
 }
+
+// green reports whether a verdict kind passes: fixed, or held (a
+// contract the new build keeps).
+func green(kind string) bool { return kind == grade.Fixed || kind == grade.Held }
 
 // ParseSummary reads a summary of a job's verdicts: a JSON object of
 // counts by verdict kind, {"fixed": 3, "diverged": 1, ...}, optionally

@@ -17,7 +17,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Version: kavach.Version,
 		Description: "Kavach records an incident's traffic on the old build of a service into a fixture,\n" +
 			"then replays it on the old and a new build and says whether the new build fixes it.\n\n" +
-			"Exit status: 0 fixed (or done), 1 a red verdict, 2 Kavach could not do it, 3 unverified;\n" +
+			"Exit status: 0 fixed or held (or done), 1 a red verdict, 2 Kavach could not do it, 3 unverified;\n" +
 			"130 or 143 when SIGINT or SIGTERM stopped it before it finished.",
 		Reader:          stdin,
 		Writer:          stdout,

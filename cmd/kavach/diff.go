@@ -74,7 +74,7 @@ func diffCommand() *cli.Command {
 				FailFast: c.Bool("fail-fast"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
 				BelowFloor: c.Bool("below-floor"),
 			}, TrustLaunch: c.Bool("trust-fixture-launch")}
-			if err := checkDiffPaths(req, c.String("out")); err != nil {
+			if err := checkDiffPaths(req, fixtures, c.String("out")); err != nil {
 				return err
 			}
 			if p, ok := c.App.ErrWriter.(*progressLine); ok {

@@ -8,7 +8,7 @@ import (
 // Exit statuses, as docs/design.md §3 defines them. They are mapped from errors
 // here and nowhere else.
 const (
-	exitFixed      = 0 // fixed, or any verb that did its job
+	exitFixed      = 0 // fixed, held, or any verb that did its job
 	exitRed        = 1 // diverged, still_failing, invariant_violated, variant_failed; verdict disagrees
 	exitCannot     = 2 // Kavach could not do it: bad arguments, bad fixture, a build that will not start
 	exitUnverified = 3 // unverified

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -314,6 +315,7 @@ var scriptCommands = map[string]func(){
 	"relaunch": relaunchMain,
 
 	"jsonfile": jsonfileMain,
+	"status":   statusMain,
 }
 
 // relaunchMain: relaunch IN OUT ARG... — copy the fixture IN to OUT with
@@ -528,5 +530,36 @@ func TestHostileFixturesRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Error("a build was started for a refused fixture")
+	}
+}
+
+// statusMain is a script command: status N CMD ARG... runs CMD and passes
+// when it exits with status N exactly (exec's "!" takes any non-zero).
+// CMD's output goes to the script's stdout and stderr.
+func statusMain() {
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: status N CMD ARG...")
+		os.Exit(2)
+	}
+	want, err := strconv.Atoi(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "status:", err)
+		os.Exit(2)
+	}
+	cmd := exec.Command(os.Args[2], os.Args[3:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err = cmd.Run()
+	got := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		got = exit.ExitCode()
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "status:", err)
+		os.Exit(2)
+	}
+	if got != want {
+		fmt.Fprintf(os.Stderr, "status: %s exited %d, want %d\n", os.Args[2], got, want)
+		os.Exit(1)
 	}
 }

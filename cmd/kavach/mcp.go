@@ -43,6 +43,9 @@ func mcpConfig() mcpserver.Config {
 		},
 		GradeSuite: func(ctx context.Context, r mcpserver.Request, list []string) (*grade.SuiteReport, []string, error) {
 			fixtures, _, err := fixtureArgs(list)
+			if err == nil {
+				err = checkFixtures(fixtures)
+			}
 			if err != nil {
 				return nil, nil, err
 			}

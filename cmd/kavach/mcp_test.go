@@ -191,6 +191,29 @@ func TestMCP(t *testing.T) {
 		}
 	})
 
+	t.Run("fixture directory", func(t *testing.T) {
+		// "fixture" may be a directory, as kavach diff OLD NEW DIR/ takes
+		// one: a suite of its .kavach files, in name order.
+		fixtureDir := filepath.Join(dir, "suite")
+		if err := os.MkdirAll(fixtureDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(fixture)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one := filepath.Join(fixtureDir, "a-getrange.kavach")
+		if err := os.WriteFile(one, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, out := callDiff(t, ctx, session, "", map[string]any{"old": old, "new": pristine, "fixture": fixtureDir,
+			"variants": 0, "min_variants": 0, "out": filepath.Join(dir, "dir-suite.json")})
+		want := mcpserver.FixtureVerdict{Fixture: one, Verdict: "fixed"}
+		if out.Verdict != "fixed" || out.ExitStatus != 0 || len(out.FixtureVerdicts) != 1 || out.FixtureVerdicts[0] != want {
+			t.Errorf("fixture %s: verdict %s (exit %d), fixtures %+v; want fixed (exit 0), %+v", fixtureDir, out.Verdict, out.ExitStatus, out.FixtureVerdicts, want)
+		}
+	})
+
 	t.Run("long paths are not cut", func(t *testing.T) {
 		// The concise text cuts long lines, but never the command the hint
 		// says to run next, nor the report's path.

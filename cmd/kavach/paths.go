@@ -3,18 +3,23 @@ package main
 import (
 	"fmt"
 
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/internal/pathcheck"
 )
 
 // checkDiffPaths checks every path a diff is given before anything is
 // replayed, so that a mistake costs no grading: the builds exist and are
-// files, the invariants file (if given) exists, and the report can be
-// written where it is asked for.
-func checkDiffPaths(r diffRequest, out string) error {
+// files, every fixture (fixtureArgs's list, a suite's included) can be
+// opened as one, the invariants file (if given) exists, and the report
+// can be written where it is asked for.
+func checkDiffPaths(r diffRequest, list []string, out string) error {
 	for _, b := range []struct{ name, path string }{{"old build", r.Old}, {"new build", r.New}} {
 		if err := pathcheck.File(b.path); err != nil {
 			return fmt.Errorf("%s: %w", b.name, err)
 		}
+	}
+	if err := checkFixtures(list); err != nil {
+		return err
 	}
 	if r.Invariants != "" {
 		if err := pathcheck.File(r.Invariants); err != nil {
@@ -25,6 +30,20 @@ func checkDiffPaths(r diffRequest, out string) error {
 		if err := pathcheck.Out(out); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
+	}
+	return nil
+}
+
+// checkFixtures checks that each path is a fixture Kavach can read: it
+// exists, can be read, and opens with a fixture's header. The error names
+// the path.
+func checkFixtures(list []string) error {
+	for _, f := range list {
+		r, err := fixtures.Open(f)
+		if err != nil {
+			return err
+		}
+		r.Close()
 	}
 	return nil
 }

@@ -18,7 +18,8 @@ func recountCommand() *cli.Command {
 		Name:      "recount",
 		Usage:     "count a harness job's verdicts and check each report against its own evidence",
 		ArgsUsage: "DIR",
-		Description: withExample("Reads every Kavach report under DIR (a harness job: one report per trial) and gives\n"+
+		Description: withExample("Reads every Kavach report under DIR (a harness job: one report per trial; a suite's\n"+
+			"report counts as one trial, by its headline) and gives\n"+
 			"two answers, apart: the recount, how many reports give each verdict (compared with a\n"+
 			"summary's counts with --summary: match or mismatch, with the trials); and self-consistency,\n"+
 			"whether each report's verdict follows from its own evidence. Where the hidden tests'\n"+
@@ -130,9 +131,12 @@ func printRecount(w io.Writer, r recountJSON, summary string) {
 	fmt.Fprintf(w, "\nself-consistency: %d consistent, %d inconsistent\n", len(cs.Consistent), len(cs.Inconsistent))
 	for _, i := range cs.Inconsistent {
 		fmt.Fprintf(w, "  INCONSISTENT %s: the report says %s, its evidence gives %s (%s)\n", i.Trial, i.Verdict, i.Derived, i.Report)
+		for _, f := range i.Fixtures {
+			fmt.Fprintf(w, "    fixture %s: the report says %s, its evidence gives %s\n", f.Fixture, f.Verdict, f.Derived)
+		}
 	}
 	if g := r.Graders; g != nil {
-		fmt.Fprintf(w, "\ntwo graders, by task (agree: the hidden tests pass exactly when Kavach says fixed):\n")
+		fmt.Fprintf(w, "\ntwo graders, by task (agree: the hidden tests pass exactly when Kavach says fixed or held):\n")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "TASK\tTRIALS\tHIDDEN PASS\tKAVACH FIXED\tAGREE\tDISAGREE")
 		for _, t := range g.Tasks {

@@ -23,7 +23,7 @@ func fixtureArgs(args []string) (fixtures []string, suite bool, err error) {
 	for _, a := range args {
 		st, err := os.Stat(a)
 		if err != nil || !st.IsDir() {
-			fixtures = append(fixtures, a) // loadFixture says what is wrong with it
+			fixtures = append(fixtures, a) // checkFixtures says what is wrong with it
 			continue
 		}
 		suite = true

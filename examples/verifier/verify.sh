@@ -2,31 +2,49 @@
 # verify.sh: a harness verifier that runs the hidden tests and `kavach diff`
 # side by side. The hidden tests alone decide the reward and this script's
 # exit status; Kavach's verdict is recorded beside them, never merged in.
+# It follows examples/harbor-task/tests/test.sh, outside Harbor.
 #
 # Usage: verify.sh [OLD NEW FIXTURE]
 #
 # Inputs (arguments override the environment):
-#   OLD              the old build: the one the incident was recorded on
-#   NEW              the new build: the candidate fix
-#   FIXTURE          the incident, recorded with `kavach record`
-#   HIDDEN_TEST_CMD  the hidden tests, run with `sh -c` in the current directory (required)
-#   OUT_DIR          where the results go (default: ./verifier-out)
-#   KAVACH           the kavach command (default: kavach on PATH)
-#   KAVACH_ARGS      more flags for `kavach diff`, split on spaces (e.g. "--variants 32 -j 2")
-#   KAVACH_TIMEOUT   seconds before `kavach diff` is stopped (default: 900; 0: no limit)
+#   OLD                   the old build: the one the incident was recorded on
+#   NEW                   the new build: the candidate fix
+#   FIXTURE               the incident, recorded with `kavach record`
+#   HIDDEN_TEST_CMD       the hidden tests, run with `sh -c` in the current directory (required)
+#   OUT_DIR               where the results go (default: ./verifier-out)
+#   KAVACH                the kavach command (default: kavach on PATH)
+#   KAVACH_ARGS           more flags for `kavach diff`, split on spaces (e.g. "--variants 32 -j 2")
+#   VERIFIER_TIMEOUT_SEC  the verifier's whole budget, hidden tests included (default: 600,
+#                         Harbor's default); Kavach gets what is left less KAVACH_MARGIN_SEC
+#   KAVACH_MARGIN_SEC     left unused at the end, for writing results (default: 30)
+#   KAVACH_TIMEOUT        a lower limit for `kavach diff` alone, in seconds (default: none)
+#
+# Order, so that nothing the harness does loses the hidden tests' result:
+#   1. The hidden tests run; result.json is written at once, with
+#      kavach_incomplete 1.
+#   2. kavach diff runs in this script's process group (timeout
+#      --foreground: a harness that kills the group kills it too), within
+#      the time left. SIGTERM or SIGINT stops it, keeps result.json and
+#      marks Kavach's evidence incomplete (exit 128+N).
+#   3. result.json is rewritten with Kavach's numbers.
 #
 # Writes, in OUT_DIR:
-#   result.json         numbers only, e.g.
-#                       {"reward": 1, "hidden_exit_status": 0, "kavach_fixed": 0, "kavach_red": 1,
-#                        "kavach_unverified": 0, "kavach_error": 0, "kavach_exit_status": 1}
-#                       reward: 1 when the hidden tests pass, else 0. Exactly one of kavach_fixed
-#                       (exit 0), kavach_red (exit 1), kavach_unverified (exit 3) and kavach_error
-#                       (exit 2, or Kavach missing, killed or timed out) is 1.
+#   result.json         numbers only, every one a reward or a 0/1 count, e.g.
+#                       {"reward": 1, "kavach_fixed": 0, "kavach_red": 1, "kavach_unverified": 0,
+#                        "kavach_error": 0, "kavach_incomplete": 0}
+#                       reward: 1 when the hidden tests pass, else 0. At most one of kavach_fixed
+#                       (exit 0), kavach_red (exit 1), kavach_unverified (exit 3), kavach_error
+#                       (exit 2, or Kavach missing or killed) and kavach_incomplete (timed out,
+#                       interrupted, not run) is 1.
+#   kavach.json         the rest, never a reward: {"status", "exit_status", "hidden_exit_status",
+#                       "verdict", "report", "budget_sec", "args", "old", "new", "fixture", "options"}
+#                       (exit statuses as strings; options as the report gives them)
 #   kavach-report.json  Kavach's full report (absent when Kavach could not grade)
 #   kavach.txt          what `kavach diff` printed: the verdict on the first line, then the finding
 #   kavach.err          Kavach's messages (why it could not grade)
 #
-# Exit status: the hidden tests' own (0 when they pass), whatever Kavach says.
+# Exit status: the hidden tests' own (0 when they pass), whatever Kavach says;
+# 128+N when stopped by signal N while Kavach ran.
 # The hidden tests' output goes to this script's stdout and stderr, as it
 # would without Kavach; Kavach's goes only to OUT_DIR.
 
@@ -43,51 +61,113 @@ OLD=${OLD:-} NEW=${NEW:-} FIXTURE=${FIXTURE:-}
 OUT_DIR=${OUT_DIR:-verifier-out}
 KAVACH=${KAVACH:-kavach}
 KAVACH_ARGS=${KAVACH_ARGS:-}
-KAVACH_TIMEOUT=${KAVACH_TIMEOUT:-900}
+VERIFIER_TIMEOUT_SEC=${VERIFIER_TIMEOUT_SEC:-600}
+KAVACH_MARGIN_SEC=${KAVACH_MARGIN_SEC:-30}
+KAVACH_TIMEOUT=${KAVACH_TIMEOUT:-0}
 if [ -z "${HIDDEN_TEST_CMD:-}" ]; then
 	echo "verify.sh: set HIDDEN_TEST_CMD to the command that runs the hidden tests" >&2
 	exit 2
 fi
+started=$SECONDS
 mkdir -p "$OUT_DIR" || exit 2
+report=$OUT_DIR/kavach-report.json
+rm -f "$OUT_DIR"/result.json "$OUT_DIR"/kavach.json "$OUT_DIR"/kavach.txt "$OUT_DIR"/kavach.err "$report"
+log() { echo "verify.sh: $*" >&2; }
 
-# 1. The hidden tests: they alone decide the reward.
+# write_result REWARD FIXED RED UNVERIFIED ERROR INCOMPLETE
+# Numbers only: a harness may take every number for a reward.
+write_result() {
+	printf '{"reward": %d, "kavach_fixed": %d, "kavach_red": %d, "kavach_unverified": %d, "kavach_error": %d, "kavach_incomplete": %d}\n' \
+		"$@" >"$OUT_DIR/.result.json.tmp" && mv "$OUT_DIR/.result.json.tmp" "$OUT_DIR/result.json"
+}
+
+# json_str S: S as a JSON string.
+json_str() {
+	local s=${1//\\/\\\\}
+	s=${s//\"/\\\"}
+	s=${s//$'\t'/\\t}
+	printf '"%s"' "${s//$'\n'/\\n}"
+}
+
+# write_kavach STATUS EXIT: kavach.json, what result.json cannot hold.
+write_kavach() {
+	local verdict options rep=null exit=null
+	verdict=$(head -n 1 "$OUT_DIR/kavach.txt" 2>/dev/null)
+	[ -s "$report" ] && rep=$(json_str "$report")
+	[ -n "$2" ] && exit=$(json_str "$2")
+	options=$(sed -n '/^  "options": {/,/^  }/p' "$report" 2>/dev/null | sed '1s/^  "options": //' | tr -d '\n\t' | tr -s ' ')
+	{
+		printf '{"status": %s, "exit_status": %s, "hidden_exit_status": %s, "verdict": %s, "report": %s,\n' \
+			"$(json_str "$1")" "$exit" "$(json_str "$hidden")" "$(json_str "$verdict")" "$rep"
+		printf ' "budget_sec": %d, "args": %s, "old": %s, "new": %s, "fixture": %s,\n' \
+			"$budget" "$(json_str "$KAVACH_ARGS")" "$(json_str "$OLD")" "$(json_str "$NEW")" "$(json_str "$FIXTURE")"
+		options=${options%,}
+		printf ' "options": %s}\n' "${options:-null}"
+	} >"$OUT_DIR/.kavach.json.tmp" && mv "$OUT_DIR/.kavach.json.tmp" "$OUT_DIR/kavach.json"
+}
+
+# 1. The hidden tests: they alone decide the reward, written before Kavach runs.
 sh -c "$HIDDEN_TEST_CMD"
 hidden=$?
 reward=0
-if [ "$hidden" -eq 0 ]; then
-	reward=1
+[ "$hidden" -eq 0 ] && reward=1
+budget=$((VERIFIER_TIMEOUT_SEC - (SECONDS - started) - KAVACH_MARGIN_SEC))
+if [ "$KAVACH_TIMEOUT" -gt 0 ] && [ "$KAVACH_TIMEOUT" -lt "$budget" ]; then
+	budget=$KAVACH_TIMEOUT
 fi
+write_result "$reward" 0 0 0 0 1
+write_kavach "not started" ""
 
-# 2. Kavach, beside them: its status is recorded, never acted on.
-report=$OUT_DIR/kavach-report.json
-rm -f "$report"
-limit=()
-if [ "$KAVACH_TIMEOUT" != 0 ] && command -v timeout >/dev/null 2>&1; then
-	limit=(timeout --kill-after=30 "$KAVACH_TIMEOUT")
+# 2. Kavach, beside them, in this process group, within the time left.
+kpid=
+stop() {
+	trap - TERM INT
+	log "stopped by SIG$1 while kavach ran: hidden tests exit $hidden (reward $reward) kept, Kavach's evidence marked incomplete"
+	[ -n "$kpid" ] && kill -TERM "$kpid" 2>/dev/null && wait "$kpid"
+	write_kavach "interrupted (SIG$1)" ""
+	write_result "$reward" 0 0 0 0 1
+	exit $((128 + $2))
+}
+trap 'stop TERM 15' TERM
+trap 'stop INT 2' INT
+if [ "$budget" -lt 5 ]; then
+	log "hidden tests exit $hidden (reward $reward); kavach: not run, no time left (verifier timeout ${VERIFIER_TIMEOUT_SEC}s, ${KAVACH_MARGIN_SEC}s margin)"
+	write_kavach "no time left" ""
+	exit "$hidden"
 fi
-if command -v "$KAVACH" >/dev/null 2>&1; then
-	# shellcheck disable=SC2086 # KAVACH_ARGS is split on purpose
-	"${limit[@]}" "$KAVACH" diff $KAVACH_ARGS --out "$report" "$OLD" "$NEW" "$FIXTURE" \
-		</dev/null >"$OUT_DIR/kavach.txt" 2>"$OUT_DIR/kavach.err"
-	kavach=$?
-else
+if ! command -v "$KAVACH" >/dev/null 2>&1; then
 	echo "verify.sh: $KAVACH: command not found (set KAVACH or put kavach on PATH)" >"$OUT_DIR/kavach.err"
 	: >"$OUT_DIR/kavach.txt"
-	kavach=127
+	write_result "$reward" 0 0 0 1 0
+	write_kavach "not found" 127
+	log "hidden tests exit $hidden (reward $reward); kavach: $KAVACH not found (exit 127)"
+	exit "$hidden"
 fi
-fixed=0 red=0 unverified=0 error=0
-case $kavach in
-0) fixed=1 ;;
-1) red=1 ;;
-3) unverified=1 ;;
-*) error=1 ;; # 2: could not grade; 124: timed out; 127: not found; 128+N: killed
-esac
+write_kavach "running" ""
+# timeout --foreground stays in this process group (plain timeout makes
+# its own, which a harness killing this group would miss).
+# shellcheck disable=SC2086 # KAVACH_ARGS is split on purpose
+timeout --foreground -s TERM -k 10 "$budget" "$KAVACH" diff $KAVACH_ARGS --out "$report" "$OLD" "$NEW" "$FIXTURE" \
+	</dev/null >"$OUT_DIR/kavach.txt" 2>"$OUT_DIR/kavach.err" &
+kpid=$!
+wait "$kpid"
+kavach=$?
+kpid=
+trap - TERM INT
 
-# 3. Both results, side by side, numbers only.
-printf '{"reward": %d, "hidden_exit_status": %d, "kavach_fixed": %d, "kavach_red": %d, "kavach_unverified": %d, "kavach_error": %d, "kavach_exit_status": %d}\n' \
-	"$reward" "$hidden" "$fixed" "$red" "$unverified" "$error" "$kavach" >"$OUT_DIR/result.json.tmp" &&
-	mv "$OUT_DIR/result.json.tmp" "$OUT_DIR/result.json"
+# 3. Kavach's numbers beside the reward.
+fixed=0 red=0 unverified=0 error=0 incomplete=0
+case $kavach in
+0) fixed=1 what=graded ;;
+1) red=1 what=graded ;;
+3) unverified=1 what=graded ;;
+124 | 137) incomplete=1 what="timed out after ${budget}s" ;;
+130 | 143) incomplete=1 what=interrupted ;;
+*) error=1 what="could not grade" ;; # 2: could not grade; 128+N: killed
+esac
+write_result "$reward" "$fixed" "$red" "$unverified" "$error" "$incomplete"
+write_kavach "$what" "$kavach"
 
 verdict=$(head -n 1 "$OUT_DIR/kavach.txt" 2>/dev/null)
-echo "verify.sh: hidden tests exit $hidden (reward $reward); kavach: ${verdict:-could not grade, see $OUT_DIR/kavach.err} (exit $kavach)" >&2
+log "hidden tests exit $hidden (reward $reward); kavach: ${verdict:-$what, see $OUT_DIR/kavach.err} (exit $kavach)"
 exit "$hidden"

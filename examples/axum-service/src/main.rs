@@ -1,6 +1,8 @@
 //! axum-service: a small in-memory JSON API for "items", the sample service
-//! of Kavach's axum integration (DESIGN.md §8). Built offline from Debian's
-//! source crates by scripts/axum-build.sh; planted bugs live in patches/.
+//! of Kavach's axum integration (integrations/axum: Kavach records and
+//! replays its HTTP/1.1 traffic; see docs/design.md, "Integrations"). Built
+//! offline from Debian's source crates by scripts/axum-build.sh; planted
+//! bugs live in patches/.
 //!
 //! Routes:
 //!
