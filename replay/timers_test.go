@@ -4,20 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/kavach-dev/kavach"
-	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
-	"github.com/kavach-dev/kavach/record"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -26,190 +21,24 @@ import (
 // the time it started (replays start their virtual clock there).
 func recordWith(t *testing.T, build string, clients func(addr string)) ([]kavach.Event, time.Time) {
 	t.Helper()
-	srv, err := redis.Launcher{}.Start(kavach.Launch{Path: build})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	path := filepath.Join(t.TempDir(), "session.kavach")
-	h := fixtures.Header{Protocol: redis.Protocol, Upstream: srv.Addr(), Start: time.Now()}
-	w, err := fixtures.Create(path, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := record.Start(record.Options{Codec: redis.Codec{}, Upstream: srv.Addr(), Fixture: w}, h.Start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients(p.Addr().String())
-	time.Sleep(50 * time.Millisecond) // the last closes reach the proxy
-	p.Close()
-	w.Close(fixtures.End{})
-	fx, err := fixtures.Load(path)
+	fx, err := incidents.RecordClients(t.TempDir(), build, func(addr string) error {
+		clients(addr)
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return fx.Events, fx.Header.Start
 }
 
-// redisCLI pipes commands, one a line, into a stock redis-cli connected to
-// addr: one connection, each command sent once the last was answered.
-func redisCLI(t *testing.T, addr string, commands ...string) string {
+// recordScenario records a timer scenario's session on build.
+func recordScenario(t *testing.T, build string, sc incidents.TimerScenario) ([]kavach.Event, time.Time) {
 	t.Helper()
-	host, port, _ := strings.Cut(addr, ":")
-	cmd := exec.Command("redis-cli", "-h", host, "-p", port)
-	cmd.Stdin = strings.NewReader(strings.Join(commands, "\n") + "\n")
-	out, err := cmd.CombinedOutput()
+	fx, err := incidents.RecordClients(t.TempDir(), build, sc.Clients)
 	if err != nil {
-		t.Errorf("redis-cli: %v\n%s", err, out)
+		t.Fatalf("%s: %v", sc.Name, err)
 	}
-	return string(out)
-}
-
-func client(addr string) *goredis.Client {
-	return goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 1, Protocol: 2, ReadTimeout: 10 * time.Second})
-}
-
-// after runs f after d, concurrently; the returned wait waits for it.
-func after(d time.Duration, f func()) (wait func()) {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		time.Sleep(d)
-		f()
-	}()
-	return wg.Wait
-}
-
-// timerScenario is a recorded session whose answers depend on the
-// server's own timers, and the step (by its command) at which a build
-// whose timers fire late, or early, first differs from the recording.
-type timerScenario struct {
-	name    string
-	clients func(t *testing.T, addr string)
-	late    string // first differing command on the late build; "" none
-	early   string // first differing command on the early build; "" none
-}
-
-var timerScenarios = []timerScenario{
-	{
-		// BLPOP on a list nothing is pushed to, as a one-second timer; the
-		// same connection writes when it fires, another reads that later.
-		name: "BLPOP as a timer",
-		clients: func(t *testing.T, addr string) {
-			b := client(addr)
-			defer b.Close()
-			b.Ping(context.Background())
-			done := after(1250*time.Millisecond, func() { b.TTL(context.Background(), "after") })
-			if out := redisCLI(t, addr, "BLPOP timer 1", "SET after v EX 100"); !strings.Contains(out, "OK") {
-				t.Errorf("redis-cli said %q", out)
-			}
-			done()
-		},
-		late: "TTL",
-	},
-	{
-		// A blocked pop woken by a later write on another connection.
-		name: "BLPOP woken by LPUSH",
-		clients: func(t *testing.T, addr string) {
-			a, b := client(addr), client(addr)
-			defer a.Close()
-			defer b.Close()
-			ctx := context.Background()
-			a.Ping(ctx)
-			b.Ping(ctx)
-			// Margins of half a second both ways, for a loaded machine: the
-			// early build times out at 1 s, the stock one at 2 s.
-			pushed := after(1500*time.Millisecond, func() { b.LPush(ctx, "q", "j") })
-			a.BLPop(ctx, 2*time.Second, "q")
-			pushed()
-			time.Sleep(200 * time.Millisecond)
-			b.LLen(ctx, "q")
-			a.Set(ctx, "done", "1", 0)
-		},
-		early: "BLPOP",
-	},
-	{
-		name: "XREAD BLOCK",
-		clients: func(t *testing.T, addr string) {
-			a, b := client(addr), client(addr)
-			defer a.Close()
-			defer b.Close()
-			ctx := context.Background()
-			a.Ping(ctx)
-			b.Ping(ctx)
-			done := after(1050*time.Millisecond, func() { b.TTL(ctx, "after") })
-			a.XRead(ctx, &goredis.XReadArgs{Streams: []string{"s", "$"}, Block: 800 * time.Millisecond})
-			a.Set(ctx, "after", "v", 100*time.Second)
-			done()
-		},
-		late: "TTL",
-	},
-	{
-		// WAIT for a replica that does not exist: it answers 0 when its
-		// timeout fires.
-		name: "WAIT",
-		clients: func(t *testing.T, addr string) {
-			a, b := client(addr), client(addr)
-			defer a.Close()
-			defer b.Close()
-			ctx := context.Background()
-			a.Ping(ctx)
-			b.Ping(ctx)
-			done := after(750*time.Millisecond, func() { b.TTL(ctx, "after") })
-			a.Do(ctx, "WAIT", "1", "500")
-			a.Set(ctx, "after", "v", 100*time.Second)
-			done()
-		},
-		late: "TTL",
-	},
-	{
-		// CLIENT PAUSE holds another client's write until it ends.
-		name: "CLIENT PAUSE",
-		clients: func(t *testing.T, addr string) {
-			a, b, c := client(addr), client(addr), client(addr)
-			defer a.Close()
-			defer b.Close()
-			defer c.Close()
-			ctx := context.Background()
-			a.Ping(ctx)
-			b.Ping(ctx)
-			c.Ping(ctx)
-			a.Do(ctx, "CLIENT", "PAUSE", "800", "WRITE")
-			done := after(1050*time.Millisecond, func() { c.TTL(ctx, "after") })
-			time.Sleep(100 * time.Millisecond)
-			b.Set(ctx, "p", "1", 0)
-			b.Set(ctx, "after", "v", 100*time.Second)
-			done()
-		},
-		late: "TTL",
-	},
-	{
-		// Answers made of the clock right after a multi-second gap. The gap
-		// keeps TTL away from its rounding edge: TTL answers
-		// (ms left + 500) / 1000, so after exactly 2.5 s of a 100 s expiry
-		// it flips between 98 and 97 on a millisecond, and the proxy only
-		// knows when a request reached the server to within its own
-		// latency (on a loaded machine, a millisecond or more): such a
-		// recording is rightly noise there, not a replay fault.
-		name: "OBJECT IDLETIME and TTL after a gap",
-		clients: func(t *testing.T, addr string) {
-			a := client(addr)
-			defer a.Close()
-			ctx := context.Background()
-			// OBJECT IDLETIME counts whole seconds of the clock: start a
-			// tenth of a second into one, so that no answer sits within
-			// the proxy's latency of a second's edge.
-			a.Ping(ctx)
-			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1100 * time.Millisecond)))
-			a.Set(ctx, "k", "hello", 100*time.Second)
-			time.Sleep(2300 * time.Millisecond)
-			a.Do(ctx, "OBJECT", "IDLETIME", "k")
-			a.TTL(ctx, "k")
-			a.Do(ctx, "OBJECT", "IDLETIME", "k")
-		},
-	},
+	return fx.Events, fx.Header.Start
 }
 
 // TestTimersAndBlockingUnderLoad: recordings made with stock clients, whose
@@ -221,9 +50,9 @@ var timerScenarios = []timerScenario{
 // for what the recording shows as idle.
 func TestTimersAndBlockingUnderLoad(t *testing.T) {
 	stock := redisbuild.MustBuild(t)
-	late := redisbuild.MustBuild(t, incidents.PatchPaths([]string{"block-timeout-late.patch"})...)
-	early := redisbuild.MustBuild(t, incidents.PatchPaths([]string{"block-timeout-early.patch"})...)
-	idle := redisbuild.MustBuild(t, incidents.PatchPaths([]string{"idletime-plus-one.patch"})...)
+	late := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.TimeoutLate)...)
+	early := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.TimeoutEarly)...)
+	idle := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.IdlePlusOne)...)
 	tl := &tracker{Launcher: redis.Launcher{}}
 	defer tl.checkGone(t)
 	var began time.Time
@@ -237,10 +66,10 @@ func TestTimersAndBlockingUnderLoad(t *testing.T) {
 		}
 		return tr
 	}
-	for _, sc := range timerScenarios {
-		t.Run(sc.name, func(t *testing.T) {
+	for _, sc := range incidents.TimerScenarios {
+		t.Run(sc.Name, func(t *testing.T) {
 			var rec []kavach.Event
-			rec, began = recordWith(t, stock, func(addr string) { sc.clients(t, addr) })
+			rec, began = recordScenario(t, stock, sc)
 			steps := kavach.Steps(rec, redis.Codec{})
 			command := func(n int) string {
 				c, _ := redis.ParseCommand(steps[n-1].Request.Data)
@@ -264,7 +93,7 @@ func TestTimersAndBlockingUnderLoad(t *testing.T) {
 			stop()
 			for _, fault := range []struct {
 				name, build, want string
-			}{{"late", late, sc.late}, {"early", early, sc.early}} {
+			}{{"late", late, sc.Late}, {"early", early, sc.Early}} {
 				tr := run(t, fault.build, rec, false)
 				v := replay.Verify(recorded, nil, tr, noise)
 				if strings.Contains(tr.Stopped, "hung") {
@@ -277,7 +106,7 @@ func TestTimersAndBlockingUnderLoad(t *testing.T) {
 					t.Errorf("%s build: first different step %d (%q), want the %s step", fault.name, v.FirstDifferent, command(max(v.FirstDifferent, 1)), fault.want)
 				}
 			}
-			if strings.Contains(sc.name, "IDLETIME") {
+			if strings.Contains(sc.Name, "IDLETIME") {
 				tr := run(t, idle, rec, false)
 				if v := replay.Verify(recorded, nil, tr, noise); v.Reproduced || command(v.FirstDifferent) != "OBJECT" {
 					t.Errorf("idle time +1 build: first different step %d, want the OBJECT IDLETIME step", v.FirstDifferent)
@@ -294,8 +123,8 @@ func TestTimersAndBlockingUnderLoad(t *testing.T) {
 // the LPUSH is sent, the pop gets its element, and nothing hangs.
 func TestWokenLaterThanRecorded(t *testing.T) {
 	stock := redisbuild.MustBuild(t)
-	early := redisbuild.MustBuild(t, incidents.PatchPaths([]string{"block-timeout-early.patch"})...)
-	rec, began := recordWith(t, early, func(addr string) { timerScenarios[1].clients(t, addr) })
+	early := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.TimeoutEarly)...)
+	rec, began := recordScenario(t, early, incidents.TimerScenarios[1])
 	tl := &tracker{Launcher: redis.Launcher{}}
 	defer tl.checkGone(t)
 	opts := options(tl)

@@ -27,8 +27,9 @@ func replayCommand() *cli.Command {
 		Description: withExample("Starts BUILD (with the arguments the fixture was recorded with) on a free loopback\n"+
 			"port under a virtual clock, drives the fixture's requests through it as recorded, and\n"+
 			"prints per step whether the build gave the recorded output. The build is replayed\n"+
-			"--runs times (default 2): fields that differ between the runs are noise, listed and\n"+
-			"not counted. Exit 0 when every step reproduced the recording (the recorded failure\n"+
+			"--runs times (default 2), the last run (of two or more) with its timing perturbed as\n"+
+			"on a loaded machine, as kavach diff does: fields that differ between the runs are\n"+
+			"noise, listed and not counted. Exit 0 when every step reproduced the recording (the recorded failure\n"+
 			"counts when it recurs: an invariant failure when the invariant is violated there),\n"+
 			"1 when a step differed (or crashed or hung where the recording did not), 2 when it\n"+
 			"could not replay.\n"+
@@ -38,7 +39,7 @@ func replayCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the traces and the verdict per step as JSON"},
 			&cli.StringFlag{Name: "invariants", Usage: "invariants `FILE` that judges an invariant failure (default: embedded in the fixture, or beside it)"},
 			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
-			&cli.IntFlag{Name: "runs", Value: 2, Usage: "replay `N` times; fields that differ between runs are noise"},
+			&cli.IntFlag{Name: "runs", Value: 2, Usage: "replay `N` times (the last of two or more perturbed); fields that differ between runs are noise"},
 			&cli.BoolFlag{Name: "real-time", Usage: "do not fake the clock (gaps are compressed)"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
 			trustFlag(),
@@ -67,7 +68,12 @@ func replayCommand() *cli.Command {
 			launch := buildLaunch(fx, a[0])
 			var traces []*replay.Trace
 			for i := 0; i < c.Int("runs"); i++ {
-				tr, err := replay.Run(c.Context, launch, fx.Events, opts)
+				// The last run of two or more perturbed, as kavach diff
+				// replays the old build: an answer that depends on the
+				// machine's load shows as noise.
+				o := opts
+				o.Perturb = c.Int("runs") >= 2 && i == c.Int("runs")-1
+				tr, err := replay.Run(c.Context, launch, fx.Events, o)
 				if err != nil {
 					return err
 				}
