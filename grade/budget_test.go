@@ -2,6 +2,7 @@ package grade_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/kavach-dev/kavach/integrations/axum"
 	"github.com/kavach-dev/kavach/internal/axumbuild"
 	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/internal/redisbuild"
 )
 
 // On the HTTP example the budget goes where the failure lives: the
@@ -69,5 +71,59 @@ func TestHTTPBudgetWhereTheFailureLives(t *testing.T) {
 	}
 	if s := rep.Evidence.Variants.Spent(); !strings.HasPrefix(s, "failing request ") || !strings.Contains(s, "writers of its keys ") {
 		t.Errorf("the report says the budget went to %q", s)
+	}
+}
+
+// On Redis, a fix that holds only for the state the incident's writes
+// left is graded red by a variant placed where the failure lives: the
+// narrow fix of the GETRANGE crash clamps the start only for strings of
+// 11 bytes or more, so every variant of the failing request passes (the
+// string is 12 bytes, or 11 when the request is moved before the
+// APPEND); the SET dropped, or varied to write another key or value,
+// leaves a shorter string and the narrow fix crashes. Only a variant of
+// a writer of the key, or a dropped or twice-delivered step, may fail it.
+// The correct fix stays fixed on the same variants.
+func TestRedisBudgetCatchesAStateNarrowFix(t *testing.T) {
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOld)...)
+	fixed := redisbuild.MustBuild(t)
+	narrow := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeLongStringsOnly)...)
+	out := filepath.Join(t.TempDir(), "getrange.kavach")
+	if err := incidents.RecordGetrange(out, old); err != nil {
+		t.Fatal(err)
+	}
+	fx, err := fixtures.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := diffBudget(t, fx, old, fixed, 64); rep.Verdict != "fixed" {
+		t.Fatalf("correct fix: %s; findings %+v", rep.Verdict, rep.Findings)
+	}
+	bad := diffBudget(t, fx, old, narrow, 64)
+	if !strings.HasPrefix(bad.Verdict, "variant_failed(") {
+		for _, v := range bad.Evidence.Variants.List {
+			t.Logf("variant %d (%s, %s, kept %v): %s", v.K, v.Kind, v.Place, v.Kept, v.Description)
+		}
+		t.Fatalf("narrow fix: %s, want variant_failed; findings %+v", bad.Verdict, bad.Findings)
+	}
+	var k, n int
+	if _, err := fmt.Sscanf(bad.Verdict, "variant_failed(%d)@%d", &k, &n); err != nil {
+		t.Fatalf("narrow fix: verdict %q, want variant_failed(K)@N: %v", bad.Verdict, err)
+	}
+	caught := false
+	for _, v := range bad.Evidence.Variants.List {
+		if v.FailedStep == 0 {
+			continue
+		}
+		if v.K == k && v.FailedStep != n {
+			t.Errorf("verdict %s: variant %d failed at step %d", bad.Verdict, k, v.FailedStep)
+		}
+		t.Logf("variant %d (%s, %s) failed at step %d: %s", v.K, v.Kind, v.Place, v.FailedStep, v.Description)
+		if v.Place != "writer" && v.Kind != "dropped" && v.Kind != "twice" {
+			t.Errorf("narrow fix: variant %d (%s, place %s) failed: not the budget's placement that sees it: %s", v.K, v.Kind, v.Place, v.Description)
+		}
+		caught = caught || v.K == k
+	}
+	if !caught {
+		t.Errorf("narrow fix: verdict %s names no variant that failed", bad.Verdict)
 	}
 }

@@ -1,12 +1,16 @@
 package grade_test
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
@@ -82,5 +86,56 @@ func TestSiblingCommands(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Runners the old build lacks (here renamed away, as an operator may
+// disable a command) are not made, and the report names them among the
+// skipped siblings; the correct fix stays fixed on the runners it has.
+func TestRunnersTheOldBuildLacks(t *testing.T) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatalf("redis-cli (the stock client, Debian's redis-tools) is needed: %v", err)
+	}
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.FamiliesOld)...)
+	fixed := redisbuild.MustBuild(t)
+	i := slices.IndexFunc(incidents.FamilyIncidents, func(inc incidents.FamilyIncident) bool { return inc.Family == "script runners" })
+	inc := incidents.FamilyIncidents[i]
+	out := filepath.Join(t.TempDir(), "runners.kavach")
+	if err := incidents.RecordWithRedisCli(out, old, cli, inc.Session); err != nil {
+		t.Fatal(err)
+	}
+	if err := incidents.MarkFailure(out, inc.Failing, "error"); err != nil {
+		t.Fatal(err)
+	}
+	fx, err := fixtures.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--rename-command", "EVAL_RO", "", "--rename-command", "FCALL_RO", ""}
+	c := redis.Codec{}
+	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old, Args: args}, kavach.Launch{Path: fixed, Args: args},
+		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: 10, Variants: 64, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != "fixed" {
+		t.Errorf("correct fix: %s; findings %+v", rep.Verdict, rep.Findings)
+	}
+	if s := rep.Evidence.Variants.SkippedSiblings; !slices.Equal(s, []string{"EVAL_RO", "FCALL_RO"}) {
+		t.Errorf("skipped siblings %v, want EVAL_RO, FCALL_RO", s)
+	}
+	runners := 0
+	for _, v := range rep.Evidence.Variants.List {
+		if v.Kind != "runner" {
+			continue
+		}
+		runners++
+		if strings.Contains(v.Description, "EVAL_RO") || strings.Contains(v.Description, "FCALL_RO") {
+			t.Errorf("variant %d runs the script through a runner the old build lacks: %s", v.K, v.Description)
+		}
+	}
+	if runners == 0 {
+		t.Error("no runner variant: want those the old build has")
 	}
 }

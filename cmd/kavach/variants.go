@@ -104,7 +104,9 @@ func variantsCommand() *cli.Command {
 				}
 			}
 			vs := variants.Generate(fx.Events, fx.Failure.Step, variants.Options{
-				Codec: in.codec, Variator: variator, Schema: schema, Budget: c.Int("variants"), Seed: c.Uint64("seed"), Start: fx.Header.Start, Keys: keys, Deferred: true})
+				Codec: in.codec, Variator: variator, Schema: schema, Budget: c.Int("variants"), Seed: c.Uint64("seed"), Start: fx.Header.Start, Keys: keys, Deferred: true,
+				// The kinds the fixture excludes, as kavach diff leaves them out.
+				Exclude: fx.Failure.ExcludeVariants})
 			if c.Bool("json") {
 				enc := json.NewEncoder(c.App.Writer)
 				for _, v := range vs {

@@ -192,14 +192,15 @@ func showCommand(name string, args []string) string {
 // members the old build does not have. Script runners are left to the
 // "runner" variants (Values, lua.go), which make the same requests with
 // more care (the _RO forms only for a script that only reads): the
-// generator gets each runner once.
+// generator gets each runner once, and skipped names the runners those
+// variants leave out because the build lacks them.
 func (Codec) Siblings(request []byte, schema kavach.Schema) ([]kavach.Substitution, []string) {
 	c, err := ParseCommand(request)
 	if err != nil || c.Name == "" {
 		return nil, nil
 	}
 	if f, ok := FamilyOf(c.Name); ok && f.Name == "script runners" {
-		return nil, nil
+		return nil, skippedRunners(c, schema)
 	}
 	l, _ := schema.(*Learned)
 	args := make([]string, len(c.Args))

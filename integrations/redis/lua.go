@@ -419,10 +419,11 @@ func (Codec) LeftWhole(request []byte) []string {
 
 // scriptVariants are the request's script varied (kavach.Substitution
 // kinds "script-site" and "runner"): each call site's command within its
-// family, and the script run through every other runner, the requests a
-// runner needs (SCRIPT LOAD, FUNCTION LOAD) inserted before it. A script
-// that cannot be read gets runners only: its text is left whole.
-func scriptVariants(c Command) []kavach.Substitution {
+// family, and the script run through every other runner the build has
+// (schema, as runners take it), the requests a runner needs (SCRIPT
+// LOAD, FUNCTION LOAD) inserted before it. A script that cannot be read
+// gets runners only: its text is left whole.
+func scriptVariants(c Command, schema kavach.Schema) []kavach.Substitution {
 	i, ok := scriptText(c)
 	if !ok {
 		return nil
@@ -440,7 +441,22 @@ func scriptVariants(c Command) []kavach.Substitution {
 	if c.Name == "FUNCTION" {
 		return out // a library's functions are run by FCALL steps of their own
 	}
-	return append(out, runners(c, src, calls, err == nil)...)
+	subs, _ := runners(c, src, calls, err == nil, schema)
+	return append(out, subs...)
+}
+
+// skippedRunners are the runners the request's script would be run
+// through that the build lacks (runners); nil for a request that is not
+// a script runner with its script in it.
+func skippedRunners(c Command, schema kavach.Schema) []string {
+	i, ok := scriptText(c)
+	if !ok || c.Name == "FUNCTION" {
+		return nil
+	}
+	src := string(c.Args[i])
+	calls, err := luaCalls(src)
+	_, skipped := runners(c, src, calls, err == nil, schema)
+	return skipped
 }
 
 // runners are an EVAL's script run through every other runner: EVAL,
@@ -448,7 +464,11 @@ func scriptVariants(c Command) []kavach.Substitution {
 // of the script, and, for a script that only reads (every site a read
 // luaFamilies know, or a no-writes flag, or recorded through EVAL_RO),
 // EVAL_RO, EVALSHA_RO and FCALL_RO of a function flagged no-writes.
-func runners(c Command, src string, calls []luaCall, parsed bool) []kavach.Substitution {
+// Runners the build lacks (schema, a *Learned, does not have them among
+// its Commands) are not made: they are skipped, named in skipped. When
+// what the build has is unknown (no *Learned, or no Commands learned),
+// every runner is made.
+func runners(c Command, src string, calls []luaCall, parsed bool, schema kavach.Schema) (subs []kavach.Substitution, skipped []string) {
 	body, flags := src, []string(nil)
 	if strings.HasPrefix(src, "#!") {
 		line, rest, _ := strings.Cut(src, "\n")
@@ -507,16 +527,23 @@ func runners(c Command, src string, calls []luaCall, parsed bool) []kavach.Subst
 		{name: "FCALL_RO", first: fname, ro: true, what: "of a library made of the script, flagged no-writes, after FUNCTION LOAD",
 			setup: [][]byte{AppendCommand(nil, []byte("FUNCTION"), []byte("LOAD"), []byte("REPLACE"), []byte(library(roFlags)))}},
 	}
-	var out []kavach.Substitution
+	has := func(string) bool { return true }
+	if l, ok := schema.(*Learned); ok && l != nil && l.Commands != nil {
+		has = func(name string) bool { return l.Commands[name] }
+	}
 	for _, r := range all {
 		if r.name == c.Name || r.ro && !readOnly {
+			continue
+		}
+		if !has(r.name) {
+			skipped = append(skipped, r.name)
 			continue
 		}
 		what := "the script run through " + r.name
 		if r.what != "" {
 			what += " " + r.what
 		}
-		out = append(out, kavach.Substitution{Setup: r.setup, Request: run(r.name, r.first), Kind: "runner", Group: "the script", What: what})
+		subs = append(subs, kavach.Substitution{Setup: r.setup, Request: run(r.name, r.first), Kind: "runner", Group: "the script", What: what})
 	}
-	return out
+	return subs, skipped
 }

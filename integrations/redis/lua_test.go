@@ -164,6 +164,51 @@ func TestScriptVariants(t *testing.T) {
 	}
 }
 
+// A runner the build lacks (the learned schema does not have it) is not
+// made: it is skipped, and Siblings names it for the report. Nothing
+// learned: every runner, none named.
+func TestScriptRunnersTheBuildLacks(t *testing.T) {
+	read := "return redis.call('GET', KEYS[1])"
+	req := cmd("EVAL", read, "1", "k")
+	l := every()
+	delete(l.Commands, "FCALL_RO")
+	delete(l.Commands, "EVAL_RO")
+	runnersOf := func(schema kavach.Schema) []string {
+		var out []string
+		for _, s := range (Codec{}).Values(req, schema, time.Time{}) {
+			if s.Kind == "runner" {
+				c, _ := ParseCommand(s.Request)
+				out = append(out, c.Name)
+			}
+		}
+		return out
+	}
+	if got := runnersOf(l); !slices.Equal(got, []string{"EVALSHA", "FCALL", "EVALSHA_RO"}) {
+		t.Errorf("runners on a build without EVAL_RO, FCALL_RO: %v, want EVALSHA, FCALL, EVALSHA_RO", got)
+	}
+	if subs, skipped := (Codec{}).Siblings(req, l); len(subs) != 0 || !slices.Equal(skipped, []string{"EVAL_RO", "FCALL_RO"}) {
+		t.Errorf("Siblings: %d made, skipped %v; want none made, EVAL_RO, FCALL_RO skipped", len(subs), skipped)
+	}
+	// What the build has is unknown: every runner, as before, none skipped.
+	for _, schema := range []kavach.Schema{nil, &Learned{}} {
+		if got := runnersOf(schema); len(got) != 5 {
+			t.Errorf("schema %v: runners %v, want the 5 others", schema, got)
+		}
+		if _, skipped := (Codec{}).Siblings(req, schema); skipped != nil {
+			t.Errorf("schema %v: skipped %v, want none", schema, skipped)
+		}
+	}
+	// A write gets no _RO runner, so none is skipped for lacking one.
+	write := cmd("EVAL", "return redis.call('INCR', KEYS[1])", "1", "k")
+	if _, skipped := (Codec{}).Siblings(write, l); skipped != nil {
+		t.Errorf("a write: skipped %v, want none", skipped)
+	}
+	// A runner whose script is not in the request has no runner variants.
+	if _, skipped := (Codec{}).Siblings(cmd("EVALSHA", "abc", "0"), l); skipped != nil {
+		t.Errorf("EVALSHA: skipped %v, want none", skipped)
+	}
+}
+
 // Every runner variant runs the script as the recorded EVAL did, on a real
 // build: the same reply, from the same data.
 func TestScriptRunnersRun(t *testing.T) {

@@ -94,7 +94,7 @@ func (Codec) Values(request []byte, schema kavach.Schema, at time.Time) []kavach
 			varied++
 		}
 	}
-	out := scriptVariants(c)
+	out := scriptVariants(c, schema)
 	for _, kind := range []string{"number-form", "structured"} {
 		lists := perArg[kind]
 		for r, left := 0, true; left; r++ {

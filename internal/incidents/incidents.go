@@ -36,6 +36,12 @@ var (
 	// GetrangeOffByOne restores the clamp but shifts every positive start
 	// by one: the incident passes, a mutated earlier GETRANGE does not.
 	GetrangeOffByOne = []string{"getrange-crash.patch", "fix-breaks-positive-start.patch"}
+	// GetrangeLongStringsOnly restores the clamp only for strings of 11
+	// bytes or more (the incident's SET value): every variant of the
+	// failing request passes, a shorter string left by the earlier writes
+	// (the SET dropped, or varied to write another key or value) still
+	// kills it.
+	GetrangeLongStringsOnly = []string{"getrange-crash.patch", "fix-long-strings-only.patch"}
 	// EchoOld crashes on ECHO boom: an incident of one step with one
 	// argument, too narrow to vary.
 	EchoOld = []string{"echo-boom-crash.patch"}
