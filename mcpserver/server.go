@@ -289,6 +289,7 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 		BelowFloor:   in.BelowFloor,
 	}
 	if len(in.Fixtures) > 0 {
+		r.Progress = suiteProgress(ctx, req)
 		return cfg.diffSuite(ctx, in, r)
 	}
 	rep, err := cfg.Grade(ctx, r)
@@ -496,6 +497,25 @@ func progress(ctx context.Context, req *mcp.CallToolRequest) func(done, total in
 		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: token, Progress: float64(ph.Overall), Total: float64(ph.OverallOf),
 			Message: fmt.Sprintf("%s: %d of %d done", ph.Name, ph.Done, ph.Total),
+		})
+	}
+}
+
+// suiteProgress sends a progress notification each time a fixture of a
+// suite is graded (the fixtures are graded at once), when the client gave
+// a progress token.
+func suiteProgress(ctx context.Context, req *mcp.CallToolRequest) func(done, total int) {
+	if req == nil || req.Session == nil || req.Params == nil {
+		return nil
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	return func(done, total int) {
+		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token, Progress: float64(done), Total: float64(total),
+			Message: fmt.Sprintf("fixtures: %d of %d graded", done, total),
 		})
 	}
 }
