@@ -2,8 +2,10 @@ package grade_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,4 +126,31 @@ func TestSuiteSharesPool(t *testing.T) {
 		t.Errorf("progress told %v, want 1, 2, 3", calls)
 	}
 	t.Logf("%d builds started, at most %d at once", started.Load(), peak.Load())
+}
+
+// TestSuiteErrorInArgumentOrder: a suite whose second fixture's new build
+// does not start is that fixture's error (a *grade.SuiteError naming it),
+// not the stop it caused the first one.
+func TestSuiteErrorInArgumentOrder(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	gr := filepath.Join(filepath.Dir(file), "..", "examples", "redis-getrange-crash")
+	old := redisbuild.MustBuild(t, filepath.Join(gr, "bug.patch"))
+	fx, err := fixtures.Load(filepath.Join(gr, "fixture.kavach"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.Codec{}
+	opts := grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, BelowFloor: true, Jobs: 2}
+	missing := filepath.Join(t.TempDir(), "no-such-server")
+	diffs := []grade.Diff{
+		{Fixture: fx, Old: kavach.Launch{Path: old}, New: kavach.Launch{Path: old}, Options: opts},
+		{Fixture: fx, Old: kavach.Launch{Path: old}, New: kavach.Launch{Path: missing}, Options: opts},
+		{Fixture: fx, Old: kavach.Launch{Path: old}, New: kavach.Launch{Path: old}, Options: opts},
+	}
+	_, err = grade.RunSuite(context.Background(), diffs, nil, nil)
+	var se *grade.SuiteError
+	if !errors.As(err, &se) || se.Index != 1 || !strings.Contains(err.Error(), "new build") {
+		t.Fatalf("suite error %v; want the second fixture's new build not starting", err)
+	}
+	t.Log(err)
 }
