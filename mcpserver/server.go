@@ -206,7 +206,7 @@ type DiffInput struct {
 	Variants       int      `json:"variants,omitempty" jsonschema:"generate at most this many variants of the incident"`
 	MinVariants    int      `json:"min_variants,omitempty" jsonschema:"call it fixed only with at least this many variants reproducing the failure on the old build"`
 	Seed           uint64   `json:"seed,omitempty" jsonschema:"seed of the variant generator"`
-	Jobs           int      `json:"jobs,omitempty" jsonschema:"replays run at once (0: the number of cores)"`
+	Jobs           int      `json:"jobs,omitempty" jsonschema:"replays run at once, for a suite across all its fixtures (0: the number of cores)"`
 	FailFast       bool     `json:"fail_fast,omitempty" jsonschema:"stop running variants on the new build after the first it fails"`
 	StepTimeoutMS  int      `json:"step_timeout_ms,omitempty" jsonschema:"a step with no reply within this many milliseconds hangs"`
 	StartTimeoutMS int      `json:"start_timeout_ms,omitempty" jsonschema:"a build not ready within this many milliseconds cannot be graded"`

@@ -45,7 +45,7 @@ func diffCommand() *cli.Command {
 			&cli.IntFlag{Name: "variants", Value: 64, Usage: "generate at most `N` variants"},
 			&cli.IntFlag{Name: "min-variants", Value: 10, Usage: "call it fixed only with at least `M` reproducing variants"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the variant generator"},
-			&cli.IntFlag{Name: "j", Usage: "run `N` replays at once (default: the number of cores)"},
+			&cli.IntFlag{Name: "j", Usage: "run `N` replays at once, across all of a suite's fixtures (default: the number of cores)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the full report as JSON on stdout"},
 			&cli.StringFlag{Name: "out", Usage: "write the full report to `REPORT` (default: a file in the temporary directory)"},
 			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
