@@ -25,6 +25,10 @@ func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.La
 	for _, s := range steps[from-1:] {
 		reqs = append(reqs, s.Request.Data)
 	}
+	if !opts.Pool.acquire(ctx) {
+		return keys, writes
+	}
+	defer opts.Pool.release()
 	p, err := launch.Start(ctx, opts.Launcher, old)
 	if err != nil {
 		return keys, writes

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +32,10 @@ type Options struct {
 	Seed                  uint64
 	// Jobs is how many replays run at once; zero means the number of cores.
 	Jobs int
+	// Pool, if set, is the limit on builds running at once that this diff
+	// shares with others (a suite's, RunSuite); Jobs is then its size.
+	// Nil: a pool of Jobs of the diff's own.
+	Pool *Pool
 	// OldRuns is how many times the old build is replayed to find noise;
 	// zero means 3. The last of them (when there are two or more) runs
 	// with its timing perturbed (replay.Options.Perturb), so that an
@@ -71,9 +74,10 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if below := fx.Header.Floor.Below(opts.Variants, opts.MinVariants, opts.Seed); len(below) > 0 && !opts.BelowFloor {
 		return nil, &BelowFloorError{Below: below}
 	}
-	if opts.Jobs <= 0 {
-		opts.Jobs = runtime.NumCPU()
+	if opts.Pool == nil {
+		opts.Pool = NewPool(opts.Jobs)
 	}
+	opts.Jobs = opts.Pool.Size()
 	if opts.OldRuns <= 0 {
 		opts.OldRuns = 3
 	}
@@ -102,7 +106,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		launches = append(launches, old)
 	}
 	launches = append(launches, new)
-	traces, durations, err := runAll(ctx, launches, fx.Events, ropts, opts.Jobs, opts.Progress)
+	traces, durations, err := runAll(ctx, launches, fx.Events, ropts, opts.Pool, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +222,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		Parts:         parts,
 		Findings:      findings,
 		Fixture:       Fixture{Path: fx.Path, SHA256: sum, Protocol: fx.Header.Protocol, Steps: len(steps), Failure: fx.Failure},
-		Builds:        Builds{Old: identify(old, olds[0]), New: identify(new, nw)},
+		Builds:        Builds{Old: opts.Pool.identify(old, olds[0]), New: opts.Pool.identify(new, nw)},
 		Evidence:      ev,
 		Seed:          opts.Seed,
 		Options: Settings{Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed, Jobs: opts.Jobs,
@@ -245,15 +249,15 @@ func (e *BelowFloorError) Error() string {
 	return "below the fixture's floor: " + strings.Join(e.Below, ", ")
 }
 
-// runAll replays events on each launch, jobs at a time, and returns the
-// traces in launch order. The first start-up error cancels the rest.
-func runAll(parent context.Context, launches []kavach.Launch, events []kavach.Event, opts replay.Options, jobs int, progress func(done, total int)) ([]*replay.Trace, []time.Duration, error) {
+// runAll replays events on each launch, as many at a time as pool lets,
+// and returns the traces in launch order. The first start-up error
+// cancels the rest.
+func runAll(parent context.Context, launches []kavach.Launch, events []kavach.Event, opts replay.Options, pool *Pool, progress func(done, total int)) ([]*replay.Trace, []time.Duration, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	traces := make([]*replay.Trace, len(launches))
 	durations := make([]time.Duration, len(launches))
 	errs := make([]error, len(launches))
-	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
@@ -261,8 +265,11 @@ func runAll(parent context.Context, launches []kavach.Launch, events []kavach.Ev
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+			if !pool.acquire(ctx) {
+				errs[i] = ctx.Err()
+				return
+			}
+			defer pool.release()
 			if ctx.Err() != nil {
 				errs[i] = ctx.Err()
 				return
@@ -306,9 +313,4 @@ func which(i, n int) string {
 		return "new"
 	}
 	return "old"
-}
-
-func identify(l kavach.Launch, tr *replay.Trace) Build {
-	sum, _ := fixtures.SHA256File(tr.Build.Path)
-	return Build{Path: l.Path, Args: l.Args, SHA256: sum, Version: tr.Version}
 }

@@ -31,6 +31,10 @@ func learnSchema(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, o
 			kinds = append(kinds, k)
 		}
 	}
+	if !opts.Pool.acquire(ctx) {
+		return nil, "field types guessed: " + ctx.Err().Error()
+	}
+	defer opts.Pool.release()
 	p, err := launch.Start(ctx, opts.Launcher, old)
 	if err != nil {
 		return nil, "field types guessed: " + err.Error()
@@ -46,7 +50,8 @@ func learnSchema(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, o
 // runVariants generates the variants, replays each on the old build,
 // keeps those that reproduce the failure (or, for regression variants,
 // that the old build handles), and replays the kept ones on the new build
-// (docs/design.md §4, steps 4 and 5), Jobs at a time.
+// (docs/design.md §4, steps 4 and 5), Jobs at a time, each variant
+// holding a place in the pool.
 // feature are the fixture's steps whose answers are not compared (a
 // contract's steps where the old build does not meet an invariant); nil
 // for an incident. keys are each step's keys (learnKeys), for where the
@@ -94,11 +99,15 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 					results[i] = VariantEvidence{K: vs[i].K, Kind: vs[i].Kind, Place: vs[i].Place, Description: vs[i].Description, Regression: vs[i].Regression, Skipped: true}
 					continue
 				}
+				if !opts.Pool.acquire(ctx) {
+					return
+				}
 				// Made here and dropped after: one copy of the recording
 				// per worker, not one per variant.
 				v := vs[i]
 				v.Events, v.Origin = v.Build()
 				results[i] = runVariant(ctx, v, f, old, new, ropts, noise, feature, opts)
+				opts.Pool.release()
 				if results[i].Kept && results[i].FailedStep > 0 {
 					failed.Store(true)
 				}

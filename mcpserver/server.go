@@ -206,7 +206,7 @@ type DiffInput struct {
 	Variants       int      `json:"variants,omitempty" jsonschema:"generate at most this many variants of the incident"`
 	MinVariants    int      `json:"min_variants,omitempty" jsonschema:"call it fixed only with at least this many variants reproducing the failure on the old build"`
 	Seed           uint64   `json:"seed,omitempty" jsonschema:"seed of the variant generator"`
-	Jobs           int      `json:"jobs,omitempty" jsonschema:"replays run at once (0: the number of cores)"`
+	Jobs           int      `json:"jobs,omitempty" jsonschema:"replays run at once, for a suite across all its fixtures (0: the number of cores)"`
 	FailFast       bool     `json:"fail_fast,omitempty" jsonschema:"stop running variants on the new build after the first it fails"`
 	StepTimeoutMS  int      `json:"step_timeout_ms,omitempty" jsonschema:"a step with no reply within this many milliseconds hangs"`
 	StartTimeoutMS int      `json:"start_timeout_ms,omitempty" jsonschema:"a build not ready within this many milliseconds cannot be graded"`
@@ -289,6 +289,7 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 		BelowFloor:   in.BelowFloor,
 	}
 	if len(in.Fixtures) > 0 || isDir(in.Fixture) {
+		r.Progress = suiteProgress(ctx, req)
 		return cfg.diffSuite(ctx, in, r)
 	}
 	rep, err := cfg.Grade(ctx, r)
@@ -503,6 +504,25 @@ func progress(ctx context.Context, req *mcp.CallToolRequest) func(done, total in
 		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: token, Progress: float64(ph.Overall), Total: float64(ph.OverallOf),
 			Message: fmt.Sprintf("%s: %d of %d done", ph.Name, ph.Done, ph.Total),
+		})
+	}
+}
+
+// suiteProgress sends a progress notification each time a fixture of a
+// suite is graded (the fixtures are graded at once), when the client gave
+// a progress token.
+func suiteProgress(ctx context.Context, req *mcp.CallToolRequest) func(done, total int) {
+	if req == nil || req.Session == nil || req.Params == nil {
+		return nil
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	return func(done, total int) {
+		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token, Progress: float64(done), Total: float64(total),
+			Message: fmt.Sprintf("fixtures: %d of %d graded", done, total),
 		})
 	}
 }

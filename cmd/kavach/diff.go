@@ -45,7 +45,7 @@ func diffCommand() *cli.Command {
 			&cli.IntFlag{Name: "variants", Value: 64, Usage: "generate at most `N` variants"},
 			&cli.IntFlag{Name: "min-variants", Value: 10, Usage: "call it fixed only with at least `M` reproducing variants"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the variant generator"},
-			&cli.IntFlag{Name: "j", Usage: "run `N` replays at once (default: the number of cores)"},
+			&cli.IntFlag{Name: "j", Usage: "run `N` replays at once, across all of a suite's fixtures (default: the number of cores)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the full report as JSON on stdout"},
 			&cli.StringFlag{Name: "out", Usage: "write the full report to `REPORT` (default: a file in the temporary directory)"},
 			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
@@ -79,6 +79,9 @@ func diffCommand() *cli.Command {
 			}
 			if p, ok := c.App.ErrWriter.(*progressLine); ok {
 				req.Progress = p.gradeProgress()
+				if suite {
+					req.Progress = p.suiteProgress()
+				}
 			}
 			if err := checkOut(c.String("out")); err != nil {
 				return err
@@ -142,19 +145,28 @@ type diffRequest struct {
 // runDiff grades a new build against a fixture: the one code path of
 // `kavach diff` and of the MCP tool.
 func runDiff(ctx context.Context, r diffRequest) (*grade.Report, error) {
-	if err := r.check(); err != nil {
+	d, err := prepareDiff(r)
+	if err != nil {
 		return nil, err
+	}
+	return grade.Run(ctx, d.Fixture, d.Old, d.New, d.Options)
+}
+
+// prepareDiff checks a request and loads what grading its fixture takes.
+func prepareDiff(r diffRequest) (grade.Diff, error) {
+	if err := r.check(); err != nil {
+		return grade.Diff{}, err
 	}
 	fx, in, err := loadFixture(r.Fixture)
 	if err != nil {
-		return nil, err
+		return grade.Diff{}, err
 	}
 	if err := in.checkLaunch(fx, r.TrustLaunch, r.Old, r.New); err != nil {
-		return nil, err
+		return grade.Diff{}, err
 	}
 	set, err := loadInvariants(r.Invariants, fx)
 	if err != nil {
-		return nil, err
+		return grade.Diff{}, err
 	}
 	ropts := replayOptions(fx, in, r.StepTimeout, r.StartTimeout)
 	opts := grade.Options{
@@ -167,7 +179,7 @@ func runDiff(ctx context.Context, r diffRequest) (*grade.Report, error) {
 	if set != nil {
 		opts.InvariantsFile = set.File
 	}
-	return grade.Run(ctx, fx, buildLaunch(fx, r.Old), buildLaunch(fx, r.New), opts)
+	return grade.Diff{Fixture: fx, Old: buildLaunch(fx, r.Old), New: buildLaunch(fx, r.New), Options: opts}, nil
 }
 
 // check refuses numbers that mean nothing: negative counts, timeouts that

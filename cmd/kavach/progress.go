@@ -76,6 +76,27 @@ func (p *progressLine) gradeProgress() func(done, total int) {
 	}
 }
 
+// suiteProgress is gradeProgress for a suite, whose fixtures are graded
+// at once: it counts the fixtures graded.
+//
+//	kavach: fixtures: 1 of 3 graded, about 40s left
+func (p *progressLine) suiteProgress() func(done, total int) {
+	if !p.tty {
+		return nil
+	}
+	began := p.now()
+	return func(done, total int) {
+		if done >= total {
+			p.mu.Lock()
+			p.clearLocked()
+			p.mu.Unlock()
+			return
+		}
+		p.draw(fmt.Sprintf("kavach: fixtures: %d of %d graded%s", done, total,
+			timeLeft(p.now().Sub(began), done, total-done)))
+	}
+}
+
 // timeLeft estimates the time n more items take, when took was spent on
 // done items; "" until there is something to go on.
 func timeLeft(took time.Duration, done, n int) string {

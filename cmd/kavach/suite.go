@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,20 +47,27 @@ func fixtureArgs(args []string) (fixtures []string, suite bool, err error) {
 	return fixtures, suite || len(fixtures) > 1, nil
 }
 
-// runSuite grades one build pair against each fixture in turn, as
-// runDiff grades one; the first fixture Kavach cannot grade stops it.
+// runSuite grades one build pair against every fixture at once, as
+// runDiff grades one, their replays sharing one pool of -j places; the
+// first fixture (in argument order) Kavach cannot grade stops it.
+// r.Progress is told of each fixture graded.
 func runSuite(ctx context.Context, r diffRequest, fixtures []string) (*grade.SuiteReport, error) {
-	var reports []*grade.Report
-	for _, f := range fixtures {
+	diffs := make([]grade.Diff, len(fixtures))
+	for i, f := range fixtures {
 		fr := r
 		fr.Fixture = f
-		rep, err := runDiff(ctx, fr)
+		d, err := prepareDiff(fr)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		reports = append(reports, rep)
+		diffs[i] = d
 	}
-	return grade.NewSuiteReport(reports), nil
+	s, err := grade.RunSuite(ctx, diffs, grade.NewPool(r.Jobs), r.Progress)
+	var se *grade.SuiteError
+	if errors.As(err, &se) {
+		return nil, fmt.Errorf("%s: %w", fixtures[se.Index], se.Err)
+	}
+	return s, err
 }
 
 // suiteCommand is kavach diff with several fixtures: it grades them,
