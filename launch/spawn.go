@@ -8,6 +8,7 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -300,27 +301,11 @@ func ProcessTree(pid int) []int {
 // sends nothing: a probe that connected without it could reach another
 // process that took the port between FreePort and the build's bind.
 func Listening(pid, port int) bool {
-	inodes := map[string]bool{}
-	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, err := os.ReadFile(table)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			f := strings.Fields(line)
-			// sl local_address rem_address st ... uid timeout inode
-			if len(f) < 10 || f[3] != "0A" {
-				continue
-			}
-			i := strings.LastIndexByte(f[1], ':')
-			if p, err := strconv.ParseUint(f[1][i+1:], 16, 16); err == nil && int(p) == port && f[9] != "0" {
-				inodes["socket:["+f[9]+"]"] = true
-			}
-		}
-	}
-	if len(inodes) == 0 {
-		return false
-	}
+	// The tree's sockets first: a handful of links to read, and none at
+	// all until the build has bound, so that polling a build that is not
+	// up yet costs almost nothing. Only then the tables, which hold every
+	// socket of the machine (thousands on a busy one).
+	socks := map[string]bool{}
 	for _, p := range ProcessTree(pid) {
 		dir := "/proc/" + strconv.Itoa(p) + "/fd/"
 		d, err := os.Open(dir)
@@ -330,7 +315,36 @@ func Listening(pid, port int) bool {
 		fds, _ := d.Readdirnames(-1)
 		d.Close()
 		for _, fd := range fds {
-			if l, err := os.Readlink(dir + fd); err == nil && inodes[l] {
+			if l, err := os.Readlink(dir + fd); err == nil && strings.HasPrefix(l, "socket:[") && strings.HasSuffix(l, "]") {
+				socks[l[len("socket:["):len(l)-1]] = true
+			}
+		}
+	}
+	if len(socks) == 0 {
+		return false
+	}
+	local := []byte(fmt.Sprintf(":%04X ", port)) // the local address's port, as the tables write it
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for len(b) > 0 {
+			line := b
+			if i := bytes.IndexByte(b, '\n'); i >= 0 {
+				line, b = b[:i], b[i+1:]
+			} else {
+				b = nil
+			}
+			if !bytes.Contains(line, local) {
+				continue
+			}
+			// sl local_address rem_address st ... uid timeout inode
+			f := strings.Fields(string(line))
+			if len(f) < 10 || f[3] != "0A" || !strings.HasSuffix(f[1], string(local[:len(local)-1])) {
+				continue
+			}
+			if socks[f[9]] {
 				return true
 			}
 		}
