@@ -47,9 +47,10 @@ var TimerScenarios = []TimerScenario{
 			b := client(addr)
 			defer b.Close()
 			b.Ping(context.Background())
-			done := after(1250*time.Millisecond, func() { b.TTL(context.Background(), "after") })
 			out, err := redisCLI(addr, "BLPOP timer 1", "SET after v EX 100")
-			done()
+			// Read once the SET is done: a fixed delay is outrun by a
+			// loaded machine. The late build's SET comes at 2 s, after it.
+			b.TTL(context.Background(), "after")
 			if err == nil && !strings.Contains(out, "OK") {
 				err = fmt.Errorf("redis-cli said %q", out)
 			}
@@ -88,10 +89,11 @@ var TimerScenarios = []TimerScenario{
 			ctx := context.Background()
 			a.Ping(ctx)
 			b.Ping(ctx)
-			done := after(1050*time.Millisecond, func() { b.TTL(ctx, "after") })
 			a.XRead(ctx, &goredis.XReadArgs{Streams: []string{"s", "$"}, Block: 800 * time.Millisecond})
 			a.Set(ctx, "after", "v", 100*time.Second)
-			done()
+			// Read on the other connection once the SET is done; the late
+			// build's SET comes at 1.8 s, after it.
+			b.TTL(ctx, "after")
 			return nil
 		},
 		Late: "TTL",
@@ -107,10 +109,12 @@ var TimerScenarios = []TimerScenario{
 			ctx := context.Background()
 			a.Ping(ctx)
 			b.Ping(ctx)
-			done := after(750*time.Millisecond, func() { b.TTL(ctx, "after") })
 			a.Do(ctx, "WAIT", "1", "500")
 			a.Set(ctx, "after", "v", 100*time.Second)
-			done()
+			// Read on the other connection once the SET is done (a fixed
+			// delay is outrun by a loaded machine); the late build's SET
+			// comes at 1.5 s, after it.
+			b.TTL(ctx, "after")
 			return nil
 		},
 		Late: "TTL",
@@ -128,11 +132,12 @@ var TimerScenarios = []TimerScenario{
 			b.Ping(ctx)
 			c.Ping(ctx)
 			a.Do(ctx, "CLIENT", "PAUSE", "800", "WRITE")
-			done := after(1050*time.Millisecond, func() { c.TTL(ctx, "after") })
 			time.Sleep(100 * time.Millisecond)
 			b.Set(ctx, "p", "1", 0)
 			b.Set(ctx, "after", "v", 100*time.Second)
-			done()
+			// A read, which the pause does not hold, once the SET is done;
+			// on the late build the pause ends a second later.
+			c.TTL(ctx, "after")
 			return nil
 		},
 		Late: "TTL",
