@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -311,6 +312,7 @@ var scriptCommands = map[string]func(){
 	"waitfile": waitfileMain,
 	"rcmd":     rcmdMain,
 	"rcli":     rcliMain,
+	"rclittl":  rclittlMain,
 	"noprocs":  noprocsMain,
 	"relaunch": relaunchMain,
 
@@ -381,6 +383,63 @@ func rcliMain() {
 		fmt.Fprintln(os.Stderr, "redis-cli:", err)
 		os.Exit(1)
 	}
+}
+
+// rclittlMain: rclittl ADDRFILE KEY LINE... — pipe the lines into a stock
+// redis-cli as rcli does, and the moment it prints OK (a write answered),
+// read KEY's TTL on a second connection opened before it: the read follows
+// the write by a millisecond or so, however loaded the machine (a sleep, or
+// a new process after redis-cli exits, can come half a second late).
+// Prints redis-cli's output, then the TTL as redis-cli would.
+func rclittlMain() {
+	addr, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	hostport := strings.TrimSpace(string(addr))
+	conn, err := net.Dial("tcp", hostport)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer conn.Close()
+	host, port, _ := strings.Cut(hostport, ":")
+	cmd := exec.Command("redis-cli", "-h", host, "-p", port)
+	cmd.Stdin = strings.NewReader(strings.Join(os.Args[3:], "\n") + "\n")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "redis-cli:", err)
+		os.Exit(1)
+	}
+	sc := bufio.NewScanner(out)
+	ttl := ""
+	for sc.Scan() {
+		fmt.Println(sc.Text())
+		if sc.Text() == "OK" && ttl == "" {
+			key := os.Args[2]
+			fmt.Fprintf(conn, "*2\r\n$3\r\nTTL\r\n$%d\r\n%s\r\n", len(key), key)
+			line, err := bufio.NewReader(conn).ReadString('\n')
+			if err != nil || !strings.HasPrefix(line, ":") {
+				fmt.Fprintf(os.Stderr, "TTL %s: %q %v\n", key, line, err)
+				os.Exit(1)
+			}
+			ttl = "(integer) " + strings.TrimSpace(line[1:])
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		fmt.Fprintln(os.Stderr, "redis-cli:", err)
+		os.Exit(1)
+	}
+	if ttl == "" {
+		fmt.Fprintln(os.Stderr, "redis-cli never printed OK")
+		os.Exit(1)
+	}
+	fmt.Println(ttl)
 }
 
 // jsonfileMain: jsonfile FILE — fail unless FILE holds one JSON value.
