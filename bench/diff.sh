@@ -11,7 +11,7 @@
 #
 # are timed (wall clock of the process), interleaved, REPS times each, and
 # the medians are reported: both walls, the speed-up (-j 1 over -j 2,
-# target close to 2 on 2 cores), the replays one diff runs (2 old + 1 new
+# target close to 2 on 2 cores), the replays one diff runs (3 old + 1 new
 # + for each variant 1 old, and 1 new if the variant was kept, from the
 # report's evidence.variants) and the wall time per replay at -j 1. Every
 # run must say `fixed` (exit 0); the script exits 1 if one does not.
@@ -160,7 +160,7 @@ old_runs = r["evidence"]["old"].get("runs", 2)
 replays = old_runs + 1 + len(v["list"]) + kept
 d = r["durations_ms"]
 print(replays, v["generated"], v["reproducing"], v["regression"], v["handled"], v["passing"], kept,
-      d["old_replays"], d["new_replay"], d["variants"], d["total"])
+      d["old_replays"], d["new_replay"], d["variants"], d["total"], old_runs)
 EOF
 )
 		wall=$(calc "%.3f" "$t1 - $t0")
@@ -180,7 +180,7 @@ W1=$(median 1 3)
 WJ=$(median "$JOBS" 3)
 # The variant counts of the first run; the replays' median over the -j 1 runs.
 first=$(head -1 "$RESULTS")
-read -r _ _ _ _ _ _ GEN REPRO REGR HANDLED PASSING KEPT _ <<<"$first"
+read -r _ _ _ _ _ _ GEN REPRO REGR HANDLED PASSING KEPT _ _ _ _ OLDRUNS <<<"$first"
 REPLAYS=$(median 1 6)
 REPLAYS=${REPLAYS%.*}
 if [ "$(awk '{ print $6 }' "$RESULTS" | sort -u | wc -l)" != 1 ]; then
@@ -190,7 +190,7 @@ OLDMS=$(median 1 13)
 NEWMS=$(median 1 14)
 VARMS=$(median 1 15)
 TOTMS=$(median 1 16)
-VREPLAYS=$((REPLAYS - 3))
+VREPLAYS=$((REPLAYS - OLDRUNS - 1))
 
 echo
 echo "kavach diff benchmark: the GETRANGE incident (5 steps, crash at step 5), --variants $VARIANTS, fixed;"
@@ -198,7 +198,7 @@ echo "median of $REPS interleaved runs per -j ($measure_secs s of measuring); $(
 echo
 echo "variants (first run): $GEN generated, $REPRO reproduce the failure; $REGR regression variants, $HANDLED handled by the old build;"
 echo "          $PASSING pass on the new build; $KEPT kept (replayed on both builds)"
-echo "replays per diff: $REPLAYS (median of the -j 1 runs) = 2 old + 1 new + $((GEN + REGR)) variants on the old build + $((REPLAYS - 3 - GEN - REGR)) kept on the new build"
+echo "replays per diff: $REPLAYS (median of the -j 1 runs) = $OLDRUNS old + 1 new + $((GEN + REGR)) variants on the old build + $((REPLAYS - OLDRUNS - 1 - GEN - REGR)) kept on the new build"
 echo "  (plus one start of the old build that learns the field types, not counted)"
 echo
 printf "wall -j 1       %7.3f s   (%.1f ms per replay)\n" "$W1" "$(calc "%.6f" "$W1 * 1000 / $REPLAYS")"
@@ -206,8 +206,8 @@ printf "wall -j %-7s %7.3f s   (%.1f ms per replay)\n" "$JOBS" "$WJ" "$(calc "%.
 S=$(calc "%.2f" "$W1 / $WJ")
 echo "speed-up -j 1 / -j $JOBS = $S (ideal $JOBS on $(nproc) cores: $(calc "%.0f" "100 * $S / $JOBS")% of linear)"
 echo
-echo "inside one -j 1 diff (report durations_ms, medians): fixture on the old build twice $OLDMS ms, on the new $NEWMS ms"
-echo "  ($(calc "%.1f" "($OLDMS + $NEWMS) / 3") ms per replay); variants $VARMS ms for $VREPLAYS replays ($(calc "%.1f" "$VARMS / $VREPLAYS") ms each);"
+echo "inside one -j 1 diff (report durations_ms, medians): fixture on the old build $OLDRUNS times $OLDMS ms, on the new $NEWMS ms"
+echo "  ($(calc "%.1f" "($OLDMS + $NEWMS) / ($OLDRUNS + 1)") ms per replay); variants $VARMS ms for $VREPLAYS replays ($(calc "%.1f" "$VARMS / $VREPLAYS") ms each);"
 echo "  total $TOTMS ms of the $(calc "%.0f" "$W1 * 1000") ms wall"
 echo
 echo "every run, in the order measured (wall s, verdict, replays, variants kept, durations_ms old/new/variants/total):"

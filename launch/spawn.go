@@ -195,6 +195,10 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	}
 	ready, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Polled often at first, when a build is most likely to come up (a
+	// replay starts one per variant, so every millisecond here counts),
+	// then every 20 ms.
+	pause := time.Millisecond
 	for {
 		probe, cancelProbe := context.WithTimeout(ready, 500*time.Millisecond)
 		var err error
@@ -215,7 +219,8 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 		select {
 		case <-p.done:
 		case <-ready.Done():
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(pause):
+			pause = min(2*pause, 20*time.Millisecond)
 			continue
 		}
 		// The start was stopped (its context), the build exited, or its
