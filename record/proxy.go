@@ -141,6 +141,23 @@ func (p *Proxy) Stats() Stats {
 	return p.stats
 }
 
+// Idle waits until the close of every connection opened so far is
+// recorded, or ctx ends; it reports whether they all were. A caller that
+// knows its clients are gone calls it before Close, so that their closes
+// are recorded as theirs and not as the proxy's.
+func (p *Proxy) Idle(ctx context.Context) bool {
+	for {
+		if s := p.Stats(); s.Closed == s.Conns {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // Err returns the first error writing the fixture, or nil.
 func (p *Proxy) Err() error {
 	p.mu.Lock()

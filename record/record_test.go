@@ -73,15 +73,14 @@ func startRecording(t testing.TB, upstream string, mod func(*record.Options)) *r
 
 func (r *recording) addr() string { return r.proxy.Addr().String() }
 
-// waitClosed waits until the proxy has recorded n closed connections.
-func (r *recording) waitClosed(n uint64) {
+// idle waits until the proxy has recorded the close of every connection.
+func (r *recording) idle() {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for r.proxy.Stats().Closed < n {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("proxy recorded %d closed connections after 10 s, want %d", r.proxy.Stats().Closed, n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !r.proxy.Idle(ctx) {
+		s := r.proxy.Stats()
+		r.t.Fatalf("proxy recorded %d closes of %d connections after 10 s", s.Closed, s.Conns)
 	}
 }
 
@@ -158,7 +157,7 @@ func TestRedisCLIThroughProxy(t *testing.T) {
 	cli("INCR", "greeting") // an error reply
 	// redis-cli has exited, but the proxy may not have read its EOF yet:
 	// stopping the proxy first would record the close as the proxy's.
-	rec.waitClosed(5)
+	rec.idle()
 	fx := rec.finish()
 	containsInOrder(t, commands(fx), []string{
 		`SET "greeting" "hello world" -> OK`,
