@@ -44,9 +44,9 @@ var TimerScenarios = []TimerScenario{
 		// same connection writes when it fires, another reads that later.
 		Name: "BLPOP as a timer",
 		Clients: func(addr string) error {
-			b := client(addr)
-			defer b.Close()
-			b.Ping(context.Background())
+			c, done := connect(addr, 1)
+			defer done()
+			b := c[0]
 			out, err := redisCLI(addr, "BLPOP timer 1", "SET after v EX 100")
 			// Read once the SET is done: a fixed delay is outrun by a
 			// loaded machine. The late build's SET comes at 2 s, after it.
@@ -62,12 +62,9 @@ var TimerScenarios = []TimerScenario{
 		// A blocked pop woken by a later write on another connection.
 		Name: "BLPOP woken by LPUSH",
 		Clients: func(addr string) error {
-			a, b := client(addr), client(addr)
-			defer a.Close()
-			defer b.Close()
-			ctx := context.Background()
-			a.Ping(ctx)
-			b.Ping(ctx)
+			c, done := connect(addr, 2)
+			defer done()
+			a, b, ctx := c[0], c[1], context.Background()
 			// Margins of half a second both ways, for a loaded machine: the
 			// early build times out at 1 s, the stock one at 2 s.
 			pushed := after(1500*time.Millisecond, func() { b.LPush(ctx, "q", "j") })
@@ -83,12 +80,9 @@ var TimerScenarios = []TimerScenario{
 	{
 		Name: "XREAD BLOCK",
 		Clients: func(addr string) error {
-			a, b := client(addr), client(addr)
-			defer a.Close()
-			defer b.Close()
-			ctx := context.Background()
-			a.Ping(ctx)
-			b.Ping(ctx)
+			c, done := connect(addr, 2)
+			defer done()
+			a, b, ctx := c[0], c[1], context.Background()
 			a.XRead(ctx, &goredis.XReadArgs{Streams: []string{"s", "$"}, Block: 800 * time.Millisecond})
 			a.Set(ctx, "after", "v", 100*time.Second)
 			// Read on the other connection once the SET is done; the late
@@ -103,12 +97,9 @@ var TimerScenarios = []TimerScenario{
 		// timeout fires.
 		Name: "WAIT",
 		Clients: func(addr string) error {
-			a, b := client(addr), client(addr)
-			defer a.Close()
-			defer b.Close()
-			ctx := context.Background()
-			a.Ping(ctx)
-			b.Ping(ctx)
+			c, done := connect(addr, 2)
+			defer done()
+			a, b, ctx := c[0], c[1], context.Background()
 			a.Do(ctx, "WAIT", "1", "500")
 			a.Set(ctx, "after", "v", 100*time.Second)
 			// Read on the other connection once the SET is done (a fixed
@@ -123,14 +114,9 @@ var TimerScenarios = []TimerScenario{
 		// CLIENT PAUSE holds another client's write until it ends.
 		Name: "CLIENT PAUSE",
 		Clients: func(addr string) error {
-			a, b, c := client(addr), client(addr), client(addr)
-			defer a.Close()
-			defer b.Close()
-			defer c.Close()
-			ctx := context.Background()
-			a.Ping(ctx)
-			b.Ping(ctx)
-			c.Ping(ctx)
+			cs, done := connect(addr, 3)
+			defer done()
+			a, b, c, ctx := cs[0], cs[1], cs[2], context.Background()
 			a.Do(ctx, "CLIENT", "PAUSE", "800", "WRITE")
 			time.Sleep(100 * time.Millisecond)
 			b.Set(ctx, "p", "1", 0)
@@ -152,13 +138,12 @@ var TimerScenarios = []TimerScenario{
 		// recording is rightly noise there, not a replay fault.
 		Name: "OBJECT IDLETIME and TTL after a gap",
 		Clients: func(addr string) error {
-			a := client(addr)
-			defer a.Close()
-			ctx := context.Background()
+			c, done := connect(addr, 1)
+			defer done()
+			a, ctx := c[0], context.Background()
 			// OBJECT IDLETIME counts whole seconds of the clock: start a
 			// tenth of a second into one, so that no answer sits within
 			// the proxy's latency of a second's edge.
-			a.Ping(ctx)
 			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1100 * time.Millisecond)))
 			a.Set(ctx, "k", "hello", 100*time.Second)
 			time.Sleep(2300 * time.Millisecond)
@@ -190,7 +175,11 @@ func RecordClients(dir, build string, clients func(addr string) error) (*fixture
 		return nil, err
 	}
 	cerr := clients(p.Addr().String())
-	time.Sleep(50 * time.Millisecond) // the last closes reach the proxy
+	// The clients are gone: their closes are recorded as theirs once the
+	// proxy has read them.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	p.Idle(ctx)
+	cancel()
 	p.Close()
 	if err := w.Close(fixtures.End{}); err != nil {
 		return nil, err
@@ -214,8 +203,20 @@ func redisCLI(addr string, commands ...string) (string, error) {
 	return string(out), nil
 }
 
-func client(addr string) *goredis.Client {
-	return goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 1, Protocol: 2, ReadTimeout: 10 * time.Second})
+// connect opens n go-redis clients to addr, each connected (a PING) in
+// turn, so that the recording numbers their connections in that order;
+// done closes them.
+func connect(addr string, n int) (clients []*goredis.Client, done func()) {
+	for range n {
+		c := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 1, Protocol: 2, ReadTimeout: 10 * time.Second})
+		c.Ping(context.Background())
+		clients = append(clients, c)
+	}
+	return clients, func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}
 }
 
 // after runs f after d, concurrently; the returned wait waits for it.
