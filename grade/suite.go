@@ -33,7 +33,7 @@ func NewSuiteReport(reports []*Report) *SuiteReport {
 // among them, held when all are contracts (index -1).
 func Headline(verdicts []Parts, contract []bool) (Parts, int) {
 	for i, p := range verdicts {
-		if p.Kind != Fixed && p.Kind != Held && p.Kind != Unverified {
+		if !Green(p.Kind) && p.Kind != Unverified {
 			return p, i
 		}
 	}

@@ -61,10 +61,10 @@ func buildSection(rep *grade.Report, prefix string, inSuite bool) *section {
 // verdictClass colours a verdict: green for fixed and held, amber for
 // unverified, red for the rest.
 func verdictClass(kind string) string {
-	switch kind {
-	case grade.Fixed, grade.Held:
+	switch {
+	case grade.Green(kind):
 		return "green"
-	case grade.Unverified:
+	case kind == grade.Unverified:
 		return "amber"
 	}
 	return "red"

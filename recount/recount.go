@@ -392,7 +392,7 @@ func (j *Job) Graders() GradersResult {
 			order = append(order, t.Task)
 		}
 		g.Trials++
-		pass, fixed := t.Hidden == "pass", green(t.Kind)
+		pass, fixed := t.Hidden == "pass", grade.Green(t.Kind)
 		if pass {
 			g.HiddenPass++
 		}
@@ -411,10 +411,6 @@ func (j *Job) Graders() GradersResult {
 	}
 	return r
 }
-
-// green reports whether a verdict kind passes: fixed, or held (a
-// contract the new build keeps).
-func green(kind string) bool { return kind == grade.Fixed || kind == grade.Held }
 
 // ParseSummary reads a summary of a job's verdicts: a JSON object of
 // counts by verdict kind, {"fixed": 3, "diverged": 1, ...}, optionally

@@ -218,10 +218,10 @@ func checkOut(out string) error {
 
 // verdictExit maps a verdict kind to the exit status of docs/design.md §3.
 func verdictExit(kind string) error {
-	switch kind {
-	case grade.Fixed, grade.Held:
+	switch {
+	case grade.Green(kind):
 		return nil
-	case grade.Unverified:
+	case kind == grade.Unverified:
 		return &verdictError{code: exitUnverified}
 	}
 	return &verdictError{code: exitRed}
