@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -87,7 +88,8 @@ type StepResult struct {
 	// Wall is the real time at which the request was sent.
 	Wall time.Time `json:"-"`
 
-	batched bool // sent without waiting for the replies before it
+	batched  bool // sent without waiting for the replies before it
+	awaiting bool // sent waiting for replies (a step with none is done when sent)
 }
 
 // Run replays events against the build described by launch. It returns
@@ -95,6 +97,35 @@ type StepResult struct {
 // that does not start); a crash or hang during the replay is an outcome
 // in the trace.
 func Run(ctx context.Context, build kavach.Launch, events []kavach.Event, opts Options) (*Trace, error) {
+	var all collect
+	tr, err := Stream(ctx, build, Slice(events), opts, &all)
+	if tr != nil {
+		tr.Steps = all.steps
+	}
+	return tr, err
+}
+
+// Sink takes the steps of a streamed replay.
+type Sink interface {
+	// Step takes the next step, in step order, once it is final: its
+	// replies, outcome and output will not change. Every step of the
+	// recording comes, those the replay did not reach with Ran false.
+	// An error stops the replay and is Stream's.
+	Step(s StepResult) error
+	// Restart forgets every step taken so far: the replay starts over.
+	Restart()
+}
+
+type collect struct{ steps []StepResult }
+
+func (c *collect) Step(s StepResult) error { c.steps = append(c.steps, s); return nil }
+func (c *collect) Restart()                { c.steps = nil }
+
+// Stream replays src against build as Run does, but keeps only a window
+// of the recording and of the results: each step goes to sink as soon as
+// it is final, and the trace it returns has no Steps. Memory does not
+// grow with the recording's length (docs/replay.md, "Long recordings").
+func Stream(ctx context.Context, build kavach.Launch, src Source, opts Options, sink Sink) (*Trace, error) {
 	if opts.Codec == nil || opts.Classifier == nil || opts.Launcher == nil {
 		return nil, errors.New("replay: Codec, Classifier and Launcher are required")
 	}
@@ -105,13 +136,14 @@ func Run(ctx context.Context, build kavach.Launch, events []kavach.Event, opts O
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	began := time.Now()
-	tr, again, err := run(ctx, build, events, opts, true)
+	tr, again, err := run(ctx, build, src, opts, true, sink)
 	if again && err == nil && ctx.Err() == nil {
 		// The build died with pipelined steps unanswered: a build
 		// answers a batch only once it has read it all, so those steps
 		// lost replies that round trips would have had. Once more,
 		// without batches.
-		tr, _, err = run(ctx, build, events, opts, false)
+		sink.Restart()
+		tr, _, err = run(ctx, build, src, opts, false, sink)
 	}
 	if tr != nil {
 		tr.Wall = time.Since(began)
@@ -120,10 +152,14 @@ func Run(ctx context.Context, build kavach.Launch, events []kavach.Event, opts O
 }
 
 // run is one replay; with batch, a connection's requests of one virtual
-// millisecond are pipelined (runner.batches). It reports whether the
+// millisecond are pipelined (makePlan). It reports whether the
 // build died with such a batch unanswered.
-func run(ctx context.Context, build kavach.Launch, events []kavach.Event, opts Options, batch bool) (*Trace, bool, error) {
+func run(ctx context.Context, build kavach.Launch, src Source, opts Options, batch bool, sink Sink) (*Trace, bool, error) {
 	tr := &Trace{Build: build, Clock: "virtual"}
+	pl, err := makePlan(src, opts.Codec, opts.Start, batch && opts.Shift == nil)
+	if err != nil {
+		return nil, false, err
+	}
 
 	var clock *Clock
 	fakeable, why := Fakeable(build.Path)
@@ -148,11 +184,14 @@ func run(ctx context.Context, build kavach.Launch, events []kavach.Event, opts O
 	if err != nil && ctx.Err() != nil {
 		// Stopped by a signal before the build was up: an interrupted
 		// replay with no step run, as one stopped later would be.
-		for _, st := range kavach.Steps(events, opts.Codec) {
-			tr.Steps = append(tr.Steps, StepResult{N: st.N, Conn: st.Conn(), Responses: [][]byte{}, Output: []any{}, Request: st.Request.Data})
-		}
 		tr.Stopped = "interrupted: " + context.Cause(ctx).Error()
-		return tr, false, nil
+		r := &runner{opts: opts, tr: tr, plan: pl, sink: sink, owe: newOweCounter(opts.Codec)}
+		if r.src, err = src.Open(); err != nil {
+			return nil, false, err
+		}
+		defer r.src.Close()
+		r.stop = true
+		return tr, false, r.finishAll()
 	}
 	if err != nil {
 		var se *launch.StartError
@@ -174,17 +213,25 @@ func run(ctx context.Context, build kavach.Launch, events []kavach.Event, opts O
 	} else {
 		tr.Version = opts.Launcher.Version(ctx, proc.Addr())
 	}
-	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, events: events, conns: map[uint64]*conn{}, batch: batch, ctx: ctx}
+	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, plan: pl, sink: sink, owe: newOweCounter(opts.Codec),
+		conns: map[uint64]*conn{}, batch: batch, ctx: ctx}
+	if r.src, err = src.Open(); err != nil {
+		return nil, false, err
+	}
+	defer r.src.Close()
 	if p, ok := proc.(interface{ Pid() int }); ok {
 		r.watch = watch{pid: p.Pid()}
 	}
 	if opts.Perturb {
-		r.rng = rand.New(rand.NewPCG(uint64(len(events)), 0x6b617661))
+		r.rng = rand.New(rand.NewPCG(uint64(pl.events), 0x6b617661))
 	}
 	defer r.closeAll()
 	r.run(ctx)
 	if e := proc.Exited(); e != nil && tr.Exit == nil {
 		tr.Exit = e
+	}
+	if err := r.finishAll(); err != nil {
+		return nil, false, err
 	}
 	return tr, r.lostBatch, nil
 }
@@ -192,30 +239,40 @@ func run(ctx context.Context, build kavach.Launch, events []kavach.Event, opts O
 // runner drives one replay. docs/replay.md ("Order", "Time that flows")
 // explains the rules it follows.
 type runner struct {
-	opts   Options
-	proc   kavach.Process
-	watch  watch
-	clock  *Clock
-	tr     *Trace
-	events []kavach.Event
-	conns  map[uint64]*conn
-	order  []*conn        // conns in order of opening: deterministic iteration
-	last   map[uint64]int // conn -> index of its latest step
-	reqs   [][]byte       // per step, the request as recorded
-	stepAt []int          // event index -> step index (-1: not a request); a variant's inserted events may repeat a Seq
-	owed   []int          // per event: steps of its conn the recording had answered before it
-	// batched marks requests sent without waiting for the replies before
-	// them, and replies not waited for (see batches).
-	batched   []bool
-	batch     bool            // pipeline batches at all
-	sent      bool            // a request went out since the build was last seen idle
-	lostBatch bool            // the build ended a connection with batched steps unanswered
-	due       []time.Duration // per step: recorded offset of its last reply, or of the request
-	shift     time.Duration   // the clock variant's shift now in force
-	jump      bool            // the shift changed: the clock may go back
-	wake      chan struct{}   // a reader framed a reply, or its connection ended
-	frames    atomic.Int64    // replies framed by readers so far
-	rng       *rand.Rand      // timing perturbation (Options.Perturb); nil: none
+	opts  Options
+	proc  kavach.Process
+	watch watch
+	clock *Clock
+	tr    *Trace
+	plan  *plan
+	conns map[uint64]*conn
+	order []*conn        // conns in order of opening: deterministic iteration
+	last  map[uint64]int // conn -> index of its latest step
+
+	// The window: the recording is read as it is played, and only the
+	// events from the oldest one still to be played (held back, or the
+	// next) and the steps from the oldest one not yet final are kept.
+	src     Events
+	eof     bool
+	srcErr  error
+	evs     []event // events evBase, evBase+1, ...
+	evBase  int
+	steps   []StepResult // steps stBase, stBase+1, ...
+	stBase  int
+	nsteps  int // steps read so far
+	owe     *oweCounter
+	sink    Sink
+	sinkErr error
+	maxWin  int // the most steps the window held (tests)
+
+	batch     bool          // pipeline batches at all
+	sent      bool          // a request went out since the build was last seen idle
+	lostBatch bool          // the build ended a connection with batched steps unanswered
+	shift     time.Duration // the clock variant's shift now in force
+	jump      bool          // the shift changed: the clock may go back
+	wake      chan struct{} // a reader framed a reply, or its connection ended
+	frames    atomic.Int64  // replies framed by readers so far
+	rng       *rand.Rand    // timing perturbation (Options.Perturb); nil: none
 	stop      bool
 	ctx       context.Context // done: a signal; every wait ends
 }
@@ -233,6 +290,7 @@ type conn struct {
 	finished int         // steps on this conn that got all their replies
 	deferred []int       // events held back until the replies they follow arrive
 	closed   bool        // closed by the replay (the recorded client closed it)
+	ended    bool        // its reader ended and every reply it framed is attached
 	broken   bool        // ended by the build
 }
 
@@ -242,35 +300,9 @@ type waiting struct {
 }
 
 func (r *runner) run(ctx context.Context) {
-	steps := kavach.Steps(r.events, r.opts.Codec)
-	r.stepAt = make([]int, len(r.events))
-	k := 0
-	for i, ev := range r.events {
-		r.stepAt[i] = -1
-		if ev.Dir == kavach.Request {
-			r.stepAt[i] = k
-			k++
-		}
-	}
-	r.tr.Steps = make([]StepResult, len(steps))
-	r.due = make([]time.Duration, len(steps))
-	for i, s := range steps {
-		r.tr.Steps[i] = StepResult{N: s.N, Conn: s.Conn(), Responses: [][]byte{}, Output: []any{}, Request: s.Request.Data}
-		r.reqs = append(r.reqs, s.Request.Data)
-		r.due[i] = s.Request.Offset
-		if n := len(s.Responses); n > 0 {
-			r.due[i] = s.Responses[n-1].Offset
-		}
-	}
-	r.owed = owed(r.events, r.opts.Codec)
-	r.batched = make([]bool, len(r.events))
-	if r.batch {
-		r.batched = r.batches()
-	}
 	r.last = map[uint64]int{}
 	r.wake = make(chan struct{}, 1)
-	defer r.normalize()
-	for i := range r.events {
+	for i := 0; r.has(i); i++ {
 		if r.stop {
 			break
 		}
@@ -281,94 +313,151 @@ func (r *runner) run(ctx context.Context) {
 		r.poll()
 		r.flush()
 		r.process(i)
+		r.emit()
+		if i%256 == 0 {
+			r.trim(i + 1)
+		}
 	}
 	r.drain(ctx)
-	for i := range r.tr.Steps {
-		s := &r.tr.Steps[i]
-		if s.Ran && s.Outcome.Kind == "" {
-			r.finish(s)
+}
+
+// event is one event of the window, with what the plan and the counting
+// so far say of it.
+type event struct {
+	kavach.Event
+	step    int // index of the step it starts; -1: not a request
+	owed    int // steps of its conn the recording had answered before it (owed)
+	batched bool
+}
+
+// has reports whether the recording has an event i, reading it into the
+// window if need be.
+func (r *runner) has(i int) bool {
+	for i >= r.evBase+len(r.evs) {
+		if r.eof {
+			return false
 		}
+		r.readEvent()
+	}
+	return i >= r.evBase
+}
+
+// ev is event i of the window (has(i) was true).
+func (r *runner) ev(i int) *event { return &r.evs[i-r.evBase] }
+
+// step is step i of the window.
+func (r *runner) step(i int) *StepResult { return &r.steps[i-r.stBase] }
+
+func (r *runner) readEvent() {
+	ev, err := r.src.Next()
+	if err != nil {
+		r.eof = true
+		if err != io.EOF {
+			r.srcErr, r.stop = err, true
+		}
+		return
+	}
+	i := r.evBase + len(r.evs)
+	e := event{Event: ev, step: -1, owed: r.owe.add(ev), batched: i < r.plan.events && r.plan.isBatched(i)}
+	if ev.Dir == kavach.Request {
+		e.step = r.nsteps
+		r.nsteps++
+		r.steps = append(r.steps, StepResult{N: r.nsteps, Conn: ev.Conn, Responses: [][]byte{}, Output: []any{}, Request: ev.Data})
+		r.maxWin = max(r.maxWin, len(r.steps))
+	}
+	r.evs = append(r.evs, e)
+}
+
+// trim drops the events before next that no connection holds back.
+func (r *runner) trim(next int) {
+	lo := next
+	for _, c := range r.order {
+		if len(c.deferred) > 0 && c.deferred[0] < lo {
+			lo = c.deferred[0]
+		}
+	}
+	k := lo - r.evBase
+	if k <= 0 || k < len(r.evs)/2 && k < 4096 {
+		return
+	}
+	n := copy(r.evs, r.evs[k:])
+	clear(r.evs[n:])
+	r.evs = r.evs[:n]
+	r.evBase += k
+}
+
+// final reports whether step i will not change any more: it ran and has
+// its outcome (or waits for no reply), and no reply can still be
+// attached to it (a later step of its connection was sent, or the
+// connection ended).
+func (r *runner) final(i int) bool {
+	s := r.step(i)
+	if !s.Ran || s.Outcome.Kind == "" && s.awaiting {
+		return false
+	}
+	if r.last[s.Conn] != i {
+		return true
+	}
+	c := r.conns[s.Conn]
+	return c == nil || c.nc == nil || c.ended
+}
+
+// emit hands the final steps at the front of the window to the sink.
+func (r *runner) emit() {
+	for len(r.steps) > 0 && r.sinkErr == nil && r.final(r.stBase) {
+		r.pop()
 	}
 }
 
-// owed returns, for each request and each close by the client, how many
-// steps of its connection the recording had seen answered before it: what
-// the client had waited for; for each reply, how many with it. Replies are matched to steps as kavach.Steps
-// does; pushes answer no step.
-func owed(events []kavach.Event, codec kavach.Codec) []int {
-	type left struct{ n int }
-	out := make([]int, len(events))
-	pending := map[uint64][]*left{}
-	done := map[uint64]int{}
-	for i, ev := range events {
-		switch ev.Dir {
-		case kavach.Request:
-			out[i] = done[ev.Conn]
-			n := 1
-			if codec != nil && ev.Flags&kavach.ParseError == 0 {
-				n = codec.Replies(ev.Data)
-			}
-			switch {
-			case n > 0 && ev.Flags&kavach.Inserted != 0:
-				// No reply of it was recorded: its client waits for it
-				// before the connection's next event.
-				done[ev.Conn]++
-			case n > 0:
-				pending[ev.Conn] = append(pending[ev.Conn], &left{n})
-			}
-		case kavach.Response:
-			q := pending[ev.Conn]
-			if len(q) > 0 && (codec == nil || ev.Flags&kavach.ParseError != 0 || !codec.IsPush(ev.Data)) {
-				if q[0].n--; q[0].n == 0 {
-					pending[ev.Conn] = q[1:]
-					done[ev.Conn]++
-				}
-			}
-			out[i] = done[ev.Conn]
-		case kavach.Close:
-			out[i] = done[ev.Conn]
-			delete(pending, ev.Conn)
+// pop hands the window's first step to the sink, finished and normalized.
+func (r *runner) pop() {
+	s := &r.steps[0]
+	if s.Ran && s.Outcome.Kind == "" {
+		r.finish(s)
+	}
+	for _, resp := range s.Responses {
+		s.Output = append(s.Output, Normalize(r.opts.Normalizer, s.Request, resp))
+	}
+	if r.sinkErr == nil {
+		if err := r.sink.Step(*s); err != nil {
+			r.sinkErr, r.stop = err, true
 		}
+	}
+	r.steps[0] = StepResult{}
+	r.steps = r.steps[1:]
+	r.stBase++
+	if len(r.steps) == 0 {
+		r.steps = r.steps[:0:0] // let the old backing array go
+	}
+}
+
+// finishAll ends a replay: every step left in the window goes to the
+// sink, then every step the replay did not reach, not run.
+func (r *runner) finishAll() error {
+	for len(r.steps) > 0 {
+		r.pop()
+	}
+	for !r.eof && r.sinkErr == nil {
+		r.readEvent()
+		for len(r.steps) > 0 {
+			r.pop()
+		}
+		r.evs, r.evBase = r.evs[:0], r.evBase+len(r.evs)
+	}
+	if r.srcErr != nil {
+		return r.srcErr
+	}
+	return r.sinkErr
+}
+
+// owed is oweCounter over a whole recording.
+func owed(events []kavach.Event, codec kavach.Codec) []int {
+	o := newOweCounter(codec)
+	out := make([]int, len(events))
+	for i, ev := range events {
+		out[i] = o.add(ev)
 	}
 	return out
-}
-
-// batches finds runs of one connection's events within one virtual
-// millisecond, with no other connection's event among them: the build
-// reads a connection's requests in order and the clock does not move, so
-// sending them together (pipelined) gives the answers that round trips
-// would. A request inside such a run is sent without waiting for the
-// replies before it, and those replies are not waited for where they were
-// recorded; they are waited for at the end of the run. (A request after a
-// blocking command waits in the build's input, as it would have waited
-// in the client.) This is what lets a replay keep up with a client that
-// talks to the service directly (bench/replay.sh).
-func (r *runner) batches() []bool {
-	b := make([]bool, len(r.events))
-	// No batches under a clock variant's shift (below), so no shift here.
-	ms := func(ev kavach.Event) time.Time {
-		return r.opts.Start.Add(ev.Offset).Truncate(time.Millisecond)
-	}
-	start := -1 // the first request of the current run
-	for i, ev := range r.events {
-		switch {
-		case ev.Dir == kavach.Request && ev.Flags&kavach.ParseError == 0 && start >= 0 &&
-			ev.Conn == r.events[start].Conn && ms(ev).Equal(ms(r.events[start])) && r.opts.Shift == nil:
-			b[i] = true
-			for j := start + 1; j < i; j++ {
-				if r.events[j].Dir == kavach.Response {
-					b[j] = true
-				}
-			}
-		case ev.Dir == kavach.Request && ev.Flags&kavach.ParseError == 0:
-			start = i
-		case ev.Dir == kavach.Response && start >= 0 && ev.Conn == r.events[start].Conn && ms(ev).Equal(ms(r.events[start])):
-			// part of the run if a request of it follows
-		default:
-			start = -1
-		}
-	}
-	return b
 }
 
 // process plays one event: it opens a connection, moves the clock to a
@@ -377,7 +466,8 @@ func (r *runner) batches() []bool {
 // whose connection still waits for one is held back with the rest of
 // that connection's events, and the replay goes on with the others.
 func (r *runner) process(i int) {
-	ev := r.events[i]
+	e := *r.ev(i)
+	ev := e.Event
 	switch {
 	case ev.Dir == kavach.Open:
 		r.dial(ev.Conn)
@@ -386,17 +476,17 @@ func (r *runner) process(i int) {
 		// The build has this reply before the clock moves past the time it
 		// was recorded at (or is idle without it: then time flows to it).
 		c := r.conns[ev.Conn]
-		if c == nil || len(c.deferred) > 0 || r.batched[i] {
+		if c == nil || len(c.deferred) > 0 || e.batched {
 			r.advance(r.at(ev.Offset))
 			return
 		}
-		r.answered(c, r.owed[i])
+		r.answered(c, e.owed)
 		r.advance(r.at(ev.Offset))
 		// Not come by its recorded time: let time flow on towards the
 		// next event's time, no further (what other connections do then
 		// may be what wakes it).
-		if i+1 < len(r.events) && !r.answered(c, r.owed[i]) {
-			r.flowUntil(c, r.owed[i], r.at(r.events[i+1].Offset))
+		if r.has(i+1) && !r.answered(c, e.owed) {
+			r.flowUntil(c, e.owed, r.at(r.ev(i+1).Offset))
 		}
 		return
 	case ev.Dir == kavach.Close && string(ev.Data) != "client":
@@ -419,14 +509,14 @@ func (r *runner) process(i int) {
 	}
 	if ev.Dir == kavach.Request {
 		if s := r.opts.Shift; s != nil {
-			if d := s(r.tr.Steps[r.stepAt[i]].N); d != r.shift {
+			if d := s(r.step(e.step).N); d != r.shift {
 				r.shift, r.jump = d, true
 			}
 		}
 	}
 	// What the client waited for comes first, at the time it came; then
 	// the clock moves to the request's time.
-	if !r.batched[i] && !r.answered(c, r.owed[i]) {
+	if !e.batched && !r.answered(c, e.owed) {
 		c.deferred = append(c.deferred, i)
 		return
 	}
@@ -438,15 +528,15 @@ func (r *runner) process(i int) {
 		r.hangUp(c)
 		return
 	}
-	if e := r.proc.Exited(); e != nil {
+	if r.proc.Exited() != nil {
 		// The build died with nothing waiting on it (or before we saw it).
-		r.send(ev, r.stepAt[i], false)
+		r.send(ev, e.step, false)
 		r.crashed(c, "the build is gone")
 		r.stop = true
 		return
 	}
-	r.tr.Steps[r.stepAt[i]].batched = r.batched[i]
-	r.send(ev, r.stepAt[i], true)
+	r.step(e.step).batched = e.batched
+	r.send(ev, e.step, true)
 }
 
 // flush plays the events held back on connections whose replies came.
@@ -457,7 +547,7 @@ func (r *runner) flush() {
 			// Held back until its replies come; released when they did, or
 			// when no step on the connection waits any more (the build
 			// answered with fewer replies than recorded: none is coming).
-			if len(c.deferred) == 0 || (r.owed[c.deferred[0]] > c.finished && !c.broken && len(c.pending) > 0) {
+			if len(c.deferred) == 0 || (r.ev(c.deferred[0]).owed > c.finished && !c.broken && len(c.pending) > 0) {
 				continue
 			}
 			held := c.deferred
@@ -748,8 +838,11 @@ func (r *runner) flow() (time.Time, []int) {
 		now = time.Now()
 	}
 	for _, i := range r.outstandingSteps() {
-		s := r.tr.Steps[i]
-		recorded := r.at(r.due[i])
+		s := r.step(i)
+		recorded := s.Virtual
+		if i < len(r.plan.due) {
+			recorded = r.at(r.plan.due[i])
+		}
 		d := later(s.Virtual, recorded).Add(r.opts.StepTimeout)
 		if r.clock == nil {
 			d = s.Wall.Add(r.opts.StepTimeout)
@@ -829,7 +922,7 @@ func (r *runner) hung(why string, steps ...int) {
 		if i < 0 {
 			continue
 		}
-		s := &r.tr.Steps[i]
+		s := r.step(i)
 		if s.Outcome.Kind == "" {
 			s.Outcome = kavach.Outcome{Kind: kavach.Hang, Detail: why}
 		}
@@ -838,7 +931,7 @@ func (r *runner) hung(why string, steps ...int) {
 		}
 	}
 	if first >= 0 {
-		r.tr.Stopped = fmt.Sprintf("step %d hung: %s", r.tr.Steps[first].N, why)
+		r.tr.Stopped = fmt.Sprintf("step %d hung: %s", r.step(first).N, why)
 	}
 	r.stop = true
 }
@@ -931,6 +1024,9 @@ func (r *runner) poll() {
 		for _, f := range frames {
 			r.attach(c, f)
 		}
+		if err != nil {
+			c.ended = true
+		}
 		if err != nil && !c.closed && c.nc != nil {
 			// Steps waiting on a connection the build ended (sent before
 			// or after it did) get no reply: they crashed.
@@ -945,12 +1041,12 @@ func (r *runner) poll() {
 func (r *runner) attach(c *conn, frame []byte) {
 	if len(c.pending) == 0 || r.opts.Codec.IsPush(frame) {
 		if i, ok := r.last[c.id]; ok {
-			r.addReply(&r.tr.Steps[i], frame)
+			r.addReply(r.step(i), frame)
 		}
 		return
 	}
 	w := &c.pending[0]
-	s := &r.tr.Steps[w.step]
+	s := r.step(w.step)
 	r.addReply(s, frame)
 	if w.left--; w.left == 0 {
 		c.pending = c.pending[1:]
@@ -965,7 +1061,7 @@ func (r *runner) attach(c *conn, frame []byte) {
 // send sends a request as step i. With wait false the step is only
 // marked as sent (the build is gone).
 func (r *runner) send(ev kavach.Event, i int, write bool) {
-	s := &r.tr.Steps[i]
+	s := r.step(i)
 	c := r.dial(ev.Conn)
 	s.Virtual, s.Ran, s.Wall = r.at(ev.Offset), true, time.Now()
 	if r.clock != nil {
@@ -978,6 +1074,7 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 	}
 	if replies > 0 {
 		c.pending = append(c.pending, waiting{step: i, left: replies})
+		s.awaiting = true
 	}
 	if !write {
 		return
@@ -1005,7 +1102,7 @@ func (r *runner) hangUp(c *conn) {
 		c.nc.Close()
 	}
 	for _, w := range c.pending {
-		r.finish(&r.tr.Steps[w.step])
+		r.finish(r.step(w.step))
 	}
 	c.pending = nil
 }
@@ -1017,17 +1114,7 @@ func (r *runner) addReply(s *StepResult, frame []byte) {
 // finish classifies a step that got its replies.
 func (r *runner) finish(s *StepResult) {
 	if s.Outcome.Kind == "" {
-		s.Outcome = r.opts.Classifier.Classify(r.reqs[s.N-1], s.Responses)
-	}
-}
-
-// normalize fills in every step's Output.
-func (r *runner) normalize() {
-	for i := range r.tr.Steps {
-		s := &r.tr.Steps[i]
-		for _, resp := range s.Responses {
-			s.Output = append(s.Output, Normalize(r.opts.Normalizer, r.reqs[i], resp))
-		}
+		s.Outcome = r.opts.Classifier.Classify(s.Request, s.Responses)
 	}
 }
 
@@ -1055,7 +1142,7 @@ func (r *runner) crashed(c *conn, why string) {
 	}
 	for _, c := range conns {
 		for _, w := range c.pending {
-			s := &r.tr.Steps[w.step]
+			s := r.step(w.step)
 			if s.batched {
 				r.lostBatch = true
 			}

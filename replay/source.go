@@ -1,0 +1,214 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+)
+
+// Source is a recording's events, read from the start each time it is
+// opened: a replay reads it twice, once to plan (when each step's replies
+// were recorded) and once to play, and keeps only a window of it.
+type Source interface {
+	Open() (Events, error)
+}
+
+// Events reads a source's events in order.
+type Events interface {
+	// Next is the next event, or io.EOF after the last. Its Data stays
+	// valid after later calls.
+	Next() (kavach.Event, error)
+	Close() error
+}
+
+// Slice is a Source of events held in memory.
+type Slice []kavach.Event
+
+// Open reads the slice from its start.
+func (s Slice) Open() (Events, error) { return &sliceEvents{s: s}, nil }
+
+type sliceEvents struct {
+	s []kavach.Event
+	i int
+}
+
+func (e *sliceEvents) Next() (kavach.Event, error) {
+	if e.i >= len(e.s) {
+		return kavach.Event{}, io.EOF
+	}
+	e.i++
+	return e.s[e.i-1], nil
+}
+
+func (e *sliceEvents) Close() error { return nil }
+
+// File is a Source that reads a fixture file a block at a time, the
+// events never all in memory.
+type File string
+
+// Open opens the fixture. A fixture cut short (the recording did not end
+// cleanly) gives the events of its whole blocks, as fixtures.Load does.
+func (f File) Open() (Events, error) {
+	r, err := fixtures.Open(string(f))
+	if err != nil {
+		return nil, err
+	}
+	return &fileEvents{r: r}, nil
+}
+
+type fileEvents struct{ r *fixtures.Reader }
+
+func (e *fileEvents) Next() (kavach.Event, error) {
+	for {
+		rec, err := e.r.Next()
+		if err != nil {
+			if err != io.EOF {
+				err = fmt.Errorf("replay: %w", err)
+			}
+			return kavach.Event{}, err
+		}
+		if rec.Kind == fixtures.KindEvent {
+			return *rec.Event, nil // not borrowed: Data is its own
+		}
+	}
+}
+
+func (e *fileEvents) Close() error { return e.r.Close() }
+
+// plan is what a replay needs to know of the whole recording before it
+// plays it, read in one pass and kept small: per step, when its last
+// reply was recorded; per event, whether it is part of a pipelined batch.
+type plan struct {
+	due     []time.Duration // per step: recorded offset of its last reply, or of the request
+	batched []uint64        // per event, a bit: see makePlan
+	events  int
+}
+
+func (p *plan) isBatched(i int) bool { return p.batched[i/64]&(1<<(i%64)) != 0 }
+
+func (p *plan) setBatched(i int) { p.batched[i/64] |= 1 << (i % 64) }
+
+// makePlan reads src once. With batch false no event is batched (a clock
+// variant's replay has none: its shift would move the clock inside one).
+//
+// Batches are runs of one connection's events within one virtual
+// millisecond, with no other connection's event among them: the build
+// reads a connection's requests in order and the clock does not move, so
+// sending them together (pipelined) gives the answers that round trips
+// would. A request inside such a run is sent without waiting for the
+// replies before it, and those replies are not waited for where they were
+// recorded; they are waited for at the end of the run. (A request after a
+// blocking command waits in the build's input, as it would have waited
+// in the client.) This is what lets a replay keep up with a client that
+// talks to the service directly (bench/replay.sh).
+func makePlan(src Source, codec kavach.Codec, start time.Time, batch bool) (*plan, error) {
+	evs, err := src.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer evs.Close()
+	p := &plan{}
+	g := kavach.NewStepGrouper(codec)
+	ms := func(ev kavach.Event) time.Time { return start.Add(ev.Offset).Truncate(time.Millisecond) }
+	// The batch rule, one event at a time: start is the
+	// first request of the current run, runResp the responses inside it
+	// not yet known to be followed by a request of the run.
+	var (
+		startEv  kavach.Event
+		startAt  = -1
+		runResps []int
+	)
+	for i := 0; ; i++ {
+		ev, err := evs.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.events++
+		if i/64 >= len(p.batched) {
+			p.batched = append(p.batched, 0)
+		}
+		n, _ := g.Add(ev)
+		switch {
+		case ev.Dir == kavach.Request:
+			p.due = append(p.due, ev.Offset)
+		case ev.Dir == kavach.Response && n > 0 && n <= len(p.due):
+			p.due[n-1] = ev.Offset
+		}
+		if !batch {
+			continue
+		}
+		switch {
+		case ev.Dir == kavach.Request && ev.Flags&kavach.ParseError == 0 && startAt >= 0 &&
+			ev.Conn == startEv.Conn && ms(ev).Equal(ms(startEv)):
+			p.setBatched(i)
+			for _, j := range runResps {
+				p.setBatched(j)
+			}
+			runResps = runResps[:0]
+		case ev.Dir == kavach.Request && ev.Flags&kavach.ParseError == 0:
+			startAt, startEv = i, ev
+			runResps = runResps[:0]
+		case ev.Dir == kavach.Response && startAt >= 0 && ev.Conn == startEv.Conn && ms(ev).Equal(ms(startEv)):
+			// part of the run if a request of it follows
+			runResps = append(runResps, i)
+		default:
+			startAt = -1
+			runResps = runResps[:0]
+		}
+	}
+	return p, nil
+}
+
+// oweCounter is the incremental form of owed: for each request and each
+// close by the client, how many steps of its connection the recording had
+// seen answered before it; for each reply, how many with it.
+type oweCounter struct {
+	codec   kavach.Codec
+	pending map[uint64][]int // conn -> replies each waiting step still lacks
+	done    map[uint64]int
+}
+
+func newOweCounter(codec kavach.Codec) *oweCounter {
+	return &oweCounter{codec: codec, pending: map[uint64][]int{}, done: map[uint64]int{}}
+}
+
+func (o *oweCounter) add(ev kavach.Event) int {
+	codec := o.codec
+	switch ev.Dir {
+	case kavach.Request:
+		out := o.done[ev.Conn]
+		n := 1
+		if codec != nil && ev.Flags&kavach.ParseError == 0 {
+			n = codec.Replies(ev.Data)
+		}
+		switch {
+		case n > 0 && ev.Flags&kavach.Inserted != 0:
+			// No reply of it was recorded: its client waits for it
+			// before the connection's next event.
+			o.done[ev.Conn]++
+		case n > 0:
+			o.pending[ev.Conn] = append(o.pending[ev.Conn], n)
+		}
+		return out
+	case kavach.Response:
+		q := o.pending[ev.Conn]
+		if len(q) > 0 && (codec == nil || ev.Flags&kavach.ParseError != 0 || !codec.IsPush(ev.Data)) {
+			if q[0]--; q[0] == 0 {
+				o.pending[ev.Conn] = q[1:]
+				o.done[ev.Conn]++
+			}
+		}
+		return o.done[ev.Conn]
+	case kavach.Close:
+		out := o.done[ev.Conn]
+		delete(o.pending, ev.Conn)
+		return out
+	}
+	return 0
+}
