@@ -67,6 +67,9 @@ type Trace struct {
 	Wall    time.Duration `json:"wall_ns"`
 	// Version is what the build reports of itself ("redis 7.0.15").
 	Version string `json:"version,omitempty"`
+	// Window is the most steps the replay held at once: steps not yet
+	// final, and those after them (Stream).
+	Window int `json:"-"`
 }
 
 // StepResult is one step of a trace.
@@ -230,6 +233,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	if e := proc.Exited(); e != nil && tr.Exit == nil {
 		tr.Exit = e
 	}
+	tr.Window = r.maxWin
 	if err := r.finishAll(); err != nil {
 		return nil, false, err
 	}
