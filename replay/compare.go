@@ -19,22 +19,27 @@ func Recorded(events []kavach.Event, codec kavach.Codec, cl kavach.Classifier, n
 	steps := kavach.Steps(events, codec)
 	out := make([]StepResult, len(steps))
 	for i, s := range steps {
-		r := StepResult{N: s.N, Conn: s.Conn(), Ran: true, Responses: [][]byte{}, Output: []any{}, Request: s.Request.Data}
-		for _, ev := range s.Responses {
-			r.Responses = append(r.Responses, ev.Data)
-			r.Output = append(r.Output, Normalize(n, s.Request.Data, ev.Data))
-		}
-		switch {
-		case len(s.Responses) > 0:
-			r.Outcome = cl.Classify(s.Request.Data, r.Responses)
-		case s.Closed:
-			r.Outcome = kavach.Outcome{Kind: kavach.Crash, Detail: "the service closed the connection"}
-		default:
-			r.Outcome = kavach.Outcome{Kind: kavach.Hang, Detail: "no reply recorded"}
-		}
-		out[i] = r
+		out[i] = RecordedStep(s, cl, n)
 	}
 	return out
+}
+
+// RecordedStep is what the recording shows of one step, as Recorded.
+func RecordedStep(s kavach.Step, cl kavach.Classifier, n kavach.Normalizer) StepResult {
+	r := StepResult{N: s.N, Conn: s.Conn(), Ran: true, Responses: [][]byte{}, Output: []any{}, Request: s.Request.Data}
+	for _, ev := range s.Responses {
+		r.Responses = append(r.Responses, ev.Data)
+		r.Output = append(r.Output, Normalize(n, s.Request.Data, ev.Data))
+	}
+	switch {
+	case len(s.Responses) > 0:
+		r.Outcome = cl.Classify(s.Request.Data, r.Responses)
+	case s.Closed:
+		r.Outcome = kavach.Outcome{Kind: kavach.Crash, Detail: "the service closed the connection"}
+	default:
+		r.Outcome = kavach.Outcome{Kind: kavach.Hang, Detail: "no reply recorded"}
+	}
+	return r
 }
 
 // Diff is one difference between the expected and the actual output of a step.
@@ -383,23 +388,39 @@ type Noise map[int]map[string]bool
 // Outcome differences are never noise.
 func FindNoise(recorded []StepResult, upTo int, traces ...*Trace) Noise {
 	n := Noise{}
-	for _, tr := range traces {
-		for i, want := range recorded {
-			if (upTo > 0 && want.N >= upTo) || i >= len(tr.Steps) || !tr.Steps[i].Ran {
-				continue
-			}
-			for _, d := range Compare(want, tr.Steps[i]) {
-				if d.Path == "outcome" {
-					continue
-				}
-				if n[d.Step] == nil {
-					n[d.Step] = map[string]bool{}
-				}
-				n[d.Step][d.Path] = true
+	for i, want := range recorded {
+		if upTo > 0 && want.N >= upTo {
+			continue
+		}
+		var got []StepResult
+		for _, tr := range traces {
+			if i < len(tr.Steps) {
+				got = append(got, tr.Steps[i])
 			}
 		}
+		n.AddStep(want, got...)
 	}
 	return n
+}
+
+// AddStep adds the noise of one step: the output paths where a replay of
+// the old build, got, differs from the recording, want. Steps that did
+// not run are left out; outcome differences are never noise.
+func (n Noise) AddStep(want StepResult, got ...StepResult) {
+	for _, g := range got {
+		if !g.Ran {
+			continue
+		}
+		for _, d := range Compare(want, g) {
+			if d.Path == "outcome" {
+				continue
+			}
+			if n[d.Step] == nil {
+				n[d.Step] = map[string]bool{}
+			}
+			n[d.Step][d.Path] = true
+		}
+	}
 }
 
 // Covers reports whether a difference at path of step lies in a noise

@@ -53,51 +53,62 @@ func Verify(recorded []StepResult, failure *kavach.Failure, tr *Trace, noise Noi
 func VerifyInvariant(recorded []StepResult, failure *kavach.Failure, tr *Trace, noise Noise, violated func(step int) bool) Verification {
 	v := Verification{Reproduced: true}
 	for i, want := range recorded {
-		c := StepCheck{Step: want.N, Recorded: want.Outcome}
 		var got StepResult
 		if i < len(tr.Steps) {
 			got = tr.Steps[i]
-			c.Outcome = got.Outcome
 		}
-		broke := got.Ran && (got.Outcome.Kind == kavach.Crash || got.Outcome.Kind == kavach.Hang) && got.Outcome.Kind != want.Outcome.Kind
-		switch {
-		case failure != nil && want.N > failure.Step && broke:
-			c.Status = StatusDifferent
-			c.Diffs = []Diff{{Step: want.N, Path: "outcome", Want: want.Outcome.String(), Got: got.Outcome.String()}}
-		case failure != nil && want.N > failure.Step:
-			c.Status = StatusAfterFailed
-		case !got.Ran:
-			c.Status = StatusNotRun
-		case failure != nil && want.N == failure.Step && failure.Oracle.Invariant != "" && violated != nil:
-			c.Status = StatusNotFailed
-			if violated(want.N) {
-				c.Status = StatusReproduced
-			}
-		case failure != nil && want.N == failure.Step && failure.Oracle.Invariant != "":
-			c.Status = StatusUnjudged
-		case failure != nil && want.N == failure.Step:
-			c.Status = StatusNotFailed
-			if failure.Reproduces(got.Outcome) {
-				c.Status = StatusReproduced
-			}
-		default:
-			c.Diffs, c.Noise = noise.Split(Compare(want, got))
-			switch {
-			case len(c.Diffs) > 0:
-				c.Status = StatusDifferent
-			case len(c.Noise) > 0:
-				c.Status = StatusNoise
-			default:
-				c.Status = StatusEqual
-			}
-		}
-		if c.Status == StatusDifferent || c.Status == StatusNotFailed || c.Status == StatusNotRun || c.Status == StatusUnjudged {
-			if v.FirstDifferent == 0 {
-				v.FirstDifferent = c.Step
-			}
-			v.Reproduced = false
-		}
-		v.Steps = append(v.Steps, c)
+		v.Add(CheckStep(want, got, failure, noise, violated))
 	}
 	return v
+}
+
+// Add counts c, the next step's check, in the verification.
+func (v *Verification) Add(c StepCheck) {
+	if c.Status == StatusDifferent || c.Status == StatusNotFailed || c.Status == StatusNotRun || c.Status == StatusUnjudged {
+		if v.FirstDifferent == 0 {
+			v.FirstDifferent = c.Step
+		}
+		v.Reproduced = false
+	}
+	v.Steps = append(v.Steps, c)
+}
+
+// CheckStep judges one step of a trace, got, against the recording's,
+// want, as VerifyInvariant does; got is the zero StepResult for a step the
+// trace does not have.
+func CheckStep(want, got StepResult, failure *kavach.Failure, noise Noise, violated func(step int) bool) StepCheck {
+	c := StepCheck{Step: want.N, Recorded: want.Outcome, Outcome: got.Outcome}
+	broke := got.Ran && (got.Outcome.Kind == kavach.Crash || got.Outcome.Kind == kavach.Hang) && got.Outcome.Kind != want.Outcome.Kind
+	switch {
+	case failure != nil && want.N > failure.Step && broke:
+		c.Status = StatusDifferent
+		c.Diffs = []Diff{{Step: want.N, Path: "outcome", Want: want.Outcome.String(), Got: got.Outcome.String()}}
+	case failure != nil && want.N > failure.Step:
+		c.Status = StatusAfterFailed
+	case !got.Ran:
+		c.Status = StatusNotRun
+	case failure != nil && want.N == failure.Step && failure.Oracle.Invariant != "" && violated != nil:
+		c.Status = StatusNotFailed
+		if violated(want.N) {
+			c.Status = StatusReproduced
+		}
+	case failure != nil && want.N == failure.Step && failure.Oracle.Invariant != "":
+		c.Status = StatusUnjudged
+	case failure != nil && want.N == failure.Step:
+		c.Status = StatusNotFailed
+		if failure.Reproduces(got.Outcome) {
+			c.Status = StatusReproduced
+		}
+	default:
+		c.Diffs, c.Noise = noise.Split(Compare(want, got))
+		switch {
+		case len(c.Diffs) > 0:
+			c.Status = StatusDifferent
+		case len(c.Noise) > 0:
+			c.Status = StatusNoise
+		default:
+			c.Status = StatusEqual
+		}
+	}
+	return c
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/invariants"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -50,7 +53,7 @@ func replayCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fx, in, err := loadFixture(a[1])
+			fx, sum, in, err := skimFixture(a[1])
 			if err != nil {
 				return err
 			}
@@ -66,14 +69,33 @@ func replayCommand() *cli.Command {
 			opts := replayOptions(fx, in, c.Duration("step-timeout"), c.Duration("start-timeout"))
 			opts.RealTime = c.Bool("real-time")
 			launch := buildLaunch(fx, a[0])
-			var traces []*replay.Trace
+			var violated func(int) bool
+			var set *invariants.Set
+			if f := fx.Failure; f != nil && f.Oracle.Invariant != "" {
+				if set, err = loadInvariants(c.String("invariants"), fx); err != nil {
+					return err
+				}
+				if set == nil || !set.Has(f.Oracle.Invariant) {
+					return usagef("", "fixture %s: its failure is invariant %q, which no invariants file declares: pass --invariants FILE", fx.Path, f.Oracle.Invariant)
+				}
+			}
+			// Each run's steps go to a spill file as they are final, and
+			// are read back in step order beside the recording's: memory
+			// does not grow with the fixture (docs/replay.md).
+			runs := &replayRuns{sum: sum, in: in, opts: opts}
+			defer runs.close()
 			for i := 0; i < c.Int("runs"); i++ {
 				// The last run of two or more perturbed, as kavach diff
 				// replays the old build: an answer that depends on the
 				// machine's load shows as noise.
 				o := opts
 				o.Perturb = c.Int("runs") >= 2 && i == c.Int("runs")-1
-				tr, err := replay.Run(c.Context, launch, fx.Events, o)
+				sp, err := replay.NewSpill("")
+				if err != nil {
+					return err
+				}
+				runs.spills = append(runs.spills, sp)
+				tr, err := replay.Stream(c.Context, launch, replay.File(fx.Path), o, sp)
 				if err != nil {
 					return err
 				}
@@ -82,34 +104,42 @@ func replayCommand() *cli.Command {
 					// and no run follows it.
 					return fmt.Errorf("interrupted during run %d of %d: %w", i+1, c.Int("runs"), context.Cause(c.Context))
 				}
-				traces = append(traces, tr)
+				runs.traces = append(runs.traces, tr)
 			}
-			recorded := replay.Recorded(fx.Events, in.codec, in.classifier(), opts.Normalizer)
-			// Noise: what differs between this build's own replays.
-			noise := replay.FindNoise(traces[0].Steps, 0, traces[1:]...)
-			var violated func(int) bool
-			if f := fx.Failure; f != nil && f.Oracle.Invariant != "" {
-				set, err := loadInvariants(c.String("invariants"), fx)
+			if set != nil {
+				// An invariant may look at every earlier step: the first
+				// run is read back whole to judge it.
+				tr, err := runs.whole(0)
 				if err != nil {
 					return err
 				}
-				if set == nil || !set.Has(f.Oracle.Invariant) {
-					return usagef("", "fixture %s: its failure is invariant %q, which no invariants file declares: pass --invariants FILE", fx.Path, f.Oracle.Invariant)
-				}
-				v := grade.Violated(set, in.codec, traces[0])
-				violated = func(n int) bool {
-					return slices.Contains(v[n], f.Oracle.Invariant)
-				}
+				v := grade.Violated(set, in.codec, tr)
+				name := fx.Failure.Oracle.Invariant
+				violated = func(n int) bool { return slices.Contains(v[n], name) }
 			}
-			v := replay.VerifyInvariant(recorded, fx.Failure, traces[0], noise, violated)
+			// Noise (what differs between this build's own replays) and the
+			// judgment of each step, in one pass; the output in another.
+			noise := replay.Noise{}
+			v := replay.Verification{Reproduced: true}
+			counts := map[string]int{}
+			err = runs.each(func(rec replay.StepResult, _ kavach.Step, got []replay.StepResult) error {
+				noise.AddStep(got[0], got[1:]...)
+				ch := replay.CheckStep(rec, got[0], fx.Failure, noise, violated)
+				v.Add(ch)
+				v.Steps = v.Steps[:0]
+				counts[ch.Status]++
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 			if c.Bool("json") {
-				enc := json.NewEncoder(c.App.Writer)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(map[string]any{"verification": v, "noise": noise.List(), "traces": traces}); err != nil {
-					return err
-				}
+				err = runs.printJSON(c.App.Writer, fx.Failure, v, noise, violated)
 			} else {
-				printReplay(c.App.Writer, fx, in, traces[0], v, noise)
+				err = runs.print(c.App.Writer, v, noise, counts, violated)
+			}
+			if err != nil {
+				return err
 			}
 			if !v.Reproduced {
 				return &verdictError{code: exitRed}
@@ -117,6 +147,225 @@ func replayCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// skimFixture reads a fixture's records but its events, which replay
+// streams, and finds its integration: fx has no Events.
+func skimFixture(path string) (*fixtures.Fixture, *fixtures.Summary, integration, error) {
+	r, err := fixtures.Open(path)
+	if err != nil {
+		return nil, nil, integration{}, err
+	}
+	h := r.Header()
+	r.Close()
+	in, ok := integrations()[h.Protocol]
+	if !ok {
+		return nil, nil, in, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, h.Protocol, strings.Join(protocols(), ", "))
+	}
+	if len(h.Volatile) > 0 && in.volatile != nil {
+		in.codec = in.volatile(h.Volatile)
+	}
+	sum, err := fixtures.Summarize(path, in.codec)
+	if err != nil {
+		return nil, nil, in, err
+	}
+	if sum.Warning != nil {
+		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", sum.Warning)
+	}
+	fx := &fixtures.Fixture{Path: path, Header: sum.Header, Failure: sum.Failure, Invariants: sum.Invariants,
+		Redactions: sum.Redactions, End: sum.End, Warning: sum.Warning}
+	return fx, sum, in, nil
+}
+
+// replayRuns are the runs of kavach replay, spilled, and what reads them
+// back beside the recording.
+type replayRuns struct {
+	sum    *fixtures.Summary
+	in     integration
+	opts   replay.Options
+	spills []*replay.Spill
+	traces []*replay.Trace // without steps: they are in the spills
+}
+
+func (r *replayRuns) close() {
+	for _, sp := range r.spills {
+		sp.Close()
+	}
+}
+
+// each calls fn with every step in order: the recording's, as a trace
+// step and as recorded, and each run's.
+func (r *replayRuns) each(fn func(rec replay.StepResult, st kavach.Step, runs []replay.StepResult) error) error {
+	readers := make([]*replay.SpillReader, len(r.spills))
+	for i, sp := range r.spills {
+		rd, err := sp.Steps()
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+		readers[i] = rd
+	}
+	got := make([]replay.StepResult, len(readers))
+	return r.sum.EachStep(func(st kavach.Step) error {
+		for i, rd := range readers {
+			s, err := rd.Next(st.Request.Data, r.opts.Normalizer)
+			if err != nil {
+				return fmt.Errorf("run %d, step %d: %w", i+1, st.N, err)
+			}
+			got[i] = s
+		}
+		return fn(replay.RecordedStep(st, r.opts.Classifier, r.opts.Normalizer), st, got)
+	})
+}
+
+// whole is run i read back into memory, requests included.
+func (r *replayRuns) whole(i int) (*replay.Trace, error) {
+	tr := *r.traces[i]
+	err := r.each(func(_ replay.StepResult, st kavach.Step, got []replay.StepResult) error {
+		s := got[i]
+		s.Request = append([]byte(nil), st.Request.Data...)
+		tr.Steps = append(tr.Steps, s)
+		return nil
+	})
+	return &tr, err
+}
+
+// print writes the table of kavach replay: the first run judged step by
+// step against the recording.
+func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Noise, counts map[string]int, violated func(int) bool) error {
+	tr, sum := r.traces[0], r.sum
+	dur := "?"
+	if sum.End != nil {
+		dur = sum.End.Duration.Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(w, "replay    %s\nfixture   %s (%d steps, recorded over %s)\nclock     %s\nwall      %s\n",
+		tr.Build.Path, sum.Path, sum.Steps, dur, tr.Clock, tr.Wall.Round(time.Millisecond))
+	if tr.Stopped != "" {
+		fmt.Fprintf(w, "stopped   %s\n", tr.Stopped)
+	}
+	if nl := noise.List(); len(nl) > 0 {
+		var parts []string
+		for _, f := range nl {
+			parts = append(parts, fmt.Sprintf("step %d %s", f.Step, f.Path))
+		}
+		fmt.Fprintf(w, "noise     %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tSTATUS\tRECORDED\tREPLAYED\tREQUEST")
+	err := r.each(func(rec replay.StepResult, st kavach.Step, got []replay.StepResult) error {
+		c := replay.CheckStep(rec, got[0], sum.Failure, noise, violated)
+		recd, out := c.Recorded.String(), c.Outcome.String()
+		if c.Status == replay.StatusNotRun {
+			out = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, c.Status, recd, out, r.in.codec.DescribeRequest(st.Request.Data, 48))
+		for _, d := range c.Diffs {
+			fmt.Fprintf(tw, "\t  %s: want %s, got %s\n", d.Path, cutString(d.Want, 80), cutString(d.Got, 80))
+		}
+		if c.Step%4096 == 0 {
+			// The table is aligned in blocks of 4,096 steps: a long
+			// fixture's is not held whole.
+			return tw.Flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	var parts []string
+	for _, s := range []string{replay.StatusEqual, replay.StatusNoise, replay.StatusReproduced, replay.StatusDifferent, replay.StatusNotFailed, replay.StatusNotRun, replay.StatusAfterFailed} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	result := "reproduced"
+	if !v.Reproduced {
+		result = fmt.Sprintf("not reproduced, from step %d", v.FirstDifferent)
+	}
+	fmt.Fprintf(w, "result    %s (%s)\n", result, strings.Join(parts, ", "))
+	return nil
+}
+
+// printJSON writes {"noise", "traces", "verification"} as a JSON object,
+// each run's steps and the verification's streamed from the spills.
+func (r *replayRuns) printJSON(w io.Writer, failure *kavach.Failure, v replay.Verification, noise replay.Noise, violated func(int) bool) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	put := func(prefix string, x any) error {
+		b, err := json.MarshalIndent(x, prefix, "  ")
+		if err != nil {
+			return err
+		}
+		_, err = bw.Write(b)
+		return err
+	}
+	list := noise.List()
+	if list == nil {
+		list = []replay.NoiseField{}
+	}
+	bw.WriteString("{\n  \"noise\": ")
+	if err := put("  ", list); err != nil {
+		return err
+	}
+	bw.WriteString(",\n  \"traces\": [")
+	for i, tr := range r.traces {
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n    ")
+		// The trace's fields, its steps spliced in where "steps" is null.
+		b, err := json.MarshalIndent(tr, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		head, tail, ok := bytes.Cut(b, []byte(`"steps": null`))
+		if !ok {
+			return fmt.Errorf("replay: trace %d has no steps field", i+1)
+		}
+		bw.Write(head)
+		bw.WriteString(`"steps": [`)
+		n := 0
+		err = r.each(func(_ replay.StepResult, _ kavach.Step, got []replay.StepResult) error {
+			if n++; n > 1 {
+				bw.WriteString(",")
+			}
+			bw.WriteString("\n        ")
+			return put("        ", got[i])
+		})
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			bw.WriteString("\n      ")
+		}
+		bw.WriteString("]")
+		bw.Write(tail)
+	}
+	bw.WriteString("\n  ],\n  \"verification\": {\n    \"reproduced\": ")
+	fmt.Fprint(bw, v.Reproduced)
+	bw.WriteString(",\n    \"steps\": [")
+	n := 0
+	err := r.each(func(rec replay.StepResult, _ kavach.Step, got []replay.StepResult) error {
+		if n++; n > 1 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n      ")
+		return put("      ", replay.CheckStep(rec, got[0], failure, noise, violated))
+	})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		bw.WriteString("\n    ")
+	}
+	bw.WriteString("]")
+	if v.FirstDifferent != 0 {
+		fmt.Fprintf(bw, ",\n    \"first_different\": %d", v.FirstDifferent)
+	}
+	bw.WriteString("\n  }\n}\n")
+	return bw.Flush()
 }
 
 // loadFixture loads a fixture and finds its integration.
@@ -202,54 +451,6 @@ func (r redactingNormalizer) Normalize(request, response []byte) any {
 		}
 	}
 	return r.n.Normalize(request, response)
-}
-
-func printReplay(w io.Writer, fx *fixtures.Fixture, in integration, tr *replay.Trace, v replay.Verification, noise replay.Noise) {
-	dur := "?"
-	if fx.End != nil {
-		dur = fx.End.Duration.Round(time.Millisecond).String()
-	}
-	fmt.Fprintf(w, "replay    %s\nfixture   %s (%d steps, recorded over %s)\nclock     %s\nwall      %s\n",
-		tr.Build.Path, fx.Path, len(v.Steps), dur, tr.Clock, tr.Wall.Round(time.Millisecond))
-	if tr.Stopped != "" {
-		fmt.Fprintf(w, "stopped   %s\n", tr.Stopped)
-	}
-	if nl := noise.List(); len(nl) > 0 {
-		var parts []string
-		for _, f := range nl {
-			parts = append(parts, fmt.Sprintf("step %d %s", f.Step, f.Path))
-		}
-		fmt.Fprintf(w, "noise     %s\n", strings.Join(parts, ", "))
-	}
-	fmt.Fprintln(w)
-	steps := kavach.Steps(fx.Events, in.codec)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tSTATUS\tRECORDED\tREPLAYED\tREQUEST")
-	counts := map[string]int{}
-	for _, c := range v.Steps {
-		counts[c.Status]++
-		rec, got := c.Recorded.String(), c.Outcome.String()
-		if c.Status == replay.StatusNotRun {
-			got = "-"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, c.Status, rec, got, in.codec.DescribeRequest(steps[c.Step-1].Request.Data, 48))
-		for _, d := range c.Diffs {
-			fmt.Fprintf(tw, "\t  %s: want %s, got %s\n", d.Path, cutString(d.Want, 80), cutString(d.Got, 80))
-		}
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	var parts []string
-	for _, s := range []string{replay.StatusEqual, replay.StatusNoise, replay.StatusReproduced, replay.StatusDifferent, replay.StatusNotFailed, replay.StatusNotRun, replay.StatusAfterFailed} {
-		if counts[s] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
-		}
-	}
-	result := "reproduced"
-	if !v.Reproduced {
-		result = fmt.Sprintf("not reproduced, from step %d", v.FirstDifferent)
-	}
-	fmt.Fprintf(w, "result    %s (%s)\n", result, strings.Join(parts, ", "))
 }
 
 func cutString(s string, max int) string {

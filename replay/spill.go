@@ -1,0 +1,115 @@
+package replay
+
+import (
+	"bufio"
+	"encoding/gob"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+)
+
+// Spill is a Sink that keeps a streamed replay's steps on disk, in a
+// temporary file removed as soon as it is made (it lives while it is
+// open, and nothing is left behind however Kavach ends). It keeps each
+// step's replies and outcome, not its request or normalized output:
+// whoever reads it back has the recording, and so the requests.
+type Spill struct {
+	f   *os.File
+	w   *bufio.Writer
+	enc *gob.Encoder
+	n   int
+}
+
+// spilled is a step as a Spill stores it.
+type spilled struct {
+	N         int
+	Conn      uint64
+	Ran       bool
+	Outcome   kavach.Outcome
+	Responses [][]byte
+	Virtual   time.Time
+	Answered  time.Time
+}
+
+// NewSpill makes an empty spill in dir ("" for the system's temporary
+// directory).
+func NewSpill(dir string) (*Spill, error) {
+	f, err := os.CreateTemp(dir, "kavach-spill-")
+	if err != nil {
+		return nil, fmt.Errorf("replay: spill file: %w", err)
+	}
+	os.Remove(f.Name())
+	s := &Spill{f: f}
+	s.Restart()
+	return s, nil
+}
+
+// Step writes s.
+func (s *Spill) Step(st StepResult) error {
+	s.n++
+	if err := s.enc.Encode(spilled{N: st.N, Conn: st.Conn, Ran: st.Ran, Outcome: st.Outcome, Responses: st.Responses, Virtual: st.Virtual, Answered: st.Answered}); err != nil {
+		return fmt.Errorf("replay: spill: %w", err)
+	}
+	return nil
+}
+
+// Restart empties the spill.
+func (s *Spill) Restart() {
+	s.f.Truncate(0)
+	s.f.Seek(0, io.SeekStart)
+	s.w = bufio.NewWriterSize(s.f, 256<<10)
+	s.enc = gob.NewEncoder(s.w)
+	s.n = 0
+}
+
+// Len is how many steps it holds.
+func (s *Spill) Len() int { return s.n }
+
+// Steps reads the steps back in order, from the first, each time it is
+// called; no step may be written after.
+func (s *Spill) Steps() (*SpillReader, error) {
+	if err := s.w.Flush(); err != nil {
+		return nil, fmt.Errorf("replay: spill: %w", err)
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", s.f.Fd()))
+	if err != nil {
+		return nil, fmt.Errorf("replay: spill: %w", err)
+	}
+	return &SpillReader{f: f, dec: gob.NewDecoder(bufio.NewReaderSize(f, 256<<10))}, nil
+}
+
+// Close removes the spill.
+func (s *Spill) Close() error { return s.f.Close() }
+
+// SpillReader reads a spill's steps.
+type SpillReader struct {
+	f   *os.File
+	dec *gob.Decoder
+}
+
+// Next is the next step, its Request set to request and its Output
+// normalized from its replies with n (nil: raw). io.EOF after the last.
+func (r *SpillReader) Next(request []byte, n kavach.Normalizer) (StepResult, error) {
+	var sp spilled
+	if err := r.dec.Decode(&sp); err != nil {
+		if err != io.EOF {
+			err = fmt.Errorf("replay: spill: %w", err)
+		}
+		return StepResult{}, err
+	}
+	s := StepResult{N: sp.N, Conn: sp.Conn, Ran: sp.Ran, Outcome: sp.Outcome, Responses: sp.Responses,
+		Virtual: sp.Virtual, Answered: sp.Answered, Request: request, Output: []any{}}
+	if s.Responses == nil {
+		s.Responses = [][]byte{}
+	}
+	for _, resp := range s.Responses {
+		s.Output = append(s.Output, Normalize(n, request, resp))
+	}
+	return s, nil
+}
+
+// Close closes the reader.
+func (r *SpillReader) Close() error { return r.f.Close() }
