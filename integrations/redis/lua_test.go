@@ -140,12 +140,16 @@ func TestScriptVariants(t *testing.T) {
 	wantPrefixes(t, got, `runner | SCRIPT LOAD | EVALSHA_RO "`, `runner | FUNCTION LOAD | FCALL_RO "`)
 	wantNoValues(t, got, `runner |  | EVAL_RO`)
 
-	// A library's sites are varied in the FUNCTION LOAD request; it has no
-	// runners of its own.
+	// A library's sites are varied in the FUNCTION LOAD request; each
+	// function it registers is run, with no keys and no arguments, through
+	// the script runners (the library wrapped into a script).
 	lib := "#!lua name=counters\nredis.register_function('bump', function(keys, args) return redis.call('INCRBY', keys[1], args[1]) end)"
 	got = describeSubs(scriptVariantsOf("FUNCTION", "LOAD", "REPLACE", lib))
 	wantValues(t, got, `script-site |  | FUNCTION "LOAD" "REPLACE" "`+strings.ReplaceAll(strings.ReplaceAll(lib, "INCRBY", "DECRBY"), "\n", `\n`)+`"`)
-	wantNoValues(t, got, "runner")
+	wrapped := wrapLibrary(lib, luaReg{name: "bump"})
+	wantValues(t, got, `runner | SCRIPT LOAD | EVALSHA "`+sha1Hex([]byte(wrapped))+`" "0"`)
+	wantPrefixes(t, got, `runner |  | EVAL "local kavach_fn\n`, `runner | FUNCTION LOAD | FCALL "kavach_`)
+	wantNoValues(t, got, "EVAL_RO", "FCALL_RO")
 
 	// A script that cannot be read keeps its text: runners only, and
 	// LeftWhole says why.
