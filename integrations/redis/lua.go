@@ -522,7 +522,8 @@ func luaRegistrations(src string) ([]luaReg, error) {
 	text := func(t luaToken) string { return src[t.start:t.end] }
 	// list splits the bracketed list opened at toks[open] at its
 	// separators outside brackets: each element's tokens [from, to),
-	// and the index of the closing bracket (-1: not closed).
+	// and the index of the closing bracket (-1: not closed, or an
+	// element empty, which Lua does not read either).
 	list := func(open int, seps string) (elems [][2]int, close int) {
 		depth, from := 0, open+1
 		for j := open + 1; j < len(toks); j++ {
@@ -533,6 +534,9 @@ func luaRegistrations(src string) ([]luaReg, error) {
 				}
 				return elems, j
 			case depth == 0 && strings.IndexByte(seps, k) >= 0:
+				if j == from {
+					return nil, -1
+				}
 				elems = append(elems, [2]int{from, j})
 				from = j + 1
 			case k == '(' || k == '[' || k == '{':
@@ -571,7 +575,7 @@ func luaRegistrations(src string) ([]luaReg, error) {
 		if toks[j].kind == '{' {
 			fields, close := list(j, ",;")
 			if close < 0 || toks[j-1].kind == '(' && (close+1 >= len(toks) || toks[close+1].kind != ')') {
-				return nil, fmt.Errorf("the registration at byte %d is not closed", at)
+				return nil, fmt.Errorf("the registration at byte %d cannot be read (not closed, or an argument empty)", at)
 			}
 			for _, f := range fields {
 				if f[1]-f[0] < 3 || toks[f[0]].kind != 'n' || toks[f[0]+1].kind != '=' {
@@ -594,7 +598,7 @@ func luaRegistrations(src string) ([]luaReg, error) {
 		} else {
 			args, close := list(j, ",")
 			if close < 0 {
-				return nil, fmt.Errorf("the registration at byte %d is not closed", at)
+				return nil, fmt.Errorf("the registration at byte %d cannot be read (not closed, or an argument empty)", at)
 			}
 			if len(args) >= 1 {
 				r.name, named = plainName(args[0])
