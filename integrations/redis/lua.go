@@ -404,8 +404,9 @@ type luaScript struct {
 	// reg is the function an FCALL calls, as its library src registers
 	// it; nil for a script (EVAL, EVALSHA) and a FUNCTION LOAD request.
 	reg *luaReg
-	// from says where src was found, for a person: "" in the request.
-	from string
+	// from says where src was found, for a person: "" in the request;
+	// how, how a changed copy is run (send).
+	from, how string
 	// send is the request run with text in place of src: the requests
 	// to send first (the load of a script that is not in the request),
 	// then the request.
@@ -451,7 +452,7 @@ func findScript(c Command, earlier [][]byte) (s luaScript, why string, ok bool) 
 			if sha1Hex(text) != sha {
 				continue
 			}
-			return luaScript{src: string(text), from: from, send: func(t string) ([][]byte, []byte) {
+			return luaScript{src: string(text), from: from, how: "the changed script loaded by SCRIPT LOAD and run by its sha1", send: func(t string) ([][]byte, []byte) {
 				load := AppendCommand(nil, []byte("SCRIPT"), []byte("LOAD"), []byte(t))
 				return [][]byte{load}, AppendCommand(nil, append([][]byte{c.Args[0], []byte(sha1Hex([]byte(t)))}, c.Args[2:]...)...)
 			}}, "", true
@@ -476,7 +477,7 @@ func findScript(c Command, earlier [][]byte) (s luaScript, why string, ok bool) 
 				if !strings.EqualFold(r.name, string(c.Args[1])) {
 					continue
 				}
-				return luaScript{src: lib, reg: &r, from: "its library loaded again by FUNCTION LOAD REPLACE",
+				return luaScript{src: lib, reg: &r, from: "its library loaded by an earlier FUNCTION LOAD", how: "the changed library loaded by FUNCTION LOAD REPLACE",
 					send: func(t string) ([][]byte, []byte) {
 						load := AppendCommand(nil, []byte("FUNCTION"), []byte("LOAD"), []byte("REPLACE"), []byte(t))
 						return [][]byte{load}, AppendCommand(nil, c.Args...)
@@ -772,8 +773,8 @@ func scriptVariants(c Command, earlier [][]byte, schema kavach.Schema) []kavach.
 		for _, e := range siteEdits(s.src, sites) {
 			setup, req := s.send(e.text)
 			what := e.what
-			if s.from != "" {
-				what += ", " + strings.TrimPrefix(s.from, "its ")
+			if s.how != "" {
+				what += ", " + s.how
 			}
 			out = append(out, kavach.Substitution{Setup: setup, Request: req, Kind: "script-site", Group: "the script", What: what})
 		}
