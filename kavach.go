@@ -607,6 +607,19 @@ type ValueNoter interface {
 	LeftWhole(request []byte) []string
 }
 
+// EarlierVariator is an optional Variator interface for a request that
+// runs what an earlier step sent (Redis: an EVALSHA runs the script an
+// earlier SCRIPT LOAD or EVAL sent, an FCALL a function an earlier
+// FUNCTION LOAD registered). After is the Variator for a request sent
+// after earlier (the requests of the steps before it, oldest first,
+// every connection's): its values (ValueVariator), what they leave whole
+// (ValueNoter) and the family members the build lacks (SiblingVariator)
+// may use them. The generator asks it for the failing request. It must
+// be pure.
+type EarlierVariator interface {
+	After(earlier [][]byte) Variator
+}
+
 // SchemaLearner is an optional Launcher interface: ask a running build
 // about the request kinds given (Redis: COMMAND DOCS).
 type SchemaLearner interface {

@@ -67,6 +67,41 @@ func TestScriptRunners(t *testing.T) {
 	})
 }
 
+// TestScriptSites's fault, with the script loaded by SCRIPT LOAD and run
+// by EVALSHA: the failing request does not carry the script. It is found
+// in the SCRIPT LOAD before it; the site varied to HINCRBYFLOAT (the
+// changed script loaded again, run by its own sha1) is still the only
+// variant that sees the narrow fix.
+func TestScriptSitesEvalsha(t *testing.T) {
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsOld)...)
+	fixed := redisbuild.MustBuild(t)
+	narrow := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsNarrow)...)
+	fx := recordScript(t, old, incidents.RecordScriptEvalsha)
+	if !strings.HasPrefix(fx.Failure.Signature, "error:ERR negative hash increment not allowed") {
+		t.Fatalf("recorded %q, want the refusal of the increment", fx.Failure.Signature)
+	}
+	checkKind(t, fx, old, fixed, narrow, 64, "script-site", 1, func(v grade.VariantEvidence) bool {
+		return strings.Contains(v.Description, `"HINCRBYFLOAT"`) && strings.Contains(v.Description, "SCRIPT LOAD")
+	})
+}
+
+// A fix of the empty ARGV's refusal made on the FCALL path only: the
+// incident's function (loaded by FUNCTION LOAD, called by FCALL) run
+// through EVAL or EVALSHA, its library wrapped into a script, is still
+// refused. Only those runners see it; the correct fix stays fixed.
+func TestScriptRunnersFcall(t *testing.T) {
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsOld)...)
+	fixed := redisbuild.MustBuild(t)
+	narrow := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsFcallOnly)...)
+	fx := recordScript(t, old, incidents.RecordScriptFcall)
+	if want := "error:ERR empty script argument not allowed"; fx.Failure.Signature != want {
+		t.Fatalf("recorded %q, want %q", fx.Failure.Signature, want)
+	}
+	checkKind(t, fx, old, fixed, narrow, 64, "runner", 3, func(v grade.VariantEvidence) bool {
+		return strings.Contains(v.Description, "the function greet (its library wrapped into a script) run through EVAL")
+	})
+}
+
 // A script whose command Kavach cannot read (redis.call(ARGV[2], ...)) is
 // left whole: no site variant, and the report says so.
 func TestScriptLeftWhole(t *testing.T) {

@@ -75,7 +75,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		vopts.Exclude = f.ExcludeVariants
 		vs = variants.Generate(fx.Events, f.Step, vopts)
 		ve.LeftWhole = variants.LeftWhole(fx.Events, f.Step, vopts)
-		ve.SkippedSiblings = skippedSiblings(fx, f.Step, schema, opts)
+		ve.SkippedSiblings = variants.SkippedSiblings(fx.Events, f.Step, vopts)
 	}
 	ve.Note = note
 	ve.Excluded = f.ExcludeVariants
@@ -296,16 +296,4 @@ func originOf(v variants.Variant, step int) int {
 		return v.Origin[step-1]
 	}
 	return 0
-}
-
-// skippedSiblings are the commands of the failing request's family that
-// the old build does not have (kavach.SiblingVariator).
-func skippedSiblings(fx *fixtures.Fixture, failing int, schema kavach.Schema, opts Options) []string {
-	sv, ok := opts.Codec.(kavach.SiblingVariator)
-	steps := kavach.Steps(fx.Events, opts.Codec)
-	if !ok || failing < 1 || failing > len(steps) {
-		return nil
-	}
-	_, skipped := sv.Siblings(steps[failing-1].Request.Data, schema)
-	return skipped
 }

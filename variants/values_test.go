@@ -1,6 +1,8 @@
 package variants_test
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -163,5 +165,76 @@ func TestScriptVariantsGenerated(t *testing.T) {
 	}
 	if notes := variants.LeftWhole(unread, 2, o); len(notes) != 1 || !strings.Contains(notes[0], "the script of EVAL: ") {
 		t.Errorf("LeftWhole: %q, want the script left whole, and why", notes)
+	}
+}
+
+// An EVALSHA's script is in a SCRIPT LOAD sent before it, here on
+// another connection: the generator gives the steps before the failing
+// one to the Variator (kavach.EarlierVariator), so the script's sites are
+// varied (the changed script loaded right before the EVALSHA, on its
+// connection) and it is run through EVAL; LeftWhole and SkippedSiblings
+// see the script too. A step after the failing one is not looked at.
+func TestScriptLoadedEarlierGenerated(t *testing.T) {
+	script := "return redis.call('GET', KEYS[1])"
+	sum := sha1.Sum([]byte(script))
+	sha := hex.EncodeToString(sum[:])
+	frame := func(args ...string) []byte {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		return redis.AppendCommand(nil, b...)
+	}
+	evs := []kavach.Event{
+		{Seq: 1, Conn: 1, Dir: kavach.Open},
+		{Seq: 2, Conn: 1, Dir: kavach.Request, Data: frame("SCRIPT", "LOAD", script)},
+		{Seq: 3, Conn: 1, Dir: kavach.Response, Data: []byte("$40\r\n" + sha + "\r\n")},
+		{Seq: 4, Conn: 2, Dir: kavach.Open, Offset: time.Second},
+		{Seq: 5, Conn: 2, Dir: kavach.Request, Offset: time.Second, Data: frame("EVALSHA", sha, "1", "k")},
+	}
+	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Budget: 1000, Seed: 1}
+	kinds := map[string]int{}
+	for _, v := range variants.Generate(evs, 2, o) {
+		kinds[v.Kind]++
+		if v.Kind != "script-site" {
+			continue
+		}
+		steps := kavach.Steps(v.Events, redis.Codec{})
+		if len(steps) != 3 {
+			t.Fatalf("%s: %d steps, want the changed script's SCRIPT LOAD inserted (3)", v.Description, len(steps))
+		}
+		load, err1 := redis.ParseCommand(steps[1].Request.Data)
+		run, err2 := redis.ParseCommand(steps[2].Request.Data)
+		if err1 != nil || err2 != nil || load.Name != "SCRIPT" || run.Name != "EVALSHA" || string(load.Args[2]) == script {
+			t.Fatalf("%s: steps %q then %q", v.Description, steps[1].Request.Data, steps[2].Request.Data)
+		}
+		if sum := sha1.Sum(load.Args[2]); string(run.Args[1]) != hex.EncodeToString(sum[:]) || steps[1].Request.Conn != 2 {
+			t.Errorf("%s: EVALSHA %s on connection %d after SCRIPT LOAD of %q", v.Description, run.Args[1], steps[1].Request.Conn, load.Args[2])
+		}
+	}
+	// A read: EVAL, FCALL, EVAL_RO, EVALSHA_RO, FCALL_RO.
+	if kinds["script-site"] == 0 || kinds["runner"] != 5 {
+		t.Errorf("kinds %v: want script-site variants and five runners", kinds)
+	}
+	if notes := variants.LeftWhole(evs, 2, o); notes != nil {
+		t.Errorf("LeftWhole: %q, want none: the script is found", notes)
+	}
+	l := &redis.Learned{Commands: map[string]bool{"EVAL": true, "EVALSHA": true, "FCALL": true}}
+	o.Schema = l
+	if s := variants.SkippedSiblings(evs, 2, o); !slices.Equal(s, []string{"EVAL_RO", "EVALSHA_RO", "FCALL_RO"}) {
+		t.Errorf("SkippedSiblings: %v, want the _RO runners the build lacks", s)
+	}
+
+	// The SCRIPT LOAD after the failing EVALSHA: not found.
+	late := []kavach.Event{evs[3], evs[4], {Seq: 6, Conn: 2, Dir: kavach.Response, Offset: time.Second, Data: []byte("-NOSCRIPT\r\n")},
+		{Seq: 7, Conn: 2, Dir: kavach.Request, Offset: 2 * time.Second, Data: frame("SCRIPT", "LOAD", script)}}
+	o.Schema = nil
+	for _, v := range variants.Generate(late, 1, o) {
+		if v.Kind == "script-site" || v.Kind == "runner" {
+			t.Errorf("%s: the script is loaded only after the failing step", v.Description)
+		}
+	}
+	if notes := variants.LeftWhole(late, 1, o); len(notes) != 1 || !strings.Contains(notes[0], "not in the request, nor sent by an earlier SCRIPT LOAD or EVAL") {
+		t.Errorf("LeftWhole: %q, want the script not found", notes)
 	}
 }

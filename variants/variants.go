@@ -632,7 +632,7 @@ func (g *gen) substitutions(n int, failing bool) []substitution {
 	if !failing {
 		return out
 	}
-	if sv, ok := g.opts.Variator.(kavach.SiblingVariator); ok {
+	if sv, ok := after(g.opts.Variator, g.steps, n).(kavach.SiblingVariator); ok {
 		subs, _ := sv.Siblings(req.Data, g.opts.Schema)
 		for _, s := range subs {
 			out = append(out, substitution{s, "sibling"})

@@ -61,6 +61,7 @@ func TestScripts(t *testing.T) {
 		"REDIS_VALUES_NARROW":  redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ValuesNarrow)...),
 		"REDIS_SCRIPTS_OLD":    redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsOld)...),
 		"REDIS_SCRIPTS_NARROW": redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsNarrow)...),
+		"REDIS_SCRIPTS_FCALL":  redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsFcallOnly)...),
 	}
 	// The GETRANGE incident, recorded once on the old build; each script
 	// gets a copy as getrange.kavach.
@@ -126,6 +127,25 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same script loaded by SCRIPT LOAD and run by EVALSHA, and a
+	// function loaded by FUNCTION LOAD and called by FCALL with an empty
+	// ARGV: their scripts are in the steps before the failing one.
+	evalshaPath := filepath.Join(t.TempDir(), "scriptevalsha.kavach")
+	if err := incidents.RecordScriptEvalsha(evalshaPath, builds["REDIS_SCRIPTS_OLD"], cli); err != nil {
+		t.Fatal(err)
+	}
+	evalshaFixture, err := os.ReadFile(evalshaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcallPath := filepath.Join(t.TempDir(), "scriptfcall.kavach")
+	if err := incidents.RecordScriptFcall(fcallPath, builds["REDIS_SCRIPTS_OLD"], cli); err != nil {
+		t.Fatal(err)
+	}
+	fcallFixture, err := os.ReadFile(fcallPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dynamicPath := filepath.Join(t.TempDir(), "scriptdynamic.kavach")
 	if err := incidents.RecordScriptDynamic(dynamicPath, builds["REDIS_SCRIPTS_OLD"]); err != nil {
 		t.Fatal(err)
@@ -155,6 +175,8 @@ func TestScripts(t *testing.T) {
 				"incrbyfloat.kavach":   incrbyFloatFixture,
 				"scripthincrby.kavach": scriptFixture,
 				"scriptdynamic.kavach": dynamicFixture,
+				"scriptevalsha.kavach": evalshaFixture,
+				"scriptfcall.kavach":   fcallFixture,
 				"strlen.invariants":    []byte(incidents.StrlenInvariants),
 			} {
 				if err := os.WriteFile(filepath.Join(env.WorkDir, name), data, 0o644); err != nil {

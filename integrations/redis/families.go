@@ -200,7 +200,7 @@ func (Codec) Siblings(request []byte, schema kavach.Schema) ([]kavach.Substituti
 		return nil, nil
 	}
 	if f, ok := FamilyOf(c.Name); ok && f.Name == "script runners" {
-		return nil, skippedRunners(c, schema)
+		return nil, skippedRunners(c, nil, schema)
 	}
 	l, _ := schema.(*Learned)
 	args := make([]string, len(c.Args))

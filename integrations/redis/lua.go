@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kavach-dev/kavach"
 )
@@ -395,80 +396,459 @@ func scriptText(c Command) (i int, ok bool) {
 	return 0, false
 }
 
+// luaScript is the Lua text a request runs, found in the request or in
+// an earlier step, and how the request is sent with another text in its
+// place.
+type luaScript struct {
+	src string
+	// reg is the function an FCALL calls, as its library src registers
+	// it; nil for a script (EVAL, EVALSHA) and a FUNCTION LOAD request.
+	reg *luaReg
+	// from says where src was found, for a person: "" in the request;
+	// how, how a changed copy is run (send).
+	from, how string
+	// send is the request run with text in place of src: the requests
+	// to send first (the load of a script that is not in the request),
+	// then the request.
+	send func(text string) (setup [][]byte, request []byte)
+}
+
+// findScript finds the script a request runs: in the request (EVAL,
+// EVAL_RO, FUNCTION LOAD), or in the requests sent before it (earlier,
+// oldest first; the latest that fits is taken): an EVALSHA's in the
+// SCRIPT LOAD or EVAL whose script has its sha1, an FCALL's in the
+// FUNCTION LOAD whose library registers its function (names compared in
+// any case, as Redis does). ok is false for a request that runs no
+// script, and for a runner whose script is not found: why then says so.
+func findScript(c Command, earlier [][]byte) (s luaScript, why string, ok bool) {
+	if i, ok := scriptText(c); ok {
+		return luaScript{src: string(c.Args[i]), send: func(text string) ([][]byte, []byte) {
+			b := slices.Clone(c.Args)
+			b[i] = []byte(text)
+			return nil, AppendCommand(nil, b...)
+		}}, "", true
+	}
+	if len(c.Args) < 3 {
+		return luaScript{}, "", false
+	}
+	switch c.Name {
+	case "EVALSHA", "EVALSHA_RO":
+		sha := strings.ToLower(string(c.Args[1]))
+		for k := len(earlier) - 1; k >= 0; k-- {
+			e, err := ParseCommand(earlier[k])
+			if err != nil {
+				continue
+			}
+			var text []byte
+			var from string
+			switch {
+			case e.Name == "SCRIPT" && len(e.Args) == 3 && strings.EqualFold(string(e.Args[1]), "LOAD"):
+				text, from = e.Args[2], "loaded by an earlier SCRIPT LOAD"
+			case (e.Name == "EVAL" || e.Name == "EVAL_RO") && len(e.Args) >= 3:
+				text, from = e.Args[1], "sent by an earlier "+e.Name
+			default:
+				continue
+			}
+			if sha1Hex(text) != sha {
+				continue
+			}
+			return luaScript{src: string(text), from: from, how: "the changed script loaded by SCRIPT LOAD and run by its sha1", send: func(t string) ([][]byte, []byte) {
+				load := AppendCommand(nil, []byte("SCRIPT"), []byte("LOAD"), []byte(t))
+				return [][]byte{load}, AppendCommand(nil, append([][]byte{c.Args[0], []byte(sha1Hex([]byte(t)))}, c.Args[2:]...)...)
+			}}, "", true
+		}
+		return luaScript{}, "not in the request, nor sent by an earlier SCRIPT LOAD or EVAL", false
+	case "FCALL", "FCALL_RO":
+		var unread error
+		for k := len(earlier) - 1; k >= 0; k-- {
+			e, err := ParseCommand(earlier[k])
+			if err != nil || e.Name != "FUNCTION" || len(e.Args) < 3 || !strings.EqualFold(string(e.Args[1]), "LOAD") {
+				continue
+			}
+			lib := string(e.Args[len(e.Args)-1])
+			regs, err := luaRegistrations(lib)
+			if err != nil {
+				if unread == nil {
+					unread = err
+				}
+				continue
+			}
+			for _, r := range regs {
+				if !strings.EqualFold(r.name, string(c.Args[1])) {
+					continue
+				}
+				return luaScript{src: lib, reg: &r, from: "its library loaded by an earlier FUNCTION LOAD", how: "the changed library loaded by FUNCTION LOAD REPLACE",
+					send: func(t string) ([][]byte, []byte) {
+						load := AppendCommand(nil, []byte("FUNCTION"), []byte("LOAD"), []byte("REPLACE"), []byte(t))
+						return [][]byte{load}, AppendCommand(nil, c.Args...)
+					}}, "", true
+			}
+		}
+		why = "not in the request, nor registered by an earlier FUNCTION LOAD"
+		if unread != nil {
+			why += fmt.Sprintf(" that Kavach can read (an earlier library: %v)", unread)
+		}
+		return luaScript{}, why, false
+	}
+	return luaScript{}, "", false
+}
+
+func sha1Hex(b []byte) string {
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// luaReg is a function a library registers: redis.register_function
+// (or server.register_function) called with its name and callback, or
+// with a table of named arguments (function_name, callback, flags).
+type luaReg struct {
+	name string
+	// cb is the callback as written; inline: a function written in
+	// place, whose call sites are within cb.
+	cb     [2]int
+	inline bool
+	// noWrites: its flags name no-writes.
+	noWrites bool
+}
+
+// luaRegistrations finds the functions a library registers. It fails
+// when the text cannot be read, or a registration's name is not a plain
+// string literal (or its call is not one Kavach can read): such a
+// library's functions cannot be told apart, and it is not wrapped.
+func luaRegistrations(src string) ([]luaReg, error) {
+	toks, err := luaTokens(src)
+	if err != nil {
+		return nil, err
+	}
+	text := func(t luaToken) string { return src[t.start:t.end] }
+	// list splits the bracketed list opened at toks[open] at its
+	// separators outside brackets: each element's tokens [from, to),
+	// and the index of the closing bracket (-1: not closed, or an
+	// element empty, which Lua does not read either).
+	list := func(open int, seps string) (elems [][2]int, close int) {
+		depth, from := 0, open+1
+		for j := open + 1; j < len(toks); j++ {
+			switch k := toks[j].kind; {
+			case depth == 0 && (k == ')' || k == '}' || k == ']'):
+				if j > from {
+					elems = append(elems, [2]int{from, j})
+				}
+				return elems, j
+			case depth == 0 && strings.IndexByte(seps, k) >= 0:
+				if j == from {
+					return nil, -1
+				}
+				elems = append(elems, [2]int{from, j})
+				from = j + 1
+			case k == '(' || k == '[' || k == '{':
+				depth++
+			case k == ')' || k == ']' || k == '}':
+				depth--
+			}
+		}
+		return elems, -1
+	}
+	span := func(e [2]int) [2]int { return [2]int{toks[e[0]].start, toks[e[1]-1].end} }
+	plainName := func(e [2]int) (string, bool) {
+		if e[1]-e[0] != 1 || toks[e[0]].kind != 's' || !toks[e[0]].plain {
+			return "", false
+		}
+		return src[toks[e[0]].start+1 : toks[e[0]].end-1], true
+	}
+	var out []luaReg
+	for i := 0; i+2 < len(toks); i++ {
+		if toks[i].kind != 'n' || toks[i+1].kind != '.' || toks[i+2].kind != 'n' || text(toks[i+2]) != "register_function" {
+			continue
+		}
+		if lib := text(toks[i]); lib != "redis" && lib != "server" || i > 0 && (toks[i-1].kind == '.' || toks[i-1].kind == ':') {
+			continue
+		}
+		at := toks[i].start
+		j := i + 3
+		if j < len(toks) && toks[j].kind == '(' && j+1 < len(toks) && toks[j+1].kind == '{' {
+			j++ // register_function({...})
+		}
+		if j >= len(toks) || toks[j].kind != '(' && toks[j].kind != '{' {
+			return nil, fmt.Errorf("register_function at byte %d is not called with parentheses or a table", at)
+		}
+		r := luaReg{}
+		named := false
+		if toks[j].kind == '{' {
+			fields, close := list(j, ",;")
+			if close < 0 || toks[j-1].kind == '(' && (close+1 >= len(toks) || toks[close+1].kind != ')') {
+				return nil, fmt.Errorf("the registration at byte %d cannot be read (not closed, or an argument empty)", at)
+			}
+			for _, f := range fields {
+				if f[1]-f[0] < 3 || toks[f[0]].kind != 'n' || toks[f[0]+1].kind != '=' {
+					return nil, fmt.Errorf("the registration at byte %d has a field Kavach cannot read", at)
+				}
+				v := [2]int{f[0] + 2, f[1]}
+				switch text(toks[f[0]]) {
+				case "function_name":
+					r.name, named = plainName(v)
+				case "callback":
+					r.cb = span(v)
+					r.inline = text(toks[v[0]]) == "function" && text(toks[v[1]-1]) == "end"
+				case "flags":
+					for _, t := range toks[v[0]:v[1]] {
+						r.noWrites = r.noWrites || t.kind == 's' && t.plain && src[t.start+1:t.end-1] == "no-writes"
+					}
+				}
+			}
+			i = close
+		} else {
+			args, close := list(j, ",")
+			if close < 0 {
+				return nil, fmt.Errorf("the registration at byte %d cannot be read (not closed, or an argument empty)", at)
+			}
+			if len(args) >= 1 {
+				r.name, named = plainName(args[0])
+			}
+			if len(args) >= 2 {
+				r.cb = span(args[1])
+				r.inline = text(toks[args[1][0]]) == "function" && text(toks[args[1][1]-1]) == "end"
+			}
+			i = close
+		}
+		if !named {
+			return nil, fmt.Errorf("the function registered at byte %d is not named by a plain string", at)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// within are the call sites of a library's function reg: those in its
+// callback when the callback is written in place, else every site of the
+// library (the callback is defined elsewhere, and may call any of it).
+func within(calls []luaCall, reg luaReg) []luaCall {
+	if !reg.inline {
+		return calls
+	}
+	var out []luaCall
+	for _, c := range calls {
+		if reg.cb[0] <= c.nameStart && c.nameEnd <= reg.cb[1] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// wrapLibrary is an EVAL script that runs the function reg of library
+// src with the script's KEYS and ARGV. It shadows redis (and server, when
+// the library names it) with a local table whose register_function
+// records reg's callback (both call forms), every other field taken from
+// the real one through a metatable; runs the library's text (its #! line
+// left out) in a block of its own; and calls the callback:
+//
+//	local kavach_fn
+//	local function kavach_register(name, callback)
+//	  if type(name) == 'table' then name, callback = name.function_name, name.callback end
+//	  if type(name) == 'string' and string.lower(name) == 'greet' then kavach_fn = callback end
+//	end
+//	local redis = setmetatable({register_function = kavach_register}, {__index = redis})
+//	do
+//	<the library>
+//	end
+//	return kavach_fn(KEYS, ARGV)
+//
+// Nothing global is written: the sandbox's globals stay as they are.
+func wrapLibrary(src string, reg luaReg) string {
+	body := src
+	if strings.HasPrefix(body, "#!") {
+		_, body, _ = strings.Cut(body, "\n")
+	}
+	var b strings.Builder
+	b.WriteString("local kavach_fn\nlocal function kavach_register(name, callback)\n")
+	b.WriteString("  if type(name) == 'table' then name, callback = name.function_name, name.callback end\n")
+	b.WriteString("  if type(name) == 'string' and string.lower(name) == '" + strings.ReplaceAll(strings.ToLower(reg.name), "'", `\'`) + "' then kavach_fn = callback end\nend\n")
+	b.WriteString("local redis = setmetatable({register_function = kavach_register}, {__index = redis})\n")
+	if luaNames(body, "server") {
+		b.WriteString("local server = setmetatable({register_function = kavach_register}, {__index = server})\n")
+	}
+	b.WriteString("do\n" + body + "\nend\nreturn kavach_fn(KEYS, ARGV)\n")
+	return b.String()
+}
+
+// luaNames says whether Lua text names the global name (not as a field,
+// x.name), as far as its tokens can be read.
+func luaNames(src, name string) bool {
+	toks, err := luaTokens(src)
+	if err != nil {
+		return strings.Contains(src, name)
+	}
+	for i, t := range toks {
+		if t.kind == 'n' && src[t.start:t.end] == name && (i == 0 || toks[i-1].kind != '.' && toks[i-1].kind != ':') {
+			return true
+		}
+	}
+	return false
+}
+
+// After is the Codec for a request sent after earlier
+// (kavach.EarlierVariator): the script of an EVALSHA or FCALL is looked
+// for in those requests, and varied as an EVAL's is.
+func (Codec) After(earlier [][]byte) kavach.Variator { return afterCodec{earlier: earlier} }
+
+var _ kavach.EarlierVariator = Codec{}
+
+// afterCodec is a Codec told the requests sent before the one it varies.
+type afterCodec struct {
+	Codec
+	earlier [][]byte
+}
+
+func (a afterCodec) Values(request []byte, schema kavach.Schema, at time.Time) []kavach.Substitution {
+	return valuesAfter(request, a.earlier, schema, at)
+}
+
+func (a afterCodec) LeftWhole(request []byte) []string { return leftWhole(request, a.earlier) }
+
+func (a afterCodec) Siblings(request []byte, schema kavach.Schema) ([]kavach.Substitution, []string) {
+	if c, err := ParseCommand(request); err == nil {
+		if f, ok := FamilyOf(c.Name); ok && f.Name == "script runners" {
+			return nil, skippedRunners(c, a.earlier, schema)
+		}
+	}
+	return a.Codec.Siblings(request, schema)
+}
+
 // LeftWhole says what script variants leave whole in a request, and
-// why: a script Kavach cannot read (its call sites are not varied), or a
-// runner whose script is not in the request (EVALSHA, FCALL: nothing of
-// the script is varied). Nil for any other request. It is pure.
-func (Codec) LeftWhole(request []byte) []string {
+// why: a script Kavach cannot read (its call sites are not varied), a
+// library whose functions it cannot tell apart (they are not run through
+// other runners), or a runner whose script is not in the request
+// (EVALSHA, FCALL: nothing of the script is varied; After looks for it in
+// the steps before). Nil for any other request. It is pure.
+func (Codec) LeftWhole(request []byte) []string { return leftWhole(request, nil) }
+
+func leftWhole(request []byte, earlier [][]byte) []string {
 	c, err := ParseCommand(request)
 	if err != nil {
 		return nil
 	}
-	if i, ok := scriptText(c); ok {
-		if _, err := luaCalls(string(c.Args[i])); err != nil {
-			return []string{fmt.Sprintf("the script of %s: %v (its call sites are not varied)", c.Name, err)}
+	s, why, ok := findScript(c, earlier)
+	if !ok {
+		if why == "" {
+			return nil
 		}
-		return nil
+		return []string{fmt.Sprintf("the script of %s: %s (its call sites and runners are not varied)", c.Name, why)}
 	}
-	switch c.Name {
-	case "EVALSHA", "EVALSHA_RO", "FCALL", "FCALL_RO":
-		return []string{fmt.Sprintf("the script of %s: not in the request (its call sites and runners are not varied)", c.Name)}
+	of := c.Name
+	if s.from != "" {
+		of += " (" + s.from + ")"
 	}
-	return nil
+	var notes []string
+	if _, err := luaCalls(s.src); err != nil {
+		notes = append(notes, fmt.Sprintf("the script of %s: %v (its call sites are not varied)", of, err))
+	}
+	if c.Name == "FUNCTION" {
+		if _, err := luaRegistrations(s.src); err != nil {
+			notes = append(notes, fmt.Sprintf("the library of %s: %v (its functions are not run through other runners)", of, err))
+		}
+	}
+	return notes
 }
 
 // scriptVariants are the request's script varied (kavach.Substitution
 // kinds "script-site" and "runner"): each call site's command within its
 // family, and the script run through every other runner the build has
 // (schema, as runners take it), the requests a runner needs (SCRIPT
-// LOAD, FUNCTION LOAD) inserted before it. A script that cannot be read
-// gets runners only: its text is left whole.
-func scriptVariants(c Command, schema kavach.Schema) []kavach.Substitution {
-	i, ok := scriptText(c)
+// LOAD, FUNCTION LOAD) inserted before it. The script is the request's
+// own, or, for an EVALSHA or FCALL, the one an earlier request sent
+// (findScript): a changed copy of it is loaded again right before the
+// request. A script that cannot be read gets runners only: its text is
+// left whole.
+func scriptVariants(c Command, earlier [][]byte, schema kavach.Schema) []kavach.Substitution {
+	s, _, ok := findScript(c, earlier)
 	if !ok {
 		return nil
 	}
-	src := string(c.Args[i])
 	var out []kavach.Substitution
-	calls, err := luaCalls(src)
+	calls, err := luaCalls(s.src)
 	if err == nil {
-		for _, e := range siteEdits(src, calls) {
-			b := slices.Clone(c.Args)
-			b[i] = []byte(e.text)
-			out = append(out, kavach.Substitution{Request: AppendCommand(nil, b...), Kind: "script-site", Group: "the script", What: e.what})
+		sites := calls
+		if s.reg != nil {
+			sites = within(calls, *s.reg)
+		}
+		for _, e := range siteEdits(s.src, sites) {
+			setup, req := s.send(e.text)
+			what := e.what
+			if s.how != "" {
+				what += ", " + s.how
+			}
+			out = append(out, kavach.Substitution{Setup: setup, Request: req, Kind: "script-site", Group: "the script", What: what})
 		}
 	}
-	if c.Name == "FUNCTION" {
-		return out // a library's functions are run by FCALL steps of their own
-	}
-	subs, _ := runners(c, src, calls, err == nil, schema)
+	subs, _ := runnersOf(c, s, calls, err == nil, schema)
 	return append(out, subs...)
 }
 
 // skippedRunners are the runners the request's script would be run
-// through that the build lacks (runners); nil for a request that is not
-// a script runner with its script in it.
-func skippedRunners(c Command, schema kavach.Schema) []string {
-	i, ok := scriptText(c)
-	if !ok || c.Name == "FUNCTION" {
+// through that the build lacks (runners); nil for a request whose script
+// is not found.
+func skippedRunners(c Command, earlier [][]byte, schema kavach.Schema) []string {
+	s, _, ok := findScript(c, earlier)
+	if !ok {
 		return nil
 	}
-	src := string(c.Args[i])
-	calls, err := luaCalls(src)
-	_, skipped := runners(c, src, calls, err == nil, schema)
+	calls, err := luaCalls(s.src)
+	_, skipped := runnersOf(c, s, calls, err == nil, schema)
 	return skipped
 }
 
-// runners are an EVAL's script run through every other runner: EVAL,
+// runnersOf are the runners of a request's script (runners): an
+// EVAL's or EVALSHA's script as it is; an FCALL's function, and each
+// function a FUNCTION LOAD's library registers (run with no keys and no
+// arguments), as the library wrapped into a script (wrapLibrary). An
+// FCALL_RO's FCALL runner is the same function called by FCALL.
+func runnersOf(c Command, s luaScript, calls []luaCall, parsed bool, schema kavach.Schema) (subs []kavach.Substitution, skipped []string) {
+	switch c.Name {
+	case "EVAL", "EVAL_RO", "EVALSHA", "EVALSHA_RO":
+		return runners(c.Name, "the script", s.src, c.Args[2:], calls, parsed, false, schema)
+	case "FCALL", "FCALL_RO":
+		what := fmt.Sprintf("the function %s (its library wrapped into a script)", c.Args[1])
+		subs, skipped = runners(c.Name, what, wrapLibrary(s.src, *s.reg), c.Args[2:], within(calls, *s.reg), parsed, s.reg.noWrites, schema)
+		if c.Name == "FCALL_RO" {
+			for i, r := range subs {
+				if p, err := ParseCommand(r.Request); err == nil && p.Name == "FCALL" {
+					subs[i].Setup = nil
+					subs[i].Request = AppendCommand(nil, append([][]byte{[]byte("FCALL")}, c.Args[1:]...)...)
+					subs[i].What = fmt.Sprintf("the function %s run through FCALL", c.Args[1])
+				}
+			}
+		}
+		return subs, skipped
+	case "FUNCTION":
+		regs, err := luaRegistrations(s.src)
+		if err != nil {
+			return nil, nil
+		}
+		for _, r := range regs[:min(len(regs), luaSites)] {
+			what := fmt.Sprintf("the function %s (its library wrapped into a script, no keys, no arguments)", r.name)
+			sub, skip := runners(c.Name, what, wrapLibrary(s.src, r), [][]byte{[]byte("0")}, within(calls, r), parsed, r.noWrites, schema)
+			subs = append(subs, sub...)
+			for _, k := range skip {
+				if !slices.Contains(skipped, k) {
+					skipped = append(skipped, k)
+				}
+			}
+		}
+		return subs, skipped
+	}
+	return nil, nil
+}
+
+// runners are a script (src, what for a person) run through every
+// runner but the recorded one, with rest (numkeys, keys, arguments): EVAL,
 // EVALSHA after SCRIPT LOAD, FCALL after FUNCTION LOAD of a library made
 // of the script, and, for a script that only reads (every site a read
-// luaFamilies know, or a no-writes flag, or recorded through EVAL_RO),
-// EVAL_RO, EVALSHA_RO and FCALL_RO of a function flagged no-writes.
-// Runners the build lacks (schema, a *Learned, does not have them among
-// its Commands) are not made: they are skipped, named in skipped. When
-// what the build has is unknown (no *Learned, or no Commands learned),
-// every runner is made.
-func runners(c Command, src string, calls []luaCall, parsed bool, schema kavach.Schema) (subs []kavach.Substitution, skipped []string) {
+// luaFamilies know, or a no-writes flag, or recorded through a _RO
+// runner, or ro), EVAL_RO, EVALSHA_RO and FCALL_RO of a function flagged
+// no-writes. Runners the build lacks (schema, a *Learned, does not have
+// them among its Commands) are not made: they are skipped, named in
+// skipped. When what the build has is unknown (no *Learned, or no
+// Commands learned), every runner is made.
+func runners(recorded, what, src string, rest [][]byte, calls []luaCall, parsed, ro bool, schema kavach.Schema) (subs []kavach.Substitution, skipped []string) {
 	body, flags := src, []string(nil)
 	if strings.HasPrefix(src, "#!") {
 		line, rest, _ := strings.Cut(src, "\n")
@@ -479,7 +859,7 @@ func runners(c Command, src string, calls []luaCall, parsed bool, schema kavach.
 			}
 		}
 	}
-	readOnly := c.Name == "EVAL_RO" || slices.Contains(flags, "no-writes")
+	readOnly := ro || strings.HasSuffix(recorded, "_RO") || slices.Contains(flags, "no-writes")
 	if parsed && !readOnly {
 		readOnly = true
 		for _, s := range calls {
@@ -488,8 +868,7 @@ func runners(c Command, src string, calls []luaCall, parsed bool, schema kavach.
 			}
 		}
 	}
-	sum := sha1.Sum([]byte(src))
-	sha := hex.EncodeToString(sum[:])
+	sha := sha1Hex([]byte(src))
 	// The function is named by the script's sha1, as Redis names an
 	// EVAL's function f_<sha1>: an error naming it is masked alike
 	// (kavach.MaskError).
@@ -502,7 +881,6 @@ func runners(c Command, src string, calls []luaCall, parsed bool, schema kavach.
 		return "#!lua name=" + fname + "\nredis.register_function{function_name='" + fname +
 			"', callback=function(KEYS, ARGV)\n" + body + "\nend" + f + "}\n"
 	}
-	rest := c.Args[2:]
 	run := func(name, first string) []byte {
 		return AppendCommand(nil, append([][]byte{[]byte(name), []byte(first)}, rest...)...)
 	}
@@ -532,18 +910,18 @@ func runners(c Command, src string, calls []luaCall, parsed bool, schema kavach.
 		has = func(name string) bool { return l.Commands[name] }
 	}
 	for _, r := range all {
-		if r.name == c.Name || r.ro && !readOnly {
+		if r.name == recorded || r.ro && !readOnly {
 			continue
 		}
 		if !has(r.name) {
 			skipped = append(skipped, r.name)
 			continue
 		}
-		what := "the script run through " + r.name
+		w := what + " run through " + r.name
 		if r.what != "" {
-			what += " " + r.what
+			w += " " + r.what
 		}
-		subs = append(subs, kavach.Substitution{Setup: r.setup, Request: run(r.name, r.first), Kind: "runner", Group: "the script", What: what})
+		subs = append(subs, kavach.Substitution{Setup: r.setup, Request: run(r.name, r.first), Kind: "runner", Group: "the script", What: w})
 	}
 	return subs, skipped
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -17,12 +18,16 @@ func FuzzLuaCalls(f *testing.F) {
 		"-- redis.call('DEL', 'x')\n--[==[ c ]==]\nlocal s = \"a\\\"b\" .. [[x]] return redis.call('type', s)",
 		"#!lua name=lib\nredis.register_function('f', function(keys, args) return redis.call('INCRBY', keys[1], 0x1p4) end)",
 		"return redis.call(cmd)", "return redis.call'GET'", "redis.call(", "[==[", "'\\", "--[[",
+		"#!lua name=l\nredis.register_function{function_name='p', callback=function(k) return redis.call('GET', k[1]) end, flags={'no-writes'}}",
+		"local function f(k, a) return server.call('INCR', k[1]) end\nserver.register_function({function_name = \"F\"; callback = f})",
+		"redis.register_function(n, f)", "redis.register_function('f', function() end", "redis.register_function{",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		calls, err := luaCalls(src)
 		if err != nil {
+			checkRegistrations(t, src)
 			return
 		}
 		for i, c := range calls {
@@ -57,6 +62,7 @@ func FuzzLuaCalls(f *testing.F) {
 				}
 			}
 		}
+		checkRegistrations(t, src)
 		for _, e := range siteEdits(src, calls) {
 			if _, err := luaCalls(e.text); err != nil {
 				t.Fatalf("%q edited (%s) to %q: %v", src, e.what, e.text, err)
@@ -71,4 +77,41 @@ func argTexts(src string, c luaCall) []string {
 		out = append(out, src[a[0]:a[1]])
 	}
 	return out
+}
+
+// checkRegistrations: the registration parser never panics; each
+// callback it finds is inside the text; and a library it reads, wrapped
+// into a script (wrapLibrary), reads again with the same registrations,
+// the wrapper's own adding none.
+func checkRegistrations(t *testing.T, src string) {
+	regs, err := luaRegistrations(src)
+	if err != nil {
+		return
+	}
+	body := src
+	if strings.HasPrefix(body, "#!") {
+		_, body, _ = strings.Cut(body, "\n")
+	}
+	want, err := luaRegistrations(body)
+	if err != nil {
+		return // the #! line held what the rest needs; Redis drops it too
+	}
+	for _, r := range regs {
+		if r.cb[0] < 0 || r.cb[1] > len(src) || r.cb[0] > r.cb[1] {
+			t.Fatalf("%q: registration %q: callback at %v", src, r.name, r.cb)
+		}
+		wrapped := wrapLibrary(src, r)
+		again, err := luaRegistrations(wrapped)
+		if err != nil {
+			t.Fatalf("%q wrapped for %q: %v\n%s", src, r.name, err, wrapped)
+		}
+		if len(again) != len(want) {
+			t.Fatalf("%q wrapped for %q: %d registrations, want %d", src, r.name, len(again), len(want))
+		}
+		for i := range want {
+			if again[i].name != want[i].name || again[i].inline != want[i].inline || again[i].noWrites != want[i].noWrites {
+				t.Fatalf("%q wrapped for %q: registration %d is %+v, want %+v", src, r.name, i, again[i], want[i])
+			}
+		}
+	}
 }

@@ -50,6 +50,12 @@ const valueArgs = 16
 // whose command and shape say what they are (a stream id with its dash,
 // a score or lex bound by position) are varied.
 func (Codec) Values(request []byte, schema kavach.Schema, at time.Time) []kavach.Substitution {
+	return valuesAfter(request, nil, schema, at)
+}
+
+// valuesAfter are Values of a request sent after earlier (After): an
+// EVALSHA's or FCALL's script is looked for in them.
+func valuesAfter(request []byte, earlier [][]byte, schema kavach.Schema, at time.Time) []kavach.Substitution {
 	c, err := ParseCommand(request)
 	if err != nil || c.Name == "" || len(c.Args) < 2 {
 		return nil
@@ -94,7 +100,7 @@ func (Codec) Values(request []byte, schema kavach.Schema, at time.Time) []kavach
 			varied++
 		}
 	}
-	out := scriptVariants(c, schema)
+	out := scriptVariants(c, earlier, schema)
 	for _, kind := range []string{"number-form", "structured"} {
 		lists := perArg[kind]
 		for r, left := 0, true; left; r++ {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kavach-dev/kavach"
 )
 
 // values are the requests of Values, each as "kind | request".
@@ -166,7 +168,8 @@ func FuzzValues(f *testing.F) {
 	for _, s := range []string{"SET k 10 EX 10", "ZADD z XX 1 a 2 b", "XADD s 1-1 f v", "XRANGE s - +", "ZRANGE z (1 5 BYSCORE",
 		"EVAL x 1 k 5", "EVAL x -1 5", "BITCOUNT k 0 -1 BIT", "BITPOS k BIT 0 1", "SETBIT k 9223372036854775807 1", "EXPIRE k 99999999999999999999",
 		"EVAL return(redis.call('HINCRBY',KEYS[1],ARGV[1],ARGV[2])) 1 h f -3", "EVAL_RO return(redis.pcall('get',KEYS[1])) 1 k",
-		"FUNCTION LOAD redis.register_function('f',function(k,a)return(redis.call('SET',k[1],a[1]))end)"} {
+		"FUNCTION LOAD redis.register_function('f',function(k,a)return(redis.call('SET',k[1],a[1]))end)",
+		"FUNCTION LOAD redis.register_function{function_name='f',callback=function(k)return(redis.call('GET',k[1]))end,flags={'no-writes'}}"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -177,8 +180,12 @@ func FuzzValues(f *testing.F) {
 		for _, v := range (Codec{}).Values(cmd(words...), fuzzGrammar, time.Unix(1700000000, 0)) {
 			c, err := ParseCommand(v.Request)
 			if v.Kind == "runner" {
-				if err != nil || !scriptRunners[c.Name] || c.Name == strings.ToUpper(words[0]) || len(c.Args) != len(words) ||
-					!slices.Equal(argStrings(c.Args[2:]), words[2:]) {
+				rest := words[2:]
+				if strings.EqualFold(words[0], "FUNCTION") {
+					rest = []string{"0"} // a library's function: no keys, no arguments
+				}
+				if err != nil || !scriptRunners[c.Name] || c.Name == strings.ToUpper(words[0]) || len(c.Args) != len(rest)+2 ||
+					!slices.Equal(argStrings(c.Args[2:]), rest) {
 					t.Fatalf("%q: runner %q (%s) is not another runner with the same arguments: %v", s, v.Request, v.What, err)
 				}
 				continue
@@ -194,6 +201,34 @@ func FuzzValues(f *testing.F) {
 			}
 			if changed != 1 || (v.Kind != "number-form" && v.Kind != "structured" && v.Kind != "script-site") || v.Group == "" {
 				t.Fatalf("%q: value %q (%s, %s) changes %d arguments", s, v.Request, v.Kind, v.What, changed)
+			}
+		}
+		// The same script loaded first and run by EVALSHA: as many site
+		// variants, each the changed script loaded by SCRIPT LOAD and run
+		// by its own sha1 with the same arguments.
+		if strings.EqualFold(words[0], "EVAL") && len(words) >= 3 {
+			sites := 0
+			for _, v := range (Codec{}).Values(cmd(words...), fuzzGrammar, time.Time{}) {
+				if v.Kind == "script-site" {
+					sites++
+				}
+			}
+			after := (Codec{}).After([][]byte{cmd("SCRIPT", "LOAD", words[1])}).(kavach.ValueVariator)
+			evalsha := append([]string{"EVALSHA", sha1Hex([]byte(words[1]))}, words[2:]...)
+			for _, v := range after.Values(cmd(evalsha...), fuzzGrammar, time.Time{}) {
+				if v.Kind != "script-site" {
+					continue
+				}
+				sites--
+				load, err1 := ParseCommand(v.Setup[0])
+				c, err2 := ParseCommand(v.Request)
+				if err1 != nil || err2 != nil || len(v.Setup) != 1 || load.Name != "SCRIPT" || len(load.Args) != 3 ||
+					c.Name != "EVALSHA" || string(c.Args[1]) != sha1Hex(load.Args[2]) || !slices.Equal(argStrings(c.Args[2:]), words[2:]) {
+					t.Fatalf("%q as EVALSHA: site variant %q after %q (%s)", s, v.Request, v.Setup, v.What)
+				}
+			}
+			if sites != 0 {
+				t.Fatalf("%q: EVALSHA has %d site variants fewer than EVAL", s, sites)
 			}
 		}
 	})

@@ -1,5 +1,10 @@
 package incidents
 
+import (
+	"crypto/sha1"
+	"encoding/hex"
+)
+
 // The script incidents share one old build and one build of narrow
 // fixes, as the values incidents do. The correct fix of each is the
 // pristine source.
@@ -14,7 +19,69 @@ var (
 	// on the EVAL path but not FCALL's (only the script run through FCALL
 	// sees it).
 	ScriptsNarrow = []string{"scripts-old.patch", "scripts-fix-narrow.patch"}
+	// ScriptsFcallOnly lifts the empty ARGV's refusal on the FCALL path
+	// only (FCALL, FCALL_RO): EVAL and EVALSHA still refuse it, and the
+	// hash increments are still refused. Only a function run through the
+	// EVAL path (its library wrapped into a script) sees it.
+	ScriptsFcallOnly = []string{"scripts-old.patch", "scripts-fix-fcall-only.patch"}
 )
+
+// HincrbyScript is the script of the EVALSHA incident, as ScriptHincrby
+// runs it by EVAL.
+const HincrbyScript = "return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])"
+
+// ScriptEvalsha is ScriptHincrby with its script loaded first and run by
+// its sha1: the failing EVALSHA (the 5th command, step 6 under redis-cli)
+// does not carry the script; the SCRIPT LOAD before it does.
+var ScriptEvalsha = [][]string{
+	{"HSET", "stock", "apples", "10"},
+	{"HINCRBY", "stock", "apples", "5"},
+	{"SCRIPT", "LOAD", HincrbyScript},
+	{"HGET", "stock", "apples"},
+	{"EVALSHA", sha1Hex(HincrbyScript), "1", "stock", "apples", "-3"},
+	{"HGET", "stock", "apples"},
+}
+
+// RecordScriptEvalsha records ScriptEvalsha into out on the old build
+// with the stock redis-cli at redisCli, the failing step marked with the
+// oracle error.
+func RecordScriptEvalsha(out, old, redisCli string) error {
+	if err := RecordWithRedisCli(out, old, redisCli, ScriptEvalsha); err != nil {
+		return err
+	}
+	return MarkFailure(out, 6, "error")
+}
+
+// GreetLibrary is the library of the FCALL incident: one function, a
+// read of a string with its ARGV appended (ScriptEmptyArg's script, as a
+// function).
+const GreetLibrary = "#!lua name=greetings\nredis.register_function('greet', function(keys, args) return redis.call('GET', keys[1]) .. args[1] end)"
+
+// ScriptFcall is the FCALL incident's session: the library loaded, then
+// its function called with an empty ARGV, refused by the old build (the
+// 4th command, step 5 under redis-cli).
+var ScriptFcall = [][]string{
+	{"SET", "greeting", "hello"},
+	{"FUNCTION", "LOAD", GreetLibrary},
+	{"GET", "greeting"},
+	{"FCALL", "greet", "1", "greeting", ""},
+	{"GET", "greeting"},
+}
+
+// RecordScriptFcall records ScriptFcall into out on the old build with
+// the stock redis-cli at redisCli, the failing step marked with the
+// oracle error.
+func RecordScriptFcall(out, old, redisCli string) error {
+	if err := RecordWithRedisCli(out, old, redisCli, ScriptFcall); err != nil {
+		return err
+	}
+	return MarkFailure(out, 5, "error")
+}
+
+func sha1Hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
 
 // ScriptHincrby is the script site incident's session: a script that
 // adds to a hash field through HINCRBY. Its 4th command fails (step 5
