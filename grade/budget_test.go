@@ -20,7 +20,7 @@ import (
 // failing POST /api/v1/items/1/split first, then the earlier requests
 // that write what it reads (POST /api/v1/items, the earlier split), then
 // the others under its path; GET /health, which cannot affect it, gets
-// none. The names in the path are varied, and each earlier request that
+// none, regression variants included. The names in the path are varied, and each earlier request that
 // may affect the failure is dropped and delivered twice.
 func TestHTTPBudgetWhereTheFailureLives(t *testing.T) {
 	dir := incidents.SplitPatches()
@@ -48,10 +48,12 @@ func TestHTTPBudgetWhereTheFailureLives(t *testing.T) {
 	var names, dropped, twice []string
 	for _, v := range rep.Evidence.Variants.List {
 		places[v.Place]++
-		if !v.Regression && strings.Contains(v.Description, "/health") {
+		// Regression variants too: they go where the other earlier-step
+		// mutations go.
+		if strings.Contains(v.Description, "/health") {
 			t.Errorf("variant %d (%s) spends budget on GET /health, which cannot affect the failure", v.K, v.Description)
 		}
-		if !v.Regression && strings.Contains(v.Description, "step 6 ") {
+		if strings.Contains(v.Description, "step 6 ") || strings.HasPrefix(v.Description, "regression: step 6:") {
 			t.Errorf("variant %d (%s) mutates step 6 (GET /health)", v.K, v.Description)
 		}
 		switch {
@@ -62,6 +64,9 @@ func TestHTTPBudgetWhereTheFailureLives(t *testing.T) {
 		case v.Kind == "twice":
 			twice = append(twice, v.Description)
 		}
+	}
+	if places["regression"] == 0 {
+		t.Errorf("budget spent %v: no regression variant of the steps that may affect the failure", places)
 	}
 	if places["failing"] <= places["writer"] || places["writer"] == 0 || places["writer"] < places["other"] {
 		t.Errorf("budget spent %v: want the failing request first, then the writers, then the others", places)

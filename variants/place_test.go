@@ -53,10 +53,14 @@ func TestBudgetWhereTheFailureLives(t *testing.T) {
 	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: schema, Budget: 200, Seed: 1, Keys: keys}
 	vs := variants.Generate(evs, 6, o)
 	places := map[string]int{}
+	regressed := map[string]bool{}
 	for _, v := range vs {
 		places[v.Place]++
-		if strings.Contains(v.Description, "step 2 ") && !v.Regression {
+		if strings.Contains(v.Description, "step 2 ") || strings.HasPrefix(v.Description, "regression: step 2:") {
 			t.Errorf("variant %d mutates step 2, on another key: %s", v.K, v.Description)
+		}
+		if v.Regression {
+			regressed[strings.SplitN(v.Description, ":", 3)[1]] = true
 		}
 		want := ""
 		switch {
@@ -77,6 +81,22 @@ func TestBudgetWhereTheFailureLives(t *testing.T) {
 		if places[p] == 0 {
 			t.Errorf("no variant at %s: %v", p, places)
 		}
+	}
+
+	// Regression variants go to the same steps as the other earlier-step
+	// mutations: not to step 2 (step 4, FLUSHALL, has no argument to
+	// mutate).
+	if want := map[string]bool{" step 1": true, " step 3": true, " step 5": true}; fmt.Sprint(regressed) != fmt.Sprint(want) {
+		t.Errorf("regression variants of %v, want of steps 1, 3, 5", regressed)
+	}
+	// A contract has no failing request: every step (with arguments) gets
+	// regression variants, the one on another key too.
+	regressed = map[string]bool{}
+	for _, v := range variants.Regression(evs, o) {
+		regressed[strings.SplitN(v.Description, ":", 3)[1]] = true
+	}
+	if len(regressed) != 5 || !regressed[" step 2"] {
+		t.Errorf("contract: regression variants of %v, want of every step but FLUSHALL's", regressed)
 	}
 
 	// A small budget: the failing request first, then the writers; the

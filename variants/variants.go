@@ -421,19 +421,7 @@ func (g *gen) incident() []Variant {
 	// Earlier inputs mutated, the failing step kept: the input that made
 	// the old build fail may have come before it (a value stored, then
 	// read wrongly).
-	// Only the earlier steps that can affect the failing one (places).
-	var writers, others []int
-	for j := 1; j < g.F; j++ {
-		switch g.place[j] {
-		case PlaceWriter:
-			writers = append(writers, j)
-		case PlaceOther:
-			others = append(others, j)
-		}
-	}
-	// On a long recording, a sample of them (pick).
-	affecting := slices.Concat(g.pick(writers), g.pick(others))
-	slices.Sort(affecting)
+	affecting := g.affecting()
 	out = slices.Grow(out, 20*len(affecting))
 	for _, j := range affecting {
 		for _, m := range g.fieldMutations(j, false) {
@@ -476,6 +464,26 @@ func (g *gen) incident() []Variant {
 	for i := range out {
 		out[i].order = i
 	}
+	return out
+}
+
+// affecting are the earlier steps that can affect the failing one
+// (places: writers and others, not those that name only other keys), on
+// a long recording a sample of each place (pick), in order. The
+// incident's earlier-step mutations and the regression variants both go
+// to these steps.
+func (g *gen) affecting() []int {
+	var writers, others []int
+	for j := 1; j < g.F && j <= len(g.steps); j++ {
+		switch g.place[j] {
+		case PlaceWriter:
+			writers = append(writers, j)
+		case PlaceOther:
+			others = append(others, j)
+		}
+	}
+	out := slices.Concat(g.pick(writers), g.pick(others))
+	slices.Sort(out)
 	return out
 }
 
@@ -537,18 +545,17 @@ func Regression(events []kavach.Event, opts Options) []Variant {
 // regression makes the regression variants: each earlier step's fields
 // mutated, or its request put on keys of other types and given the other
 // choices of its grammar; the recording cut before the failing step (kept
-// whole when there is no failing step: a contract).
+// whole when there is no failing step: a contract). Only the earlier
+// steps that can affect the failing one get them (affecting), as they
+// get the incident's other mutations; every step of a contract does (with
+// no failing request, no step is placed out).
 func (g *gen) regression() []Variant {
 	var out []Variant
 	cut := len(g.events)
 	if span, ok := g.span[g.F]; ok {
 		cut = span[0] // the failing request's index
 	}
-	var earlier []int
-	for j := 1; j < g.F && j <= len(g.steps); j++ {
-		earlier = append(earlier, j)
-	}
-	picked := g.pick(earlier)
+	picked := g.affecting()
 	out = make([]Variant, 0, 16*len(picked))
 	for _, j := range picked {
 		for _, m := range g.fieldMutations(j, false) {

@@ -115,7 +115,7 @@ func Siblings(command []string, l *Learned) (sibs []Sibling, skipped []string) {
 	name := strings.ToUpper(command[0])
 	f, ok := FamilyOf(name)
 	if !ok {
-		return nil, nil
+		return derivedSiblings(command, l), nil
 	}
 	var from *Member
 	for i := range f.Members {

@@ -173,7 +173,7 @@ func argTypes(name string, args []string, schema kavach.Schema) []ArgSpec {
 			}
 		}
 	}
-	for _, p := range keyPositions(l.Keys[name], len(args)) {
+	for _, p := range keysAt(l, append([]string{name}, args...)) {
 		out[p] = ArgSpec{Name: out[p].Name, Type: "key"}
 	}
 	// A script runner's grammar (keys, then args, both optional and

@@ -40,27 +40,43 @@ type ArgSpec struct {
 }
 
 // Learn asks the build at addr about the given commands: their arguments
-// (COMMAND DOCS), where their keys are (COMMAND INFO), and the types of
-// key the build has (learnTypes). It returns a *Learned. Builds without
-// COMMAND DOCS (Redis before 7) give no arguments, and Fields falls back
-// to guessing.
+// (COMMAND DOCS), where their keys are (COMMAND INFO), the types of key
+// the build has (learnTypes), and the families COMMAND DOCS gives them
+// (deriveFamilies: every command's docs are asked, once). It returns a
+// *Learned. Builds without COMMAND DOCS (Redis before 7) give no
+// arguments and no derived families, and Fields falls back to guessing.
 func (Launcher) Learn(ctx context.Context, addr string, kinds []string) (kavach.Schema, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	// The other members of the commands' families too: their siblings
 	// are made only where the build has them.
 	kinds = append(slices.Clone(kinds), familyMembers(kinds)...)
-	v, err := call(ctx, addr, append([]string{"COMMAND", "DOCS"}, kinds...)...)
+	v, err := call(ctx, addr, "COMMAND", "DOCS")
 	if err != nil {
 		return nil, fmt.Errorf("learn commands: %w", err)
 	}
 	s := Schema{}
-	keys, has := learnKeys(ctx, addr, kinds)
-	l := &Learned{Args: s, Keys: keys, Types: learnTypes(ctx, addr), Commands: has}
+	var derived map[string]DerivedFamily
+	if v.Kind != KindError {
+		derived = deriveFamilies(docEntries(v), kinds)
+	}
+	asked := slices.Clone(kinds)
+	for _, d := range derived {
+		for _, m := range d.Members {
+			if !slices.Contains(asked, m) {
+				asked = append(asked, m)
+			}
+		}
+	}
+	keys, specs, has := learnKeys(ctx, addr, asked)
+	l := &Learned{Args: s, Keys: keys, Specs: specs, Types: learnTypes(ctx, addr), Commands: has, Derived: derived}
 	if v.Kind == KindError {
 		return l, nil
 	}
 	for name, doc := range pairs(v) {
+		if !slices.Contains(asked, strings.ToUpper(name)) {
+			continue
+		}
 		for key, val := range pairs(doc) {
 			if key == "arguments" {
 				s[strings.ToUpper(name)] = argSpecs(val)
