@@ -33,6 +33,20 @@ const matchBudget = 20000
 type matcher struct {
 	args []string
 	left int
+	// tokens are the grammar's tokens, upper-cased: a repeated value
+	// (keys, members) stops before one of them before it takes it as one
+	// more value, so that ZUNIONSTORE d 2 a b WEIGHTS 1 2 has two keys
+	// and two weights, not five keys.
+	tokens map[string]bool
+}
+
+func addTokens(specs []ArgSpec, to map[string]bool) {
+	for i := range specs {
+		if specs[i].Token != "" {
+			to[strings.ToUpper(specs[i].Token)] = true
+		}
+		addTokens(specs[i].Args, to)
+	}
 }
 
 // match parses args with the grammar specs, in the documented order,
@@ -42,7 +56,8 @@ type matcher struct {
 // some options in any order: SET key value GET NX): such a request gets
 // no grammar variants.
 func match(specs []ArgSpec, args []string) ([]part, bool) {
-	m := &matcher{args: args, left: matchBudget}
+	m := &matcher{args: args, left: matchBudget, tokens: map[string]bool{}}
+	addTokens(specs, m.tokens)
 	var out []part
 	ok := m.seq(specs, 0, 0, nil, func(i int, parts []part) bool {
 		if i != len(args) {
@@ -89,10 +104,17 @@ func (m *matcher) repeated(sp *ArgSpec, start, i int, reps [][2]int, inner []par
 		if len(reps) == 1 {
 			alt = a
 		}
-		if sp.Multiple && m.repeated(sp, start, j, reps, in, alt, cont) {
+		// At a token of the grammar (not this part's own), the rest is
+		// tried first, and the token taken as one more value only if the
+		// rest does not parse.
+		token := j < len(m.args) && m.tokens[strings.ToUpper(m.args[j])] && !strings.EqualFold(m.args[j], sp.Token)
+		if sp.Multiple && !token && m.repeated(sp, start, j, reps, in, alt, cont) {
 			return true
 		}
-		return cont(j, reps, in, alt)
+		if cont(j, reps, in, alt) {
+			return true
+		}
+		return sp.Multiple && token && m.repeated(sp, start, j, reps, in, alt, cont)
 	})
 }
 

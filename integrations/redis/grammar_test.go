@@ -133,3 +133,21 @@ func FuzzRewrites(f *testing.F) {
 		}
 	})
 }
+
+// A repeated value stops at a token of the grammar: the arguments after
+// WEIGHTS are weights, not more keys.
+func TestRepeatedValuesStopAtTokens(t *testing.T) {
+	l := learn(t, "ZUNIONSTORE")
+	got := rewrites(l, "ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "-1")
+	want := `repeated "-1" (weight) once more | ZUNIONSTORE "d" "2" "a" "b" "WEIGHTS" "1" "-1" "-1"`
+	found := false
+	for _, g := range got {
+		found = found || g == want
+		if strings.Contains(g, "(key) once more") && strings.Contains(g, `"-1" (key)`) {
+			t.Errorf("a weight taken as a key: %s", g)
+		}
+	}
+	if !found {
+		t.Errorf("no %q among:\n%s", want, strings.Join(got, "\n"))
+	}
+}
