@@ -106,20 +106,21 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		launches = append(launches, old)
 	}
 	launches = append(launches, new)
-	traces, durations, err := runAll(ctx, launches, fx.Events, ropts, opts.Pool, opts.Progress)
+	heads, spills, durations, err := runAll(ctx, launches, fx.Events, ropts, opts.Pool, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
-	olds, nw := traces[:opts.OldRuns], traces[opts.OldRuns]
+	defer func() {
+		for _, sp := range spills {
+			sp.Close()
+		}
+	}()
+	olds, nw := heads[:opts.OldRuns], heads[opts.OldRuns]
 
-	recorded := replay.Recorded(fx.Events, opts.Codec, opts.Classifier, opts.Normalizer)
-	noise := replay.FindNoise(recorded, 0, olds...)
-	oldInv := checkInvariants(opts.Invariants, opts.Codec, olds[0], "")
-	newInv := checkInvariants(opts.Invariants, opts.Codec, nw, "")
 	ev := Evidence{
 		Failure:    *f,
 		Contract:   contract,
-		Noise:      noise.Seen(recorded, olds...),
+		Noise:      []replay.NoiseField{},
 		Old:        OldEvidence{Runs: opts.OldRuns, Clock: olds[0].Clock, Stopped: olds[0].Stopped},
 		New:        NewEvidence{Clock: nw.Clock, Stopped: nw.Stopped, Exit: nw.Exit},
 		Variants:   VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}},
@@ -127,6 +128,73 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	}
 	if fl := fx.Header.Floor; fl != nil {
 		ev.Floor = &FloorEvidence{Floor: *fl, Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed}
+	}
+	// Every step's keys: those after the failure for judging them, those
+	// before it for where the variants go (docs/variants.md).
+	var keys, writes [][]string
+	if !contract && (f.Step < len(steps) || opts.Variants > 0 && f.Step <= len(steps)) {
+		keys, writes = learnKeys(ctx, steps, 1, old, opts)
+	}
+
+	// The replays are read back step by step beside the recording: the
+	// noise (where the old build's replays differ from the recording),
+	// and each step's evidence. Only the invariants need whole traces.
+	readers := make([]*replay.SpillReader, len(spills))
+	for i, sp := range spills {
+		if readers[i], err = sp.Steps(); err != nil {
+			return nil, err
+		}
+		defer readers[i].Close()
+	}
+	noise := replay.Noise{}
+	oldSteps := make([]replay.StepResult, opts.OldRuns)
+	var oldTrace, newTrace replay.Trace // the first old replay and the new one, kept for the invariants
+	for i, s := range steps {
+		for j := range oldSteps {
+			if oldSteps[j], err = readers[j].Next(s.Request.Data, opts.Normalizer); err != nil {
+				return nil, fmt.Errorf("old build, replay %d, step %d: %w", j+1, s.N, err)
+			}
+		}
+		n, err := readers[opts.OldRuns].Next(s.Request.Data, opts.Normalizer)
+		if err != nil {
+			return nil, fmt.Errorf("new build, step %d: %w", s.N, err)
+		}
+		if opts.Invariants != nil {
+			oldTrace.Steps = append(oldTrace.Steps, oldSteps[0])
+			newTrace.Steps = append(newTrace.Steps, n)
+		}
+		rec := replay.RecordedStep(s, opts.Classifier, opts.Normalizer)
+		noise.AddStep(rec, oldSteps...)
+		ev.Noise = append(ev.Noise, noise.SeenStep(rec, oldSteps...)...)
+		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
+		o := oldSteps[0]
+		ev.Old.Steps = append(ev.Old.Steps, StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: rec.Outcome, Outcome: o.Outcome})
+		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: rec.Outcome, Outcome: n.Outcome, Output: n.Output,
+			Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds()}
+		if !contract && s.N >= f.Step {
+			se.KeysUnknown = i >= len(keys) || keys[i] == nil
+			if !se.KeysUnknown {
+				se.Keys = keys[i]
+			}
+			if i < len(writes) && writes[i] != nil {
+				se.Writes, se.WritesKnown = writes[i], true
+			}
+		}
+		if n.Ran {
+			se.Diffs = replay.Compare(rec, n)
+			if len(se.Diffs) > 0 && len(rec.Output) > 0 {
+				se.RecordedOutput = rec.Output
+			}
+		}
+		ev.New.Steps = append(ev.New.Steps, se)
+	}
+
+	oldInv := checkInvariants(opts.Invariants, opts.Codec, &oldTrace, "")
+	newInv := checkInvariants(opts.Invariants, opts.Codec, &newTrace, "")
+	for i := range ev.Old.Steps {
+		n := ev.Old.Steps[i].Step
+		ev.Old.Steps[i].Violated, ev.Old.Steps[i].NotEvaluable = oldInv.violated[n], oldInv.notEvaluable[n]
+		ev.New.Steps[i].Violated, ev.New.Steps[i].NotEvaluable = newInv.violated[n], newInv.notEvaluable[n]
 	}
 	for _, r := range newInv.results {
 		ie := InvariantEvidence{Name: r.Name, Held: r.Held, FirstStep: r.FirstStep, Message: r.Message,
@@ -144,41 +212,6 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 				ev.OldUnmet = append(ev.OldUnmet, InvariantEvidence{Name: r.Name, FirstStep: r.FirstStep, Message: r.Message})
 			}
 		}
-	}
-	if ev.Noise == nil {
-		ev.Noise = []replay.NoiseField{}
-	}
-	// Every step's keys: those after the failure for judging them, those
-	// before it for where the variants go (docs/variants.md).
-	var keys, writes [][]string
-	if !contract && (f.Step < len(steps) || opts.Variants > 0 && f.Step <= len(steps)) {
-		keys, writes = learnKeys(ctx, steps, 1, old, opts)
-	}
-	for i, s := range steps {
-		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
-		o := olds[0].Steps[i]
-		ev.Old.Steps = append(ev.Old.Steps, StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: recorded[i].Outcome, Outcome: o.Outcome,
-			Violated: oldInv.violated[s.N], NotEvaluable: oldInv.notEvaluable[s.N]})
-		n := nw.Steps[i]
-		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: recorded[i].Outcome, Outcome: n.Outcome,
-			Violated: newInv.violated[s.N], NotEvaluable: newInv.notEvaluable[s.N], Output: n.Output,
-			Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds()}
-		if !contract && s.N >= f.Step {
-			se.KeysUnknown = i >= len(keys) || keys[i] == nil
-			if !se.KeysUnknown {
-				se.Keys = keys[i]
-			}
-			if i < len(writes) && writes[i] != nil {
-				se.Writes, se.WritesKnown = writes[i], true
-			}
-		}
-		if n.Ran {
-			se.Diffs = replay.Compare(recorded[i], n)
-			if len(se.Diffs) > 0 && len(recorded[i].Output) > 0 {
-				se.RecordedOutput = recorded[i].Output
-			}
-		}
-		ev.New.Steps = append(ev.New.Steps, se)
 	}
 	var variantsTook time.Duration
 	switch {
@@ -250,14 +283,23 @@ func (e *BelowFloorError) Error() string {
 }
 
 // runAll replays events on each launch, as many at a time as pool lets,
-// and returns the traces in launch order. The first start-up error
-// cancels the rest.
-func runAll(parent context.Context, launches []kavach.Launch, events []kavach.Event, opts replay.Options, pool *Pool, progress func(done, total int)) ([]*replay.Trace, []time.Duration, error) {
+// each into a spill of its own, and returns the traces (without their
+// steps: those are in the spills) in launch order. The first start-up
+// error cancels the rest. The caller closes the spills.
+func runAll(parent context.Context, launches []kavach.Launch, events []kavach.Event, opts replay.Options, pool *Pool, progress func(done, total int)) ([]*replay.Trace, []*replay.Spill, []time.Duration, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	traces := make([]*replay.Trace, len(launches))
+	spills := make([]*replay.Spill, len(launches))
 	durations := make([]time.Duration, len(launches))
 	errs := make([]error, len(launches))
+	closeAll := func() {
+		for _, sp := range spills {
+			if sp != nil {
+				sp.Close()
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
@@ -278,7 +320,9 @@ func runAll(parent context.Context, launches []kavach.Launch, events []kavach.Ev
 			o := opts
 			// The last old replay (before the new build's), perturbed.
 			o.Perturb = len(launches) > 2 && i == len(launches)-2
-			traces[i], errs[i] = replay.Run(ctx, l, events, o)
+			if spills[i], errs[i] = replay.NewSpill(""); errs[i] == nil {
+				traces[i], errs[i] = replay.Stream(ctx, l, replay.Slice(events), o, spills[i])
+			}
 			durations[i] = time.Since(start)
 			if errs[i] != nil {
 				cancel()
@@ -294,18 +338,21 @@ func runAll(parent context.Context, launches []kavach.Launch, events []kavach.Ev
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil && err != context.Canceled {
-			return nil, nil, fmt.Errorf("%s build: %w", which(i, len(launches)), err)
+			closeAll()
+			return nil, nil, nil, fmt.Errorf("%s build: %w", which(i, len(launches)), err)
 		}
 	}
 	if err := parent.Err(); err != nil {
-		return nil, nil, fmt.Errorf("interrupted: %w", context.Cause(parent))
+		closeAll()
+		return nil, nil, nil, fmt.Errorf("interrupted: %w", context.Cause(parent))
 	}
 	for i, tr := range traces {
 		if tr == nil {
-			return nil, nil, fmt.Errorf("%s build: replay did not run: %v", which(i, len(launches)), errs[i])
+			closeAll()
+			return nil, nil, nil, fmt.Errorf("%s build: replay did not run: %v", which(i, len(launches)), errs[i])
 		}
 	}
-	return traces, durations, nil
+	return traces, spills, durations, nil
 }
 
 func which(i, n int) string {

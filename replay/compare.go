@@ -484,14 +484,44 @@ const MaxNoiseValues = 5
 // Seen lists the noise as List does, with the values each field took in
 // the recording and the traces it was found in.
 func (n Noise) Seen(recorded []StepResult, traces ...*Trace) []NoiseField {
-	out := n.List()
-	type field struct {
-		step int
-		path string
+	var out []NoiseField
+	for _, f := range n.List() {
+		if len(out) > 0 && out[len(out)-1].Step == f.Step {
+			continue
+		}
+		k := f.Step - 1
+		if k < 0 || k >= len(recorded) {
+			continue
+		}
+		var got []StepResult
+		for _, tr := range traces {
+			if k < len(tr.Steps) {
+				got = append(got, tr.Steps[k])
+			} else {
+				got = append(got, StepResult{})
+			}
+		}
+		out = append(out, n.SeenStep(recorded[k], got...)...)
 	}
-	at := map[field]int{}
+	return out
+}
+
+// SeenStep is Seen for one step: its noise fields, with the values each
+// took in the recording, want, and in the old build's replays, got (one
+// per replay, run or not).
+func (n Noise) SeenStep(want StepResult, got ...StepResult) []NoiseField {
+	paths := n[want.N]
+	if len(paths) == 0 {
+		return nil
+	}
+	out := make([]NoiseField, 0, len(paths))
+	for p := range paths {
+		out = append(out, NoiseField{Step: want.N, Path: p, Of: len(got)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	at := map[string]int{}
 	for i, f := range out {
-		at[field{f.Step, f.Path}] = i
+		at[f.Path] = i
 	}
 	add := func(i int, v string) {
 		if v == "(missing)" || slices.Contains(out[i].Values, v) || len(out[i].Values) >= MaxNoiseValues {
@@ -499,21 +529,15 @@ func (n Noise) Seen(recorded []StepResult, traces ...*Trace) []NoiseField {
 		}
 		out[i].Values = append(out[i].Values, v)
 	}
-	for i := range out {
-		out[i].Of = len(traces)
-	}
-	for _, tr := range traces {
-		for step := range n {
-			k := step - 1
-			if k < 0 || k >= len(recorded) || k >= len(tr.Steps) || !tr.Steps[k].Ran {
-				continue
-			}
-			for _, d := range Compare(recorded[k], tr.Steps[k]) {
-				if i, ok := at[field{step, d.Path}]; ok {
-					add(i, d.Want)
-					add(i, d.Got)
-					out[i].Differed++
-				}
+	for _, g := range got {
+		if !g.Ran {
+			continue
+		}
+		for _, d := range Compare(want, g) {
+			if i, ok := at[d.Path]; ok {
+				add(i, d.Want)
+				add(i, d.Got)
+				out[i].Differed++
 			}
 		}
 	}
