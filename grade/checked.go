@@ -58,7 +58,8 @@ func (rep *Report) Checked() Checked {
 	if ev.Contract {
 		// Every step is held to the recording: "before the failure" is
 		// every step, and there is no failure.
-		ck.Contract, ck.StepsBeforeFailure = true, len(ev.New.Steps)
+		ck.Contract, ck.StepsBeforeFailure = true, len(ev.New.Steps)+ev.Omitted
+		ck.StepsCompared = ev.Omitted
 		for _, s := range ev.New.Steps {
 			if s.Ran {
 				ck.StepsCompared++
@@ -72,6 +73,7 @@ func (rep *Report) Checked() Checked {
 		}
 		return ck
 	}
+	ck.StepsCompared = ev.Omitted
 	for _, s := range ev.New.Steps {
 		if s.Step < ev.Failure.Step && s.Ran {
 			ck.StepsCompared++

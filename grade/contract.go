@@ -95,7 +95,7 @@ func notReplayed(ev Evidence) string {
 			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", s.Step, s.Outcome, s.Recorded)
 		}
 	}
-	if len(ev.Old.Steps) == 0 {
+	if len(ev.Old.Steps)+ev.Omitted == 0 {
 		return "the old build's replay has no steps"
 	}
 	return ""

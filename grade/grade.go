@@ -1,6 +1,7 @@
 package grade
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,17 @@ type Options struct {
 	// StartTimeout is recorded in the report's options; the Launcher
 	// applies it.
 	StartTimeout time.Duration
+	// LongSteps: a fixture of more steps than this, or one given without
+	// its events (Fixture.Events nil: read from its file as it is
+	// replayed), is graded as a long recording (docs/diff.md, "Long
+	// recordings"). Zero means DefaultLongSteps.
+	LongSteps int
+	// Window is, for a long recording, how many steps before and after
+	// the failing step its variants replay. Zero means DefaultWindow.
+	Window int
+	// stepOffset is the first step of the window the variants are made
+	// from, less one (variants.Options.StepOffset).
+	stepOffset int
 }
 
 // Run grades the new build against the fixture (docs/design.md §4) and returns
@@ -81,16 +93,25 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if opts.OldRuns <= 0 {
 		opts.OldRuns = 3
 	}
+	if opts.LongSteps <= 0 {
+		opts.LongSteps = DefaultLongSteps
+	}
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
 	f := fx.Failure
-	steps := kavach.Steps(fx.Events, opts.Codec)
+	rec, long, err := newRecording(fx, opts.Codec, opts.LongSteps)
+	if err != nil {
+		return nil, err
+	}
 	contract := f == nil
 	if contract {
-		if len(steps) == 0 {
+		if rec.n == 0 {
 			return nil, fmt.Errorf("fixture %s has no steps: a contract needs recorded traffic", fx.Path)
 		}
 		f = &kavach.Failure{} // a contract: no failure, every step held to the recording
-	} else if f.Step < 1 || f.Step > len(steps) {
-		return nil, fmt.Errorf("fixture %s: its failure is at step %d, but it has steps 1 to %d", fx.Path, f.Step, len(steps))
+	} else if f.Step < 1 || f.Step > rec.n {
+		return nil, fmt.Errorf("fixture %s: its failure is at step %d, but it has steps 1 to %d", fx.Path, f.Step, rec.n)
 	}
 	if name := f.Oracle.Invariant; name != "" && (opts.Invariants == nil || !opts.Invariants.Has(name)) {
 		return nil, fmt.Errorf("fixture %s: its failure is invariant %q, which no invariants file given declares: pass --invariants FILE", fx.Path, name)
@@ -106,7 +127,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		launches = append(launches, old)
 	}
 	launches = append(launches, new)
-	heads, spills, durations, err := runAll(ctx, launches, fx.Events, ropts, opts.Pool, opts.Progress)
+	heads, spills, durations, err := runAll(ctx, launches, rec.src, ropts, opts.Pool, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -129,11 +150,36 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if fl := fx.Header.Floor; fl != nil {
 		ev.Floor = &FloorEvidence{Floor: *fl, Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed}
 	}
+	// A long recording's variants replay a window of it, around the
+	// failing step (the last steps of a contract).
+	var win *window
+	if long {
+		first, last := max(1, f.Step-opts.Window), min(rec.n, f.Step+opts.Window)
+		if contract {
+			first, last = max(1, rec.n-2*opts.Window+1), rec.n
+		}
+		if win, err = cutWindow(rec.src, opts.Codec, first, last); err != nil {
+			return nil, err
+		}
+	}
 	// Every step's keys: those after the failure for judging them, those
-	// before it for where the variants go (docs/variants.md).
+	// before it for where the variants go (docs/variants.md). A long
+	// recording's are the window's: a step after it has its keys unknown.
 	var keys, writes [][]string
-	if !contract && (f.Step < len(steps) || opts.Variants > 0 && f.Step <= len(steps)) {
-		keys, writes = learnKeys(ctx, steps, 1, old, opts)
+	keyOf := func(n int) int { return n - 1 }
+	if !contract && (f.Step < rec.n || opts.Variants > 0 && f.Step <= rec.n) {
+		if win != nil {
+			keys, writes = learnKeys(ctx, win.steps, 1, old, opts)
+			keyOf = func(n int) int { return n - win.first }
+		} else {
+			keys, writes = learnKeys(ctx, rec.steps, 1, old, opts)
+		}
+	}
+	// Steps of a long recording before the window that reproduce the
+	// recording exactly on the old and the new build are counted, not
+	// listed (Evidence.Omitted). Invariants, decided after, keep them all.
+	omit := func(n int) bool {
+		return win != nil && opts.Invariants == nil && n < win.first && (contract || n < f.Step)
 	}
 
 	// The replays are read back step by step beside the recording: the
@@ -149,15 +195,18 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	noise := replay.Noise{}
 	oldSteps := make([]replay.StepResult, opts.OldRuns)
 	var oldTrace, newTrace replay.Trace // the first old replay and the new one, kept for the invariants
-	for i, s := range steps {
+	err = rec.each(func(s kavach.Step) error {
+		if rec.sum != nil {
+			s = cloneStep(s) // streamed: its data is the file's block, valid during this call only
+		}
 		for j := range oldSteps {
 			if oldSteps[j], err = readers[j].Next(s.Request.Data, opts.Normalizer); err != nil {
-				return nil, fmt.Errorf("old build, replay %d, step %d: %w", j+1, s.N, err)
+				return fmt.Errorf("old build, replay %d, step %d: %w", j+1, s.N, err)
 			}
 		}
 		n, err := readers[opts.OldRuns].Next(s.Request.Data, opts.Normalizer)
 		if err != nil {
-			return nil, fmt.Errorf("new build, step %d: %w", s.N, err)
+			return fmt.Errorf("new build, step %d: %w", s.N, err)
 		}
 		if opts.Invariants != nil {
 			oldTrace.Steps = append(oldTrace.Steps, oldSteps[0])
@@ -165,18 +214,23 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		}
 		rec := replay.RecordedStep(s, opts.Classifier, opts.Normalizer)
 		noise.AddStep(rec, oldSteps...)
-		ev.Noise = append(ev.Noise, noise.SeenStep(rec, oldSteps...)...)
-		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
+		seen := noise.SeenStep(rec, oldSteps...)
+		ev.Noise = append(ev.Noise, seen...)
 		o := oldSteps[0]
+		if omit(s.N) && len(seen) == 0 && o.Ran && n.Ran && sameKind(o.Outcome, rec.Outcome) && sameKind(n.Outcome, rec.Outcome) && len(replay.Compare(rec, n)) == 0 {
+			ev.Omitted++
+			return nil
+		}
+		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
 		ev.Old.Steps = append(ev.Old.Steps, StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: rec.Outcome, Outcome: o.Outcome})
 		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: rec.Outcome, Outcome: n.Outcome, Output: n.Output,
 			Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds()}
-		if !contract && s.N >= f.Step {
-			se.KeysUnknown = i >= len(keys) || keys[i] == nil
+		if i := keyOf(s.N); !contract && s.N >= f.Step {
+			se.KeysUnknown = i < 0 || i >= len(keys) || keys[i] == nil
 			if !se.KeysUnknown {
 				se.Keys = keys[i]
 			}
-			if i < len(writes) && writes[i] != nil {
+			if i >= 0 && i < len(writes) && writes[i] != nil {
 				se.Writes, se.WritesKnown = writes[i], true
 			}
 		}
@@ -187,6 +241,10 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			}
 		}
 		ev.New.Steps = append(ev.New.Steps, se)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	oldInv := checkInvariants(opts.Invariants, opts.Codec, &oldTrace, "")
@@ -233,7 +291,15 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 				feature[n] = true
 			}
 		}
-		ev.Variants = runVariants(ctx, fx, old, new, ropts, noise, feature, keys, opts)
+		if win != nil {
+			o := opts
+			o.stepOffset = win.first - 1
+			ev.Variants = variantsOn(win, func(wfx *fixtures.Fixture, noise replay.Noise, feature map[int]bool, keys [][]string) VariantsEvidence {
+				return runVariants(ctx, wfx, old, new, ropts, noise, feature, keys, o)
+			}, fx, noise, feature, keys)
+		} else {
+			ev.Variants = runVariants(ctx, fx, old, new, ropts, noise, feature, keys, opts)
+		}
 		variantsTook = time.Since(vstart)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))
@@ -254,7 +320,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		Verdict:       parts.String(),
 		Parts:         parts,
 		Findings:      findings,
-		Fixture:       Fixture{Path: fx.Path, SHA256: sum, Protocol: fx.Header.Protocol, Steps: len(steps), Failure: fx.Failure},
+		Fixture:       Fixture{Path: fx.Path, SHA256: sum, Protocol: fx.Header.Protocol, Steps: rec.n, Failure: fx.Failure},
 		Builds:        Builds{Old: opts.Pool.identify(old, olds[0]), New: opts.Pool.identify(new, nw)},
 		Evidence:      ev,
 		Seed:          opts.Seed,
@@ -282,11 +348,11 @@ func (e *BelowFloorError) Error() string {
 	return "below the fixture's floor: " + strings.Join(e.Below, ", ")
 }
 
-// runAll replays events on each launch, as many at a time as pool lets,
+// runAll replays src on each launch, as many at a time as pool lets,
 // each into a spill of its own, and returns the traces (without their
 // steps: those are in the spills) in launch order. The first start-up
 // error cancels the rest. The caller closes the spills.
-func runAll(parent context.Context, launches []kavach.Launch, events []kavach.Event, opts replay.Options, pool *Pool, progress func(done, total int)) ([]*replay.Trace, []*replay.Spill, []time.Duration, error) {
+func runAll(parent context.Context, launches []kavach.Launch, src replay.Source, opts replay.Options, pool *Pool, progress func(done, total int)) ([]*replay.Trace, []*replay.Spill, []time.Duration, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	traces := make([]*replay.Trace, len(launches))
@@ -321,7 +387,7 @@ func runAll(parent context.Context, launches []kavach.Launch, events []kavach.Ev
 			// The last old replay (before the new build's), perturbed.
 			o.Perturb = len(launches) > 2 && i == len(launches)-2
 			if spills[i], errs[i] = replay.NewSpill(""); errs[i] == nil {
-				traces[i], errs[i] = replay.Stream(ctx, l, replay.Slice(events), o, spills[i])
+				traces[i], errs[i] = replay.Stream(ctx, l, src, o, spills[i])
 			}
 			durations[i] = time.Since(start)
 			if errs[i] != nil {
@@ -360,4 +426,19 @@ func which(i, n int) string {
 		return "new"
 	}
 	return "old"
+}
+
+// sameKind reports whether two outcomes have the same kind and class.
+func sameKind(a, b kavach.Outcome) bool { return a.Kind == b.Kind && a.Class == b.Class }
+
+// cloneStep is s with data of its own.
+func cloneStep(s kavach.Step) kavach.Step {
+	s.Request.Data = bytes.Clone(s.Request.Data)
+	rs := make([]kavach.Event, len(s.Responses))
+	for i, r := range s.Responses {
+		r.Data = bytes.Clone(r.Data)
+		rs[i] = r
+	}
+	s.Responses = rs
+	return s
 }

@@ -153,6 +153,12 @@ type Evidence struct {
 	// Floor is the fixture's floor and the options graded with, when the
 	// fixture has one: a diff below it is never fixed.
 	Floor *FloorEvidence `json:"floor,omitempty"`
+	// Omitted is how many steps of a long recording, before its variants'
+	// window (and before the failing step), are not listed in Old.Steps
+	// and New.Steps: each ran on both builds with the recorded outcome and
+	// exactly the recorded output, and so says nothing (docs/diff.md,
+	// "Long recordings").
+	Omitted int `json:"omitted_steps,omitempty"`
 }
 
 // FloorEvidence is the fixture's floor beside the options a diff asked for.
@@ -239,6 +245,11 @@ type VariantsEvidence struct {
 	Passing     int    `json:"passing"`     // kept variants of either kind that the new build passes
 	Min         int    `json:"min"`
 	Note        string `json:"note,omitempty"`
+	// Window is, for a long recording, the steps its variants were made
+	// from and replayed ("steps 1000 to 3000"): a window around the
+	// failing step, replayed from a fresh build without the steps before
+	// it. Empty: the whole recording.
+	Window string `json:"window,omitempty"`
 	// Excluded are the variant kinds the fixture excludes (kavach mark --exclude).
 	Excluded []string `json:"excluded_kinds,omitempty"`
 	// LeftWhole is what the integration left whole in the failing
@@ -409,8 +420,8 @@ func notReproduced(ev Evidence) string {
 			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", F, got, ev.Failure.Signature)
 		}
 	}
-	if len(ev.Old.Steps) < F {
-		return fmt.Sprintf("the old build's replay has %d steps, the failure is at step %d", len(ev.Old.Steps), F)
+	if len(ev.Old.Steps)+ev.Omitted < F {
+		return fmt.Sprintf("the old build's replay has %d steps, the failure is at step %d", len(ev.Old.Steps)+ev.Omitted, F)
 	}
 	return ""
 }

@@ -64,7 +64,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		return ve
 	}
 	schema, note := learnSchema(ctx, fx, old, opts)
-	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true}
+	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOffset: opts.stepOffset}
 	// A contract (no failure) has regression variants of every step only.
 	var f kavach.Failure
 	var vs []variants.Variant

@@ -238,3 +238,17 @@ func TestScriptLoadedEarlierGenerated(t *testing.T) {
 		t.Errorf("LeftWhole: %q, want the script not found", notes)
 	}
 }
+
+func TestShiftSteps(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`step 3: "SET" "k" "step 3" removed`, `step 103: "SET" "k" "step 3" removed`},
+		{`step 2 (GET "a\"step 1") moved before step 1`, `step 102 (GET "a\"step 1") moved before step 101`},
+		{`regression: step 7: field`, `regression: step 107: field`},
+		{`substep 4, step 4x, steps 5`, `substep 4, step 4x, steps 5`},
+		{`taken from step 9`, `taken from step 109`},
+	} {
+		if got := variants.ShiftSteps(tc.in, 100); got != tc.want {
+			t.Errorf("ShiftSteps(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

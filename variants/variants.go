@@ -87,6 +87,11 @@ type Options struct {
 	// recording's variants are then not all in memory at once (each is a
 	// copy of the recording). False: Generate and Regression make them.
 	Deferred bool
+	// StepOffset is added to every step number the descriptions name: the
+	// events given are a window of a long recording whose first step is
+	// step StepOffset+1 of the fixture. Zero: the events are the
+	// recording.
+	StepOffset int
 }
 
 // Where a variant's mutation is: the failing request itself (and moves
@@ -203,6 +208,48 @@ func (g *gen) finish(v *Variant) {
 		v.Description = d()
 		v.describe = nil
 	}
+	v.Description = ShiftSteps(v.Description, g.opts.StepOffset)
+}
+
+// ShiftSteps adds offset to every step number s names ("step 12"), except
+// inside quoted strings (a request's arguments, as descriptions show
+// them).
+func ShiftSteps(s string, offset int) string {
+	if offset == 0 || !strings.Contains(s, "step ") {
+		return s
+	}
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quoted && c == '\\' && i+1 < len(s):
+			b.WriteByte(c)
+			i++
+			b.WriteByte(s[i])
+			continue
+		case c == '"':
+			quoted = !quoted
+		case !quoted && strings.HasPrefix(s[i:], "step ") && (i == 0 || !isWordByte(s[i-1])):
+			j := i + len("step ")
+			k := j
+			for k < len(s) && '0' <= s[k] && s[k] <= '9' {
+				k++
+			}
+			if k > j && (k == len(s) || !isWordByte(s[k])) {
+				n, _ := strconv.Atoi(s[j:k])
+				b.WriteString("step " + strconv.Itoa(n+offset))
+				i = k - 1
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // sample keeps n of vs in their original order: round by round, the

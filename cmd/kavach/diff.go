@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/htmlreport"
 	"github.com/kavach-dev/kavach/mcpserver"
@@ -157,9 +158,18 @@ func prepareDiff(r diffRequest) (grade.Diff, error) {
 	if err := r.check(); err != nil {
 		return grade.Diff{}, err
 	}
-	fx, in, err := loadFixture(r.Fixture)
+	// A long fixture is graded from its file, its events never all in
+	// memory (docs/diff.md, "Long recordings"); a short one is loaded.
+	fx, sum, in, err := skimFixture(r.Fixture)
 	if err != nil {
 		return grade.Diff{}, err
+	}
+	if sum.Steps <= grade.DefaultLongSteps {
+		whole, err := fixtures.Load(r.Fixture)
+		if err != nil {
+			return grade.Diff{}, err
+		}
+		fx = whole
 	}
 	if err := in.checkLaunch(fx, r.TrustLaunch, r.Old, r.New); err != nil {
 		return grade.Diff{}, err
@@ -368,6 +378,9 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string, reportPath string
 		ck.VariantsGenerated, excluded, ck.VariantsReproduce, ck.MinVariants, ck.RegressionVariants, ck.RegressionHandled, ck.VariantsPassing)
 	if spent := ev.Variants.Spent(); spent != "" {
 		fmt.Fprintf(w, "           spent on: %s\n", spent)
+	}
+	if win := ev.Variants.Window; win != "" {
+		fmt.Fprintf(w, "           made from and replayed on %s only: a long recording (%d equal steps before them not listed)\n", win, ev.Omitted)
 	}
 	if k := ev.Variants.SkippedSiblings; len(k) > 0 {
 		fmt.Fprintf(w, "           sibling commands the old build does not have, not varied: %s\n", strings.Join(k, ", "))

@@ -1,0 +1,163 @@
+package grade
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/replay"
+	"github.com/kavach-dev/kavach/variants"
+)
+
+// Defaults of the long-recording options (docs/diff.md, "Long
+// recordings").
+const (
+	DefaultLongSteps = 50_000
+	DefaultWindow    = 1_000
+)
+
+// recording is a fixture's steps as Run reads them: in memory (a fixture
+// loaded whole, not long), or streamed from its file.
+type recording struct {
+	n     int
+	steps []kavach.Step     // every step, in memory
+	sum   *fixtures.Summary // or streamed
+	src   replay.Source
+}
+
+func newRecording(fx *fixtures.Fixture, codec kavach.Codec, longSteps int) (*recording, bool, error) {
+	if fx.Events != nil {
+		steps := kavach.Steps(fx.Events, codec)
+		return &recording{n: len(steps), steps: steps, src: replay.Slice(fx.Events)}, len(steps) > longSteps, nil
+	}
+	sum, err := fixtures.Summarize(fx.Path, codec)
+	if err != nil {
+		return nil, false, err
+	}
+	return &recording{n: sum.Steps, sum: sum, src: replay.File(fx.Path)}, true, nil
+}
+
+// each calls fn with every step, in order. A streamed step's data is
+// valid only during the call.
+func (r *recording) each(fn func(kavach.Step) error) error {
+	if r.sum != nil {
+		return r.sum.EachStep(fn)
+	}
+	for _, s := range r.steps {
+		if err := fn(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// window is the steps from first to last (counting from 1) cut out of a
+// long recording as a recording of their own, numbered from 1: what its
+// variants replay. A connection opened before the window is opened where
+// the window first uses it.
+type window struct {
+	first, last int
+	events      []kavach.Event
+	steps       []kavach.Step
+}
+
+func cutWindow(src replay.Source, codec kavach.Codec, first, last int) (*window, error) {
+	evs, err := src.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer evs.Close()
+	w := &window{first: first, last: last}
+	g := kavach.NewStepGrouper(codec)
+	opened := map[uint64]bool{}
+	for {
+		ev, err := evs.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		n, _ := g.Add(ev)
+		keep := false
+		switch ev.Dir {
+		case kavach.Request:
+			keep = n >= first && n <= last
+		case kavach.Response:
+			keep = n >= first && n <= last
+		case kavach.Open:
+			// Opened in the window: kept when the window uses it (below).
+			if g.Steps() >= first-1 && g.Steps() < last {
+				opened[ev.Conn] = true
+				w.events = append(w.events, ev)
+			}
+			continue
+		case kavach.Close:
+			keep = opened[ev.Conn]
+			delete(opened, ev.Conn)
+		}
+		if !keep {
+			continue
+		}
+		if !opened[ev.Conn] {
+			opened[ev.Conn] = true
+			w.events = append(w.events, kavach.Event{Seq: ev.Seq, Conn: ev.Conn, Dir: kavach.Open, Offset: ev.Offset})
+		}
+		w.events = append(w.events, ev)
+	}
+	w.steps = kavach.Steps(w.events, codec)
+	if len(w.steps) != last-first+1 {
+		return nil, fmt.Errorf("grade: the window of steps %d to %d has %d steps", first, last, len(w.steps))
+	}
+	return w, nil
+}
+
+// shift maps the window's step n to the fixture's.
+func (w *window) shift(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return n + w.first - 1
+}
+
+// variantsOn grades the variants of a long recording on its window: the
+// variants are made from the window's steps only and replay only them,
+// and every step number in their evidence is the fixture's.
+func variantsOn(w *window, run func(fx *fixtures.Fixture, noise replay.Noise, feature map[int]bool, keys [][]string) VariantsEvidence,
+	fx *fixtures.Fixture, noise replay.Noise, feature map[int]bool, keys [][]string) VariantsEvidence {
+	wfx := &fixtures.Fixture{Path: fx.Path, Header: fx.Header, Events: w.events, Invariants: fx.Invariants, Redactions: fx.Redactions}
+	if f := fx.Failure; f != nil {
+		wf := *f
+		wf.Step = f.Step - w.first + 1
+		wfx.Failure = &wf
+	}
+	wnoise := replay.Noise{}
+	for n, paths := range noise {
+		if n >= w.first && n <= w.last {
+			wnoise[n-w.first+1] = paths
+		}
+	}
+	var wfeature map[int]bool
+	if feature != nil {
+		wfeature = map[int]bool{}
+		for n := range feature {
+			if n >= w.first && n <= w.last {
+				wfeature[n-w.first+1] = true
+			}
+		}
+	}
+	ve := run(wfx, wnoise, wfeature, keys)
+	for i := range ve.List {
+		v := &ve.List[i]
+		v.OldStep, v.FailedStep = w.shift(v.OldStep), w.shift(v.FailedStep)
+		for j := range v.Diffs {
+			v.Diffs[j].Step = w.shift(v.Diffs[j].Step)
+		}
+	}
+	for i := range ve.LeftWhole {
+		ve.LeftWhole[i] = variants.ShiftSteps(ve.LeftWhole[i], w.first-1)
+	}
+	ve.Window = fmt.Sprintf("steps %d to %d", w.first, w.last)
+	return ve
+}

@@ -1,0 +1,168 @@
+package grade_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/integrations/redis"
+)
+
+// longIncident is the GETRANGE incident recorded on the old build, after
+// a prefix of prefix steps on another connection: SETs and GETs, and at
+// step strlenAt a STRLEN (which the strlen build answers wrongly).
+func longIncident(t *testing.T, old string, prefix, strlenAt int) *fixtures.Fixture {
+	t.Helper()
+	fx := recordIncident(t, old)
+	var evs []kavach.Event
+	var off time.Duration
+	add := func(dir kavach.Direction, data string) {
+		off += 20 * time.Microsecond
+		evs = append(evs, kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1 << 20, Dir: dir, Offset: off, Data: []byte(data)})
+	}
+	cmd := func(a ...string) string {
+		b := make([][]byte, len(a))
+		for i := range a {
+			b[i] = []byte(a[i])
+		}
+		return string(redis.AppendCommand(nil, b...))
+	}
+	add(kavach.Open, "")
+	for i := 1; i <= prefix; i++ {
+		key := "key:" + strconv.Itoa((i-1)/2) // SET at odd steps, GET of it next
+		switch {
+		case i == strlenAt:
+			add(kavach.Request, cmd("STRLEN", "key:0"))
+			add(kavach.Response, ":7\r\n")
+		case i%2 == 1:
+			add(kavach.Request, cmd("SET", key, "value-"+strconv.Itoa(i)))
+			add(kavach.Response, "+OK\r\n")
+		default:
+			v := "value-" + strconv.Itoa(i-1)
+			add(kavach.Request, cmd("GET", key))
+			add(kavach.Response, fmt.Sprintf("$%d\r\n%s\r\n", len(v), v))
+		}
+	}
+	add(kavach.Close, "client")
+	for _, ev := range fx.Events {
+		ev.Seq += uint64(len(evs))
+		ev.Offset += off
+		evs = append(evs, ev)
+	}
+	f := *fx.Failure
+	f.Step += prefix
+	return &fixtures.Fixture{Path: fx.Path, Header: fx.Header, Events: evs, Failure: &f}
+}
+
+// writeFixture writes fx to a file and returns it without its events:
+// graded from the file, as kavach diff grades a long fixture.
+func writeFixture(t *testing.T, fx *fixtures.Fixture) *fixtures.Fixture {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "long.kavach")
+	w, err := fixtures.Create(path, fx.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Events(fx.Events); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Failure(*fx.Failure); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(fixtures.End{Duration: fx.Events[len(fx.Events)-1].Offset}); err != nil {
+		t.Fatal(err)
+	}
+	return &fixtures.Fixture{Path: path, Header: fx.Header, Failure: fx.Failure}
+}
+
+var stepNumber = regexp.MustCompile(`\bstep (\d+)`)
+
+// A long recording is graded with its equal steps before the window
+// counted, not listed, and its variants made from and replayed on a
+// window around the failing step; every step number the report gives is
+// the fixture's. Each verdict stays what it is on the short incident:
+// the correct fix fixed (graded from the file, its events never loaded),
+// the narrow fix variant_failed, a fix that breaks a STRLEN long before
+// the window diverged there.
+func TestLongRecording(t *testing.T) {
+	b := getBuilds(t)
+	const prefix, window = 600, 40
+	const strlenAt = 101
+	fx := longIncident(t, b.old, prefix, strlenAt)
+	F := fx.Failure.Step
+	c := redis.Codec{}
+	run := func(fx *fixtures.Fixture, new string, min int) *grade.Report {
+		t.Helper()
+		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: new},
+			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: min, Variants: 32, Seed: 1,
+				LongSteps: 100, Window: window})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	first := F - window
+	for _, tc := range []struct {
+		name, new string
+		file      bool
+		min       int
+		want      string
+	}{
+		{"correct fix, from the file", b.pristine, true, 10, "fixed"},
+		{"narrow fix", b.narrow, false, 10, "variant_failed("},
+		{"breaks STRLEN before the window", b.strlen, false, 0, fmt.Sprintf("diverged@%d", strlenAt)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := fx
+			if tc.file {
+				in = writeFixture(t, fx)
+			}
+			rep := run(in, tc.new, tc.min)
+			if !strings.HasPrefix(rep.Verdict, tc.want) {
+				t.Fatalf("verdict %s, want %s; findings %+v", rep.Verdict, tc.want, rep.Findings)
+			}
+			ev := rep.Evidence
+			if want := fmt.Sprintf("steps %d to %d", first, F); ev.Variants.Window != want {
+				t.Errorf("variants window %q, want %q", ev.Variants.Window, want)
+			}
+			if rep.Fixture.Steps != F {
+				t.Errorf("report says %d steps, the fixture has %d", rep.Fixture.Steps, F)
+			}
+			// Every step before the window is counted: omitted (equal) or
+			// listed (the STRLEN that differs, on the strlen build).
+			listedBefore := 0
+			for _, s := range ev.New.Steps {
+				if s.Step < first {
+					listedBefore++
+				}
+			}
+			if ev.Omitted+listedBefore != first-1 || ev.Omitted < first-3 {
+				t.Errorf("%d steps omitted and %d listed before step %d", ev.Omitted, listedBefore, first)
+			}
+			if ck := rep.Checked(); ck.StepsCompared != F-1 {
+				t.Errorf("checked %d steps before the failure, want %d", ck.StepsCompared, F-1)
+			}
+			for _, v := range ev.Variants.List {
+				for _, m := range stepNumber.FindAllStringSubmatch(v.Description, -1) {
+					if n, _ := strconv.Atoi(m[1]); n < first || n > F {
+						t.Errorf("variant %d names step %d, outside the window: %s", v.K, n, v.Description)
+					}
+				}
+				if v.FailedStep != 0 && v.FailedStep < first {
+					t.Errorf("variant %d failed at step %d, before the window", v.K, v.FailedStep)
+				}
+			}
+			if tc.want == "fixed" && ev.Variants.Reproducing < 10 {
+				t.Errorf("%d variants reproduce", ev.Variants.Reproducing)
+			}
+		})
+	}
+}
