@@ -212,18 +212,18 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			oldTrace.Steps = append(oldTrace.Steps, oldSteps[0])
 			newTrace.Steps = append(newTrace.Steps, n)
 		}
-		rec := replay.RecordedStep(s, opts.Classifier, opts.Normalizer)
-		noise.AddStep(rec, oldSteps...)
-		seen := noise.SeenStep(rec, oldSteps...)
+		want := replay.RecordedStep(s, opts.Classifier, opts.Normalizer)
+		noise.AddStep(want, oldSteps...)
+		seen := noise.SeenStep(want, oldSteps...)
 		ev.Noise = append(ev.Noise, seen...)
 		o := oldSteps[0]
-		if omit(s.N) && len(seen) == 0 && o.Ran && n.Ran && sameKind(o.Outcome, rec.Outcome) && sameKind(n.Outcome, rec.Outcome) && len(replay.Compare(rec, n)) == 0 {
+		if omit(s.N) && len(seen) == 0 && o.Ran && n.Ran && sameKind(o.Outcome, want.Outcome) && sameKind(n.Outcome, want.Outcome) && len(replay.Compare(want, n)) == 0 {
 			ev.Omitted++
 			return nil
 		}
 		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
-		ev.Old.Steps = append(ev.Old.Steps, StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: rec.Outcome, Outcome: o.Outcome})
-		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: rec.Outcome, Outcome: n.Outcome, Output: n.Output,
+		ev.Old.Steps = append(ev.Old.Steps, StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: want.Outcome, Outcome: o.Outcome})
+		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: want.Outcome, Outcome: n.Outcome, Output: n.Output,
 			Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds()}
 		if i := keyOf(s.N); !contract && s.N >= f.Step {
 			se.KeysUnknown = i < 0 || i >= len(keys) || keys[i] == nil
@@ -235,9 +235,9 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			}
 		}
 		if n.Ran {
-			se.Diffs = replay.Compare(rec, n)
-			if len(se.Diffs) > 0 && len(rec.Output) > 0 {
-				se.RecordedOutput = rec.Output
+			se.Diffs = replay.Compare(want, n)
+			if len(se.Diffs) > 0 && len(want.Output) > 0 {
+				se.RecordedOutput = want.Output
 			}
 		}
 		ev.New.Steps = append(ev.New.Steps, se)
