@@ -1,8 +1,6 @@
 package redis
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -306,8 +304,7 @@ func scriptMember(name, by string) Member {
 			case "sha":
 				first = r.get("sha")
 				if s := r.get("script"); s != "" {
-					sum := sha1.Sum([]byte(s))
-					first = hex.EncodeToString(sum[:])
+					first = sha1Hex([]byte(s))
 					setup = [][]string{{"SCRIPT", "LOAD", s}}
 				}
 			case "fn":
