@@ -190,7 +190,6 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		if readers[i], err = sp.Steps(); err != nil {
 			return nil, err
 		}
-		defer readers[i].Close()
 	}
 	noise := replay.Noise{}
 	oldSteps := make([]replay.StepResult, opts.OldRuns)

@@ -69,24 +69,24 @@ func (s *Spill) Restart() {
 func (s *Spill) Len() int { return s.n }
 
 // Steps reads the steps back in order, from the first, each time it is
-// called; no step may be written after.
+// called (readers read the file at their own offsets, so several may be
+// open at once); no step may be written after.
 func (s *Spill) Steps() (*SpillReader, error) {
 	if err := s.w.Flush(); err != nil {
 		return nil, fmt.Errorf("replay: spill: %w", err)
 	}
-	f, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", s.f.Fd()))
+	size, err := s.f.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return nil, fmt.Errorf("replay: spill: %w", err)
 	}
-	return &SpillReader{f: f, dec: gob.NewDecoder(bufio.NewReaderSize(f, 256<<10))}, nil
+	return &SpillReader{dec: gob.NewDecoder(bufio.NewReaderSize(io.NewSectionReader(s.f, 0, size), 256<<10))}, nil
 }
 
 // Close removes the spill.
 func (s *Spill) Close() error { return s.f.Close() }
 
-// SpillReader reads a spill's steps.
+// SpillReader reads a spill's steps; it holds nothing to close.
 type SpillReader struct {
-	f   *os.File
 	dec *gob.Decoder
 }
 
@@ -110,6 +110,3 @@ func (r *SpillReader) Next(request []byte, n kavach.Normalizer) (StepResult, err
 	}
 	return s, nil
 }
-
-// Close closes the reader.
-func (r *SpillReader) Close() error { return r.f.Close() }

@@ -202,7 +202,6 @@ func (r *replayRuns) each(fn func(rec replay.StepResult, st kavach.Step, runs []
 		if err != nil {
 			return err
 		}
-		defer rd.Close()
 		readers[i] = rd
 	}
 	got := make([]replay.StepResult, len(readers))
