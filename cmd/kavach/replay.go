@@ -158,12 +158,9 @@ func skimFixture(path string) (*fixtures.Fixture, *fixtures.Summary, integration
 	}
 	h := r.Header()
 	r.Close()
-	in, ok := integrations()[h.Protocol]
-	if !ok {
-		return nil, nil, in, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, h.Protocol, strings.Join(protocols(), ", "))
-	}
-	if len(h.Volatile) > 0 && in.volatile != nil {
-		in.codec = in.volatile(h.Volatile)
+	in, err := integrationOf(path, h)
+	if err != nil {
+		return nil, nil, in, err
 	}
 	sum, err := fixtures.Summarize(path, in.codec)
 	if err != nil {
@@ -376,14 +373,22 @@ func loadFixture(path string) (*fixtures.Fixture, integration, error) {
 	if fx.Warning != nil {
 		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", fx.Warning)
 	}
-	in, ok := integrations()[fx.Header.Protocol]
+	in, err := integrationOf(path, fx.Header)
+	return fx, in, err
+}
+
+// integrationOf is the integration that speaks the protocol of the
+// fixture at path, whose header is h, its codec told the header's
+// volatile fields.
+func integrationOf(path string, h fixtures.Header) (integration, error) {
+	in, ok := integrations()[h.Protocol]
 	if !ok {
-		return nil, in, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, fx.Header.Protocol, strings.Join(protocols(), ", "))
+		return in, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, h.Protocol, strings.Join(protocols(), ", "))
 	}
-	if len(fx.Header.Volatile) > 0 && in.volatile != nil {
-		in.codec = in.volatile(fx.Header.Volatile)
+	if len(h.Volatile) > 0 && in.volatile != nil {
+		in.codec = in.volatile(h.Volatile)
 	}
-	return fx, in, nil
+	return in, nil
 }
 
 // buildLaunch starts BUILD the way the fixture's old build was started,
