@@ -22,7 +22,12 @@ func TestOwedInserted(t *testing.T) {
 		ev(kavach.Response, 0, ":1\r\n"),
 		ev(kavach.Close, 0, "client"),
 	}
-	if got, want := owed(events, nil), []int{0, 0, 1, 2, 2}; !slices.Equal(got, want) {
+	o := newOweCounter(nil)
+	var got []int
+	for _, ev := range events {
+		got = append(got, o.add(ev))
+	}
+	if want := []int{0, 0, 1, 2, 2}; !slices.Equal(got, want) {
 		t.Errorf("owed = %v, want %v", got, want)
 	}
 	steps := kavach.Steps(events, nil)

@@ -454,16 +454,6 @@ func (r *runner) finishAll() error {
 	return r.sinkErr
 }
 
-// owed is oweCounter over a whole recording.
-func owed(events []kavach.Event, codec kavach.Codec) []int {
-	o := newOweCounter(codec)
-	out := make([]int, len(events))
-	for i, ev := range events {
-		out[i] = o.add(ev)
-	}
-	return out
-}
-
 // process plays one event: it opens a connection, moves the clock to a
 // reply's recorded time, or sends a request (or closes a connection) once
 // its connection has the replies the recording had before it. A request

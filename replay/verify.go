@@ -62,15 +62,21 @@ func VerifyInvariant(recorded []StepResult, failure *kavach.Failure, tr *Trace, 
 	return v
 }
 
-// Add counts c, the next step's check, in the verification.
+// Add counts c, the next step's check, in the verification and lists it.
 func (v *Verification) Add(c StepCheck) {
+	v.Count(c)
+	v.Steps = append(v.Steps, c)
+}
+
+// Count counts c, the next step's check, without listing it: whether the
+// replay still reproduces, and where it first did not.
+func (v *Verification) Count(c StepCheck) {
 	if c.Status == StatusDifferent || c.Status == StatusNotFailed || c.Status == StatusNotRun || c.Status == StatusUnjudged {
 		if v.FirstDifferent == 0 {
 			v.FirstDifferent = c.Step
 		}
 		v.Reproduced = false
 	}
-	v.Steps = append(v.Steps, c)
 }
 
 // CheckStep judges one step of a trace, got, against the recording's,

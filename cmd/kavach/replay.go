@@ -125,8 +125,7 @@ func replayCommand() *cli.Command {
 			err = runs.each(func(rec replay.StepResult, _ kavach.Step, got []replay.StepResult) error {
 				noise.AddStep(got[0], got[1:]...)
 				ch := replay.CheckStep(rec, got[0], fx.Failure, noise, violated)
-				v.Add(ch)
-				v.Steps = v.Steps[:0]
+				v.Count(ch)
 				counts[ch.Status]++
 				return nil
 			})
