@@ -663,3 +663,41 @@ type Inspector interface {
 	Inspect(request []byte) map[string]any
 	Writes(request []byte) (keys []string, value *string)
 }
+
+// Fingerprinter is an optional Launcher interface: observe the state a
+// request is about to read, so that a difference after the failing step
+// is judged by what the two builds held rather than inferred from which
+// keys a changed step wrote (docs/diff.md, "After the failure").
+type Fingerprinter interface {
+	// FingerprintLaunch returns the launch to replay with so that a Probe
+	// can read the build's state (Redis: debug commands allowed on
+	// loopback), given every request of the recording; or a reason,
+	// not empty, why this build cannot be fingerprinted.
+	FingerprintLaunch(l Launch, requests func(yield func([]byte) bool)) (Launch, string)
+	// NewProbe returns a probe of the build at addr. It connects when it
+	// is first asked for a fingerprint.
+	NewProbe(addr string, timeout time.Duration) Probe
+}
+
+// Probe reads fingerprints of a running build's state on a connection of
+// Kavach's own, with requests that neither change the state nor count as
+// an access to it.
+type Probe interface {
+	// Sent is told every request the replay sends, in order, with its
+	// connection (Redis follows each connection's SELECT).
+	Sent(conn uint64, request []byte)
+	// Fingerprint reads the state of keys as seen from conn: one field a
+	// fact ("k type", "k digest", "k expire", "k access"), or the whole
+	// keyspace's digest when keys is nil. An error means no fingerprint.
+	Fingerprint(conn uint64, keys []string) (map[string]string, error)
+	// Close closes the probe's connection.
+	Close() error
+}
+
+// Kin is an optional Codec interface: a request's command and the
+// commands of its family (itself included), for telling a changed
+// refusal of the failing request's command after the failure from a
+// regression elsewhere (docs/diff.md, "After the failure").
+type Kin interface {
+	Kin(request []byte) (command string, family []string)
+}

@@ -2,6 +2,8 @@ package grade
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kavach-dev/kavach"
@@ -93,16 +95,135 @@ func written(s StepEvidence) (keys []string, unknown bool) {
 	return s.Keys, s.KeysUnknown
 }
 
+// The rules that judge a step after the failure, and the reasons a
+// difference there is the fix's (docs/diff.md, "After the failure").
+const (
+	// RuleObserved: every replay fingerprinted the state the step read;
+	// the old build's and the new build's fingerprints decide.
+	RuleObserved = "observed"
+	// RuleInferred: no fingerprints; the keys a changed step wrote decide.
+	RuleInferred = "inferred"
+
+	ReasonInputs  = "inputs-differ"     // what the step read differs between the builds
+	ReasonRefusal = "changed-refusal"   // both refuse a request of the failing command's family, on the same inputs
+	ReasonShown   = "failure-shown"     // the recording or the old build showed a failure at the step
+	ReasonDepends = "depends-on-change" // the step touches state a changed step wrote (inferred)
+)
+
+// InputField is one field of a fingerprint on the two builds.
+type InputField struct {
+	Field string `json:"field"`
+	Old   string `json:"old"`
+	New   string `json:"new"`
+}
+
+// Explained is a step after the failure whose difference from the
+// recording the fix explains, with the reason, the rule that decided it,
+// and the recorded, old and new answers side by side.
+type Explained struct {
+	Step           int            `json:"step"`
+	Reason         string         `json:"reason"`
+	Rule           string         `json:"rule"`
+	Request        string         `json:"request"`
+	Recorded       kavach.Outcome `json:"recorded"`
+	Old            kavach.Outcome `json:"old"`
+	New            kavach.Outcome `json:"new"`
+	RecordedOutput []any          `json:"recorded_output,omitempty"`
+	OldOutput      []any          `json:"old_output,omitempty"`
+	NewOutput      []any          `json:"new_output,omitempty"`
+	Diffs          []replay.Diff  `json:"diffs,omitempty"`
+	// Inputs are the fingerprint fields that differ (inputs-differ), or
+	// every field, equal on both builds (changed-refusal).
+	Inputs []InputField `json:"inputs,omitempty"`
+}
+
+// Explain is the steps after the failure whose difference from the
+// recording the fix explains, by step, derived from the evidence alone
+// as Derive derives the findings: none when the old build does not
+// reproduce the failure, or for a contract.
+func Explain(ev Evidence) []Explained {
+	if ev.Contract || notReproduced(ev) != "" {
+		return nil
+	}
+	_, ex := afterFailure(ev, noiseOf(ev))
+	return ex
+}
+
+// ReasonCount is how many explained steps have one reason.
+type ReasonCount struct {
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
+}
+
+// ExplainedBy counts explained steps by reason, in the reasons' order.
+func ExplainedBy(ex []Explained) []ReasonCount {
+	var out []ReasonCount
+	for _, reason := range []string{ReasonInputs, ReasonRefusal, ReasonShown, ReasonDepends} {
+		n := 0
+		for _, e := range ex {
+			if e.Reason == reason {
+				n++
+			}
+		}
+		if n > 0 {
+			out = append(out, ReasonCount{Reason: reason, Count: n})
+		}
+	}
+	return out
+}
+
+// compareInputs compares the fingerprints of what a step read on the old
+// build (o) and the new (s), leaving out the fields that differ between
+// the old build's own replays. ok is false when either has none: the
+// step is then judged by the inferred rule.
+func compareInputs(o, s StepEvidence) (differ, all []InputField, ok bool) {
+	if o.Inputs == nil || s.Inputs == nil {
+		return nil, nil, false
+	}
+	fields := map[string]bool{}
+	for k := range o.Inputs {
+		fields[k] = true
+	}
+	for k := range s.Inputs {
+		fields[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if slices.Contains(s.InputsNoise, k) {
+			continue
+		}
+		ov, oin := o.Inputs[k]
+		nv, nin := s.Inputs[k]
+		if !oin {
+			ov = "(none)"
+		}
+		if !nin {
+			nv = "(none)"
+		}
+		f := InputField{Field: k, Old: ov, New: nv}
+		all = append(all, f)
+		if ov != nv {
+			differ = append(differ, f)
+		}
+	}
+	return differ, all, true
+}
+
 // afterFailure judges the new build's steps after the failing step F
-// (docs/design.md §4, step 3): a crash there is a finding; so is a hang the
-// recording and the old build did not show; a difference from the
-// recording (noise excluded) is a finding unless the fix explains it: the
-// recording or the old build showed the failure at that step (a crash or
-// hang, the signature, an invariant violated), or the step touches state a
-// changed step wrote — F itself, and every later step the fix explains —
-// by its keys (unknown keys depend on every write, unknown writes explain
-// everything). A read-only changed step explains nothing after it.
-func afterFailure(ev Evidence, noise replay.Noise) []Finding {
+// (docs/design.md §4, step 3). A failure of the step's own is red: a crash,
+// a hang the recording and the old build did not show, or a refusal
+// where the old build answered (the recorded signature and invariants
+// are Derive's). Otherwise a difference from the recording (noise
+// excluded) is explained when the recording or the old build showed a
+// failure there; then, where both builds fingerprinted what the step
+// read (RuleObserved), when those inputs differ, or when both builds
+// refuse a request of the failing command's family on the same inputs
+// (a changed refusal); the same inputs with a different answer are
+// diverged. Without fingerprints (RuleInferred), it is explained when
+// the step touches state a changed step wrote — F itself, and every later
+// step the fix explains — by its keys (unknown keys depend on every
+// write, unknown writes explain everything; a read-only changed step
+// explains nothing after it).
+func afterFailure(ev Evidence, noise replay.Noise) ([]Finding, []Explained) {
 	F := ev.Failure.Step
 	old := map[int]StepEvidence{}
 	for _, s := range ev.Old.Steps {
@@ -118,6 +239,7 @@ func afterFailure(ev Evidence, noise replay.Noise) []Finding {
 		changed = append(changed, changedStep{w, u})
 	}
 	var findings []Finding
+	var explained []Explained
 	for _, s := range ev.New.Steps {
 		if s.Step == F {
 			change(s)
@@ -142,22 +264,49 @@ func afterFailure(ev Evidence, noise replay.Noise) []Finding {
 		if len(counted) == 0 {
 			continue
 		}
+		differ, all, observed := compareInputs(o, s)
+		rule := RuleInferred
+		if observed {
+			rule = RuleObserved
+		}
+		ex := Explained{Step: s.Step, Rule: rule, Request: s.Request, Recorded: s.Recorded, Old: o.Outcome, New: s.Outcome,
+			RecordedOutput: s.RecordedOutput, OldOutput: o.Output, NewOutput: s.Output, Diffs: counted}
+		diverged := func(detail string, inputs []InputField) {
+			findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
+				Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted, Detail: detail, Rule: rule, Inputs: inputs})
+		}
 		showedFailure := broken(s.Recorded) || !oldRan || !o.Ran || broken(o.Outcome) ||
 			recurs(ev.Failure, o.Outcome, o.Violated) || len(o.Violated) > 0 || ev.Failure.Reproduces(s.Recorded)
-		depends := false
-		for _, c := range changed {
-			if dependsOn(s.Keys, s.KeysUnknown, c.writes, c.unknown) {
-				depends = true
-				break
-			}
-		}
-		if showedFailure || depends {
-			change(s)
+		switch {
+		case showedFailure:
+			ex.Reason = ReasonShown
+		case s.Outcome.Kind == kavach.Error && o.Outcome.Kind == kavach.OK:
+			diverged("after the failing step, the new build refuses a request the old build answered", nil)
 			continue
+		case observed && len(differ) > 0:
+			ex.Reason, ex.Inputs = ReasonInputs, differ
+		case observed && s.Outcome.Kind == kavach.Error && o.Outcome.Kind == kavach.Error &&
+			s.Command != "" && slices.Contains(ev.FailureFamily, s.Command):
+			ex.Reason, ex.Inputs = ReasonRefusal, all
+		case observed:
+			diverged("after the failing step, the same inputs on both builds (the state the step read is equal) gave a different answer", all)
+			continue
+		default:
+			depends := false
+			for _, c := range changed {
+				if dependsOn(s.Keys, s.KeysUnknown, c.writes, c.unknown) {
+					depends = true
+					break
+				}
+			}
+			if !depends {
+				diverged("after the failing step, a difference the fix does not explain: the step touches no state a changed step wrote", nil)
+				continue
+			}
+			ex.Reason = ReasonDepends
 		}
-		findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
-			Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted,
-			Detail: "after the failing step, a difference the fix does not explain: the step touches no state a changed step wrote"})
+		change(s)
+		explained = append(explained, ex)
 	}
-	return findings
+	return findings, explained
 }

@@ -2,9 +2,11 @@ package grade
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -121,35 +123,6 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		StepTimeout: opts.StepTimeout, Start: fx.Header.Start, Prepare: opts.Prepare,
 	}
 
-	// The old build's replays and the new build's, at most Jobs at a time.
-	launches := make([]kavach.Launch, 0, opts.OldRuns+1)
-	for i := 0; i < opts.OldRuns; i++ {
-		launches = append(launches, old)
-	}
-	launches = append(launches, new)
-	heads, spills, durations, err := runAll(ctx, launches, rec.src, ropts, opts.Pool, opts.Progress)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		for _, sp := range spills {
-			sp.Close()
-		}
-	}()
-	olds, nw := heads[:opts.OldRuns], heads[opts.OldRuns]
-
-	ev := Evidence{
-		Failure:    *f,
-		Contract:   contract,
-		Noise:      []replay.NoiseField{},
-		Old:        OldEvidence{Runs: opts.OldRuns, Clock: olds[0].Clock, Stopped: olds[0].Stopped},
-		New:        NewEvidence{Clock: nw.Clock, Stopped: nw.Stopped, Exit: nw.Exit},
-		Variants:   VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}},
-		Invariants: []InvariantEvidence{},
-	}
-	if fl := fx.Header.Floor; fl != nil {
-		ev.Floor = &FloorEvidence{Floor: *fl, Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed}
-	}
 	// A long recording's variants replay a window of it, around the
 	// failing step (the last steps of a contract).
 	var win *window
@@ -175,6 +148,69 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			keys, writes = learnKeys(ctx, rec.steps, 1, old, opts)
 		}
 	}
+	// After the failing step, every replay fingerprints the state each
+	// step is about to read, where the integration can (docs/diff.md,
+	// "After the failure"): the four replays below, not the variants'.
+	mainOpts, mainOld, mainNew := ropts, old, new
+	inputsRule := ""
+	if fp, ok := opts.Launcher.(kavach.Fingerprinter); ok && !contract && f.Step < rec.n {
+		requests := func(yield func([]byte) bool) {
+			rec.each(func(s kavach.Step) error {
+				if !yield(s.Request.Data) {
+					return errStop
+				}
+				return nil
+			})
+		}
+		o, whyOld := fp.FingerprintLaunch(old, requests)
+		n, whyNew := fp.FingerprintLaunch(new, requests)
+		if why := cmp.Or(whyOld, whyNew); why != "" {
+			inputsRule = RuleInferred + ": " + why
+		} else {
+			inputsRule = RuleObserved
+			mainOld, mainNew = o, n
+			mainOpts.Inputs = &replay.Inputs{From: f.Step, Fingerprinter: fp, Keys: func(n int) []string {
+				if i := keyOf(n); i >= 0 && i < len(keys) {
+					return keys[i]
+				}
+				return nil
+			}}
+		}
+	} else if !contract && f.Step < rec.n {
+		inputsRule = RuleInferred + ": the integration cannot fingerprint a build's state"
+	}
+
+	// The old build's replays and the new build's, at most Jobs at a time.
+	launches := make([]kavach.Launch, 0, opts.OldRuns+1)
+	for i := 0; i < opts.OldRuns; i++ {
+		launches = append(launches, mainOld)
+	}
+	launches = append(launches, mainNew)
+	heads, spills, durations, err := runAll(ctx, launches, rec.src, mainOpts, opts.Pool, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, sp := range spills {
+			sp.Close()
+		}
+	}()
+	olds, nw := heads[:opts.OldRuns], heads[opts.OldRuns]
+
+	ev := Evidence{
+		Failure:    *f,
+		Contract:   contract,
+		Noise:      []replay.NoiseField{},
+		Old:        OldEvidence{Runs: opts.OldRuns, Clock: olds[0].Clock, Stopped: olds[0].Stopped},
+		New:        NewEvidence{Clock: nw.Clock, Stopped: nw.Stopped, Exit: nw.Exit},
+		Variants:   VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}},
+		Invariants: []InvariantEvidence{},
+	}
+	if fl := fx.Header.Floor; fl != nil {
+		ev.Floor = &FloorEvidence{Floor: *fl, Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed}
+	}
+	ev.Inputs = inputsRule
+	kin, _ := opts.Codec.(kavach.Kin)
 	// Steps of a long recording before the window that reproduce the
 	// recording exactly on the old and the new build are counted, not
 	// listed (Evidence.Omitted). Invariants, decided after, keep them all.
@@ -221,9 +257,26 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			return nil
 		}
 		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
-		ev.Old.Steps = append(ev.Old.Steps, StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: want.Outcome, Outcome: o.Outcome})
+		oe := StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: want.Outcome, Outcome: o.Outcome}
 		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: want.Outcome, Outcome: n.Outcome, Output: n.Output,
 			Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds()}
+		if !contract && s.N >= f.Step && kin != nil {
+			var family []string
+			se.Command, family = kin.Kin(s.Request.Data)
+			if s.N == f.Step {
+				ev.FailureFamily = family
+			}
+		}
+		if !contract && s.N > f.Step {
+			// After the failure the old build's answer and inputs are
+			// kept: an explained step shows them beside the new build's.
+			oe.Output, oe.Inputs = o.Output, o.Inputs
+			se.Inputs, se.InputsError, se.InputsNoise = n.Inputs, n.InputsError, inputsNoise(oldSteps)
+			if se.InputsError == "" && o.InputsError != "" {
+				se.InputsError = "old build: " + o.InputsError
+			}
+		}
+		ev.Old.Steps = append(ev.Old.Steps, oe)
 		if i := keyOf(s.N); !contract && s.N >= f.Step {
 			se.KeysUnknown = i < 0 || i >= len(keys) || keys[i] == nil
 			if !se.KeysUnknown {
@@ -313,12 +366,17 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if findings == nil {
 		findings = []Finding{}
 	}
+	explained := Explain(ev)
+	if explained == nil {
+		explained = []Explained{}
+	}
 	sum, _ := fixtures.SHA256File(fx.Path)
 	rep := &Report{
 		SchemaVersion: SchemaVersion,
 		Verdict:       parts.String(),
 		Parts:         parts,
 		Findings:      findings,
+		Explained:     explained,
 		Fixture:       Fixture{Path: fx.Path, SHA256: sum, Protocol: fx.Header.Protocol, Steps: rec.n, Failure: fx.Failure},
 		Builds:        Builds{Old: opts.Pool.identify(old, olds[0]), New: opts.Pool.identify(new, nw)},
 		Evidence:      ev,
@@ -335,6 +393,27 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	rep.DurationsMS.Variants = variantsTook.Milliseconds()
 	rep.DurationsMS.Total = time.Since(began).Milliseconds()
 	return rep, nil
+}
+
+// errStop ends a pass over a recording early.
+var errStop = errors.New("stop")
+
+// inputsNoise are the fingerprint fields whose values differ between the
+// old build's replays (or that some of them lack): what the old build
+// does not give alike twice says nothing about the new build.
+func inputsNoise(olds []replay.StepResult) []string {
+	var noise []string
+	for _, a := range olds {
+		for k, v := range a.Inputs {
+			for _, b := range olds {
+				if w, ok := b.Inputs[k]; (b.Inputs != nil && !ok || w != v) && !slices.Contains(noise, k) {
+					noise = append(noise, k)
+				}
+			}
+		}
+	}
+	slices.Sort(noise)
+	return noise
 }
 
 // BelowFloorError is a diff asked for with options below the fixture's

@@ -42,7 +42,11 @@ type Report struct {
 	Verdict       string    `json:"verdict"` // exactly as printed: "diverged@3"
 	Parts         Parts     `json:"verdict_parts"`
 	Findings      []Finding `json:"findings"`
-	Fixture       Fixture   `json:"fixture"`
+	// Explained are the steps after the failure whose difference from
+	// the recording the fix explains, each with its reason (Explain):
+	// derived from the evidence, as the findings are.
+	Explained []Explained `json:"explained"`
+	Fixture   Fixture     `json:"fixture"`
 	Builds        Builds    `json:"builds"`
 	Evidence      Evidence  `json:"evidence"`
 	Seed          uint64    `json:"seed"`
@@ -86,6 +90,12 @@ type Finding struct {
 	Outcome  kavach.Outcome `json:"outcome"`           // the new build's
 	Diffs    []replay.Diff  `json:"diffs,omitempty"`
 	Detail   string         `json:"detail,omitempty"` // a variant's description, a crash's evidence
+	// Rule is, for a step after the failure, the rule that judged it:
+	// RuleObserved or RuleInferred (docs/diff.md, "After the failure").
+	Rule string `json:"rule,omitempty"`
+	// Inputs is, for a step after the failure judged by RuleObserved, the
+	// fingerprints of what it read on the old and the new build: equal.
+	Inputs []InputField `json:"inputs,omitempty"`
 }
 
 // Fixture identifies the fixture graded.
@@ -153,6 +163,15 @@ type Evidence struct {
 	// Floor is the fixture's floor and the options graded with, when the
 	// fixture has one: a diff below it is never fixed.
 	Floor *FloorEvidence `json:"floor,omitempty"`
+	// Inputs says how the steps after the failure were judged: "observed"
+	// when each replay fingerprinted the state every one of them read,
+	// else why not (the inferred rule judged them).
+	Inputs string `json:"inputs,omitempty"`
+	// FailureFamily is the failing request's command and the commands of
+	// its family, when the integration tells them (kavach.Kin): a later
+	// request of one of them that both builds refuse, on the same inputs,
+	// is a changed refusal.
+	FailureFamily []string `json:"failure_family,omitempty"`
 	// Omitted is how many steps of a long recording, before its variants'
 	// window (and before the failing step), are not listed in Old.Steps
 	// and New.Steps: each ran on both builds with the recorded outcome and
@@ -234,6 +253,17 @@ type StepEvidence struct {
 	// the step may write every key it touches.
 	Writes      []string `json:"writes,omitempty"`
 	WritesKnown bool     `json:"writes_known,omitempty"`
+	// Command is the request's command, from the failing step on, when
+	// the integration tells it (kavach.Kin).
+	Command string `json:"command,omitempty"`
+	// Inputs is, after the failing step, the fingerprint of the state the
+	// step was about to read on this build (replay.StepResult.Inputs).
+	// On the new build's steps, InputsNoise are its fields that differ
+	// between the old build's own replays (never compared), and
+	// InputsError says why a replay took no fingerprint.
+	Inputs      map[string]string `json:"inputs,omitempty"`
+	InputsNoise []string          `json:"inputs_noise,omitempty"`
+	InputsError string            `json:"inputs_error,omitempty"`
 }
 
 // VariantsEvidence is the variants generated and what each did.
@@ -345,7 +375,8 @@ func Derive(ev Evidence) (Parts, []Finding) {
 				Expected: s.Recorded, Outcome: s.Outcome, Detail: s.Outcome.Detail})
 		}
 	}
-	findings = append(findings, afterFailure(ev, noise)...)
+	after, _ := afterFailure(ev, noise)
+	findings = append(findings, after...)
 	for _, inv := range ev.Invariants {
 		if !inv.Held {
 			findings = append(findings, Finding{Parts: Parts{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message})

@@ -51,6 +51,22 @@ type Options struct {
 	Perturb bool
 	// Logger gets a line per problem. Nil: discard.
 	Logger *slog.Logger
+	// Inputs, if set, fingerprints the state each step after the failing
+	// one is about to read, before it is sent (StepResult.Inputs). Nil:
+	// none.
+	Inputs *Inputs
+}
+
+// Inputs says which steps a replay fingerprints, and how. Every replay
+// of a diff gets the same Inputs, so that their fingerprints compare.
+type Inputs struct {
+	// From is the failing step: the steps after it are fingerprinted.
+	From int
+	// Keys are the keys step n touches; nil: unknown (the whole keyspace
+	// is fingerprinted).
+	Keys func(n int) []string
+	// Fingerprinter makes the probe, on a connection of the replay's own.
+	Fingerprinter kavach.Fingerprinter
 }
 
 // Trace is what one replay of a build produced.
@@ -86,6 +102,11 @@ type StepResult struct {
 	// Answered is the virtual time at which the step got its last reply
 	// (zero when it got none, or the clock is real).
 	Answered time.Time `json:"answered_at,omitzero"`
+	// Inputs is the fingerprint of the state the step was about to read,
+	// taken once the build was idle, right before it was sent (Options.Inputs);
+	// InputsError says why there is none where one was asked for.
+	Inputs      map[string]string `json:"inputs,omitempty"`
+	InputsError string            `json:"inputs_error,omitempty"`
 	// Request is the request as sent (before Prepare).
 	Request []byte `json:"-"`
 	// Wall is the real time at which the request was sent.
@@ -228,6 +249,10 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	if opts.Perturb {
 		r.rng = rand.New(rand.NewPCG(uint64(pl.events), 0x6b617661))
 	}
+	if in := opts.Inputs; in != nil && in.Fingerprinter != nil {
+		r.probe = in.Fingerprinter.NewProbe(proc.Addr(), opts.StepTimeout)
+		defer r.probe.Close()
+	}
 	defer r.closeAll()
 	r.run(ctx)
 	if e := proc.Exited(); e != nil && tr.Exit == nil {
@@ -277,6 +302,7 @@ type runner struct {
 	wake      chan struct{} // a reader framed a reply, or its connection ended
 	frames    atomic.Int64  // replies framed by readers so far
 	rng       *rand.Rand    // timing perturbation (Options.Perturb); nil: none
+	probe     kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
 	stop      bool
 	ctx       context.Context // done: a signal; every wait ends
 }
@@ -530,7 +556,28 @@ func (r *runner) process(i int) {
 		return
 	}
 	r.step(e.step).batched = e.batched
+	if r.probe != nil && r.step(e.step).N > r.opts.Inputs.From {
+		r.fingerprint(r.step(e.step))
+	}
 	r.send(ev, e.step, true)
+}
+
+// fingerprint reads the state s is about to read, once everything sent
+// before it has been handled (the build is idle): so every replay takes
+// it at the same point of the recording, whatever the machine's load.
+func (r *runner) fingerprint(s *StepResult) {
+	r.sent = true
+	r.quiesce()
+	var keys []string
+	if r.opts.Inputs.Keys != nil {
+		keys = r.opts.Inputs.Keys(s.N)
+	}
+	fp, err := r.probe.Fingerprint(s.Conn, keys)
+	if err != nil {
+		s.InputsError = err.Error()
+		return
+	}
+	s.Inputs = fp
 }
 
 // flush plays the events held back on connections whose replies came.
@@ -1078,6 +1125,9 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 		return
 	}
 	data := ev.Data
+	if r.probe != nil {
+		r.probe.Sent(ev.Conn, data)
+	}
 	if r.opts.Prepare != nil && ev.Flags&kavach.ParseError == 0 {
 		data = r.opts.Prepare(data)
 	}

@@ -635,3 +635,28 @@ func rangeMember(name, typ string) Member {
 			return nil, []string{r.get("key"), r.get("start"), r.get("stop")}, true
 		}}
 }
+
+// Kin is a request's command, upper case, and the members of its family
+// (itself included; itself alone when it has none) (kavach.Kin).
+func (Codec) Kin(request []byte) (string, []string) {
+	c, err := ParseCommand(request)
+	if err != nil || c.Name == "" {
+		return "", nil
+	}
+	f, ok := FamilyOf(c.Name)
+	if !ok {
+		return c.Name, []string{c.Name}
+	}
+	family := []string{}
+	for _, m := range f.Members {
+		if !slices.Contains(family, m.Command) {
+			family = append(family, m.Command)
+		}
+	}
+	if !slices.Contains(family, c.Name) {
+		family = append(family, c.Name)
+	}
+	return c.Name, family
+}
+
+var _ kavach.Kin = Codec{}
