@@ -45,14 +45,14 @@ type Report struct {
 	// Explained are the steps after the failure whose difference from
 	// the recording the fix explains, each with its reason (Explain):
 	// derived from the evidence, as the findings are.
-	Explained []Explained `json:"explained"`
-	Fixture   Fixture     `json:"fixture"`
-	Builds        Builds    `json:"builds"`
-	Evidence      Evidence  `json:"evidence"`
-	Seed          uint64    `json:"seed"`
-	Options       Settings  `json:"options"`
-	KavachVersion string    `json:"kavach_version"`
-	DurationsMS   Durations `json:"durations_ms"`
+	Explained     []Explained `json:"explained"`
+	Fixture       Fixture     `json:"fixture"`
+	Builds        Builds      `json:"builds"`
+	Evidence      Evidence    `json:"evidence"`
+	Seed          uint64      `json:"seed"`
+	Options       Settings    `json:"options"`
+	KavachVersion string      `json:"kavach_version"`
+	DurationsMS   Durations   `json:"durations_ms"`
 }
 
 // Parts are the verdict's parts.
