@@ -72,6 +72,10 @@ type Options struct {
 	// stepOffset is the first step of the window the variants are made
 	// from, less one (variants.Options.StepOffset).
 	stepOffset int
+	// failAnswer is the recording's outcome at the failing step: a
+	// variant whose invariant oracle does not apply at its varied failing
+	// request reproduces by this answer's signature (failsByAnswer).
+	failAnswer kavach.Outcome
 }
 
 // Run grades the new build against the fixture (docs/design.md §4) and returns
@@ -341,6 +345,11 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			feature = map[int]bool{}
 			for n := range oldInv.violated {
 				feature[n] = true
+			}
+		}
+		for _, s := range ev.Old.Steps {
+			if s.Step == f.Step {
+				opts.failAnswer = s.Recorded
 			}
 		}
 		if win != nil {

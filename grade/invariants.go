@@ -12,6 +12,7 @@ type checked struct {
 	results      []invariants.Result
 	violated     map[int][]string
 	notEvaluable map[int][]string
+	applied      map[int][]string // the invariants that applied at each step
 }
 
 // checkInvariants evaluates the invariants on a trace of a replay of the
@@ -19,7 +20,7 @@ type checked struct {
 // excepting it are not checked. With no invariants, or an integration
 // that cannot inspect requests, nothing is checked.
 func checkInvariants(set *invariants.Set, codec kavach.Codec, tr *replay.Trace, kind string) checked {
-	c := checked{violated: map[int][]string{}, notEvaluable: map[int][]string{}}
+	c := checked{violated: map[int][]string{}, notEvaluable: map[int][]string{}, applied: map[int][]string{}}
 	insp, ok := codec.(kavach.Inspector)
 	if set == nil || !ok {
 		return c
@@ -37,6 +38,9 @@ func checkInvariants(set *invariants.Set, codec kavach.Codec, tr *replay.Trace, 
 		}
 		for _, n := range r.NotEvaluable {
 			c.notEvaluable[n] = append(c.notEvaluable[n], r.Name)
+		}
+		for _, n := range r.Applied {
+			c.applied[n] = append(c.applied[n], r.Name)
 		}
 	}
 	return c

@@ -188,6 +188,10 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 				if m := oldInv.message(s.N); m != "" {
 					r.OldOutcome.Detail = m
 				}
+			} else if failsByAnswer(f, opts.failAnswer, s.Outcome, oldInv.applied[s.N]) {
+				r.Kept, r.OldStep, r.OldOutcome = true, s.N, s.Outcome
+				r.OldOutcome.Detail = fmt.Sprintf("the recorded failing answer (%s), where invariant %s does not apply: %s",
+					kavach.ErrorSignature(opts.failAnswer), f.Oracle.Invariant, describeOutcome(s.Outcome))
 			} else {
 				r.OldStep, r.OldOutcome = s.N, s.Outcome
 				r.OldOutcome.Detail = "at the varied failing request: " + describeOutcome(s.Outcome)
@@ -230,7 +234,8 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		// The same answer as the old build's, at a step that is not the
 		// old build's failure: whatever it is, the new build did not cause it.
 		same := o != nil && s.N != r.OldStep && len(replay.Compare(*o, s)) == 0
-		signature := recurs(f, s.Outcome, newInv.violated[s.N]) && !same
+		signature := recurs(f, s.Outcome, newInv.violated[s.N]) && !same ||
+			s.N == r.OldStep && failsByAnswer(f, opts.failAnswer, s.Outcome, newInv.applied[s.N])
 		// An invariant the old build breaks at the same step with the same
 		// answer does not speak for this variant (SET ... NX that did not
 		// set, read back by a "GET returns what SET set" rule): the new
@@ -268,6 +273,24 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 	}
 	r.NewOutcome = kavach.Outcome{Kind: kavach.OK, Detail: fmt.Sprintf("no failure in %d steps", len(nt.Steps))}
 	return r
+}
+
+// failsByAnswer reports whether out, a variant's answer at its varied
+// failing request, is the recorded failure by the answer itself: the
+// failure's oracle is an invariant that does not apply there (applied
+// are the invariants that did), and out carries the signature of the
+// recorded failing answer (answer), which was an error, a crash or a
+// hang — not a plain answer, which says nothing alone (docs/variants.md,
+// "Reproducing").
+func failsByAnswer(f kavach.Failure, answer, out kavach.Outcome, applied []string) bool {
+	if f.Oracle.Invariant == "" || slices.Contains(applied, f.Oracle.Invariant) {
+		return false
+	}
+	switch answer.Kind {
+	case kavach.Error, kavach.Crash, kavach.Hang:
+		return kavach.ErrorSignature(out) == kavach.ErrorSignature(answer)
+	}
+	return false
 }
 
 // runRetry replays once more when the build does not start: a start that

@@ -314,6 +314,9 @@ type Result struct {
 	// Excepted: the invariant was not checked, the replay being of a
 	// variant kind it names in except.
 	Excepted bool `json:"excepted,omitempty"`
+	// Applied are the steps where it applied (its when held, or it has
+	// none): checked there, whatever the check gave.
+	Applied []int `json:"-"`
 }
 
 // Check evaluates every invariant on every step that ran. A check that
@@ -367,6 +370,9 @@ func (s *Set) CheckVariant(steps []Step, kind string) []Result {
 			} else if v == verdictFalse {
 				continue // the invariant does not apply here
 			}
+			// Its when held, or could not be evaluated: not known not to
+			// apply.
+			r.Applied = append(r.Applied, p.N)
 			switch v {
 			case verdictError:
 				r.NotEvaluable = append(r.NotEvaluable, p.N)
