@@ -23,6 +23,12 @@ type Checked struct {
 	// StepsAfterExplained: of those, steps whose difference from the
 	// recording the fix explains.
 	StepsAfterExplained int `json:"steps_after_explained" jsonschema:"of those, steps whose difference from the recording the fix explains"`
+	// StepsAfterExplainedBy counts them by reason (inputs-differ,
+	// changed-refusal, failure-shown, depends-on-change).
+	StepsAfterExplainedBy []ReasonCount `json:"steps_after_explained_by,omitempty" jsonschema:"the explained steps counted by reason"`
+	// AfterRule is how the steps after the failure were judged: observed
+	// (fingerprints of what each step read) or inferred, with why.
+	AfterRule string `json:"after_rule,omitempty" jsonschema:"how steps after the failure were judged: observed (the state each read, fingerprinted on both builds) or inferred (keys a changed step wrote), with why"`
 	Invariants          int `json:"invariants" jsonschema:"invariants checked on every step"`
 	// Contract: the fixture has no failure; StepsBeforeFailure is then
 	// every step.
@@ -82,12 +88,14 @@ func (rep *Report) Checked() Checked {
 			ck.StepsAfterFailure++
 			if s.Ran {
 				ck.StepsAfterCompared++
-				if counted, _ := noise.Split(s.Diffs); len(counted) > 0 && !diverged[s.Step] {
-					ck.StepsAfterExplained++
-				}
 			}
 		}
 	}
+	explained := rep.Explained
+	if explained == nil {
+		explained = Explain(ev) // a report from before explained steps were listed
+	}
+	ck.StepsAfterExplained, ck.StepsAfterExplainedBy, ck.AfterRule = len(explained), ExplainedBy(explained), ev.Inputs
 	for _, inv := range ev.Invariants {
 		if inv.Held {
 			ck.InvariantsHeld++

@@ -367,8 +367,20 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string, reportPath string
 	fmt.Fprintf(w, "         failure at step %d (%s): old build %s, new build %s\n", ck.FailureStep, ck.FailureSignature,
 		ck.OldOutcome, ck.NewOutcome)
 	if ck.StepsAfterFailure > 0 {
-		fmt.Fprintf(w, "         after the failure: %d of %d steps compared, %d differences explained by the fix\n",
-			ck.StepsAfterCompared, ck.StepsAfterFailure, ck.StepsAfterExplained)
+		by := ""
+		if len(ck.StepsAfterExplainedBy) > 0 {
+			var parts []string
+			for _, r := range ck.StepsAfterExplainedBy {
+				parts = append(parts, fmt.Sprintf("%s %d", r.Reason, r.Count))
+			}
+			by = " (" + strings.Join(parts, ", ") + ")"
+		}
+		rule := ""
+		if ck.AfterRule != "" {
+			rule = "; judged by " + ck.AfterRule
+		}
+		fmt.Fprintf(w, "         after the failure: %d of %d steps compared, %d differences explained by the fix%s%s\n",
+			ck.StepsAfterCompared, ck.StepsAfterFailure, ck.StepsAfterExplained, by, rule)
 	}
 	excluded := ""
 	if k := ev.Variants.Excluded; len(k) > 0 {
@@ -449,9 +461,16 @@ func diffHint(rep *grade.Report, a []string, report string) string {
 			return contractHint(rep, a)
 		}
 		if f.Step > ev.Failure.Step {
+			why := "the step touches no state a changed step wrote"
+			switch {
+			case f.Outcome.Kind == kavach.Error && f.Rule != "" && !strings.Contains(f.Detail, "same inputs"):
+				why = "it refuses a request the old build answered"
+			case f.Rule == grade.RuleObserved:
+				why = "the state the step read is the same on both builds, so the answer should be too"
+			}
 			return fmt.Sprintf("the new build answers step %d, after the failure (step %d), differently from the recording, and\n"+
-				"the fix does not explain it (the step touches no state a changed step touched). See the step: kavach show %s --step %d",
-				f.Step, ev.Failure.Step, fixture, f.Step)
+				"the fix does not explain it (%s). See the step: kavach show %s --step %d",
+				f.Step, ev.Failure.Step, why, fixture, f.Step)
 		}
 		return fmt.Sprintf("the new build answers step %d differently from the recording, before the failure (step %d).\n"+
 			"A fix must leave earlier behaviour as it was. See the step: kavach show %s --step %d",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -48,6 +49,25 @@ func verdictCommand() *cli.Command {
 			}
 			parts, _ := grade.Derive(rep.Evidence)
 			got := parts.String()
+			// The steps after the failure the report explains must be the
+			// ones its evidence explains (a report from before it listed
+			// them has none to check).
+			explainedOff := ""
+			if rep.Explained != nil {
+				if a, b := explainedList(rep.Explained), explainedList(grade.Explain(rep.Evidence)); a != b {
+					explainedOff = fmt.Sprintf("the report explains after the failure %s, its evidence %s", a, b)
+				}
+			}
+			if explainedOff != "" {
+				if c.Bool("json") {
+					if err := printJSON(c.App.Writer, verdictJSON{Report: path, Verdict: rep.Verdict, Derived: got, Explained: explainedOff}); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintf(c.App.Writer, "disagrees: %s\n", explainedOff)
+				}
+				return &verdictError{code: exitRed}
+			}
 			if c.Bool("json") {
 				if err := printJSON(c.App.Writer, verdictJSON{Report: path, Verdict: rep.Verdict, Derived: got, Agrees: got == rep.Verdict}); err != nil {
 					return err
@@ -65,12 +85,28 @@ func verdictCommand() *cli.Command {
 	}
 }
 
+// explainedList is explained steps as "step 4 inputs-differ, step 5
+// changed-refusal", or "none".
+func explainedList(ex []grade.Explained) string {
+	var parts []string
+	for _, e := range ex {
+		parts = append(parts, fmt.Sprintf("step %d %s", e.Step, e.Reason))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // verdictJSON is `kavach verdict --json`'s output.
 type verdictJSON struct {
 	Report  string `json:"report"`
 	Verdict string `json:"verdict"` // as written in the report
 	Derived string `json:"derived"` // as its evidence gives it
 	Agrees  bool   `json:"agrees"`
+	// Explained says how the explained steps after the failure the report
+	// lists differ from those its evidence gives (agrees is then false).
+	Explained string `json:"explained_disagrees,omitempty"`
 	// Fixtures are a suite's fixtures, each re-derived (Report is then
 	// the fixture's path).
 	Fixtures []verdictJSON `json:"fixtures,omitempty"`

@@ -1,0 +1,310 @@
+package grade_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/invariants"
+)
+
+// The tests below are the three shapes of a correct fix whose effect
+// shows after the failure (docs/diff.md, "After the failure"), made-up
+// traffic on planted faults of our own, recorded with stock clients
+// (redis-cli, go-redis). Each correct fix is fixed, with the step that
+// the inferred rule called diverged now explained by what was observed;
+// each wrong fix is red for a reason of its own.
+
+// afterPatches are the planted faults, relative to internal/redisbuild/testdata.
+var (
+	setrangeLate     = []string{"setrange-offset-late.patch"}         // the offset read leniently on a missing key, after the type check on others
+	setrangeRefuses  = []string{"setrange-fix-refuses-missing.patch"} // wrong: every missing key refused
+	setrangeExisting = []string{"setrange-fix-breaks-existing.patch"} // wrong: writes into an existing string land a byte late
+	lmpopPast        = []string{"lmpop-past-keys.patch"}              // LMPOP looks one past its keys: at its direction token
+	lmpopWithCount   = []string{"lmpop-fix-with-count.patch"}         // narrow: fixed only where COUNT is given
+	touchNoAccess    = []string{"touch-no-access.patch"}              // TOUCH does not update the access time
+	touchMiscount    = []string{"touch-fix-miscount.patch"}           // wrong: TOUCH counts the keys asked
+)
+
+func afterBuild(t *testing.T, patches []string) string {
+	t.Helper()
+	return redisbuild.MustBuild(t, incidents.PatchPaths(patches)...)
+}
+
+// stepOf is the number of the fixture's step whose request is args.
+func stepOf(t *testing.T, fx *fixtures.Fixture, args ...string) int {
+	t.Helper()
+	for _, s := range kavach.Steps(fx.Events, redis.Codec{}) {
+		c, err := redis.ParseCommand(s.Request.Data)
+		if err != nil || len(c.Args) != len(args) {
+			continue
+		}
+		same := true
+		for i, a := range c.Args {
+			same = same && string(a) == args[i]
+		}
+		if same {
+			return s.N
+		}
+	}
+	t.Fatalf("no step %q in %s", args, fx.Path)
+	return 0
+}
+
+// recordCli records session with the stock redis-cli on old, marks the
+// step whose request is failing with oracle, and loads the fixture.
+func recordCli(t *testing.T, old string, session [][]string, failing []string, oracle string) *fixtures.Fixture {
+	t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatalf("redis-cli (the stock client, Debian's redis-tools) is needed: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "after.kavach")
+	if err := incidents.RecordWithRedisCli(out, old, cli, session); err != nil {
+		t.Fatal(err)
+	}
+	return markAt(t, out, failing, oracle)
+}
+
+func markAt(t *testing.T, path string, failing []string, oracle string) *fixtures.Fixture {
+	t.Helper()
+	fx, err := fixtures.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := incidents.MarkFailure(path, stepOf(t, fx, failing...), oracle); err != nil {
+		t.Fatal(err)
+	}
+	if fx, err = fixtures.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+// gradeAfter grades new against fx with set, and checks that the report's
+// evidence gives its verdict and its explained steps again.
+func gradeAfter(t *testing.T, fx *fixtures.Fixture, old, new string, set *invariants.Set, variants int) *grade.Report {
+	t.Helper()
+	c := redis.Codec{}
+	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Seed: 1,
+			Variants: variants, MinVariants: min(10, variants), Invariants: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(rep)
+	var back grade.Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if parts, _ := grade.Derive(back.Evidence); parts.String() != rep.Verdict {
+		t.Errorf("the report's evidence gives %s, its verdict says %s", parts, rep.Verdict)
+	}
+	if a, b := reasons(grade.Explain(back.Evidence)), reasons(rep.Explained); !slices.Equal(a, b) {
+		t.Errorf("the report's evidence explains %v, the report lists %v", a, b)
+	}
+	if rep.Evidence.Inputs != grade.RuleObserved {
+		t.Errorf("steps after the failure judged by %q, want %q", rep.Evidence.Inputs, grade.RuleObserved)
+	}
+	return rep
+}
+
+func reasons(ex []grade.Explained) []string {
+	var out []string
+	for _, e := range ex {
+		out = append(out, e.Reason+"@"+itoa(e.Step))
+	}
+	return out
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// explainedAs reports the reason step n is explained for in rep, or "".
+func explainedAs(rep *grade.Report, n int) string {
+	for _, e := range rep.Explained {
+		if e.Step == n {
+			return e.Reason
+		}
+	}
+	return ""
+}
+
+func parseSet(t *testing.T, src string) *invariants.Set {
+	t.Helper()
+	set, err := invariants.Parse("after.invariants", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// Shape 1: the fix validates earlier, which changes the error a later
+// request of the failing command gets. The old build reads SETRANGE's
+// offset leniently on a missing key (answers) and checks the type first
+// on an existing one (WRONGTYPE); the fix checks the offset first
+// (ERR not an integer) everywhere.
+func TestAfterChangedRefusal(t *testing.T) {
+	old, fixed := afterBuild(t, setrangeLate), redisbuild.MustBuild(t)
+	session := [][]string{
+		{"SET", "greeting", "hello"},
+		{"RPUSH", "list:k", "a", "b"},
+		{"SETRANGE", "k", "abc", "x"}, // the failure: answered on a missing key
+		{"GET", "k"},                  // the key the old build made: inputs differ
+		{"SETRANGE", "list:k", "abc", "x"},
+		{"SETRANGE", "fresh", "0", "hi"},
+		{"SET", "k", "hello"},
+		{"SETRANGE", "k", "1", "EE"},
+		{"GET", "k"},
+	}
+	set := parseSet(t, `name: setrange-offset-integer
+description: SETRANGE refuses an offset that is not an integer
+when: req.command == "SETRANGE" && !req.args[1].matches("^-?[0-9]+$")
+check: outcome.startsWith("error:")
+`)
+	fx := recordCli(t, old, session, []string{"SETRANGE", "k", "abc", "x"}, "invariant:setrange-offset-integer")
+	getK := stepOf(t, fx, "GET", "k")
+	refusal := stepOf(t, fx, "SETRANGE", "list:k", "abc", "x")
+	fresh := stepOf(t, fx, "SETRANGE", "fresh", "0", "hi")
+	into := stepOf(t, fx, "SETRANGE", "k", "1", "EE")
+
+	rep := gradeAfter(t, fx, old, fixed, set, 0)
+	if rep.Verdict != "fixed" {
+		t.Fatalf("correct fix: %s, want fixed; findings %+v", rep.Verdict, rep.Findings)
+	}
+	if r := explainedAs(rep, refusal); r != grade.ReasonRefusal {
+		t.Errorf("SETRANGE on the list (WRONGTYPE then ERR): explained as %q, want %s; explained %+v", r, grade.ReasonRefusal, rep.Explained)
+	}
+	if r := explainedAs(rep, getK); r != grade.ReasonInputs {
+		t.Errorf("GET of the key the old build made: explained as %q, want %s", r, grade.ReasonInputs)
+	}
+
+	// Wrong: every SETRANGE on a missing key refused. A later valid one,
+	// on a key missing on both builds, is refused where the old build
+	// answered: a failure of its own.
+	if rep := gradeAfter(t, fx, old, afterBuild(t, setrangeRefuses), set, 0); rep.Verdict != "diverged@"+itoa(fresh) {
+		t.Errorf("fix refusing every missing key: %s, want diverged@%d; findings %+v", rep.Verdict, fresh, rep.Findings)
+	}
+	// The guard: the fix right, but a write into an existing string lands
+	// a byte late. The failing command on the failing key, whose content
+	// is the same on both builds by then: the same inputs, another answer.
+	wrong := gradeAfter(t, fx, old, afterBuild(t, setrangeExisting), set, 0)
+	if wrong.Verdict != "diverged@"+itoa(into) {
+		t.Fatalf("fix breaking SETRANGE into an existing string: %s, want diverged@%d; findings %+v", wrong.Verdict, into, wrong.Findings)
+	}
+	if f := wrong.Findings[0]; f.Rule != grade.RuleObserved || len(f.Inputs) == 0 {
+		t.Errorf("the finding names rule %q and inputs %v, want the observed rule and the equal fingerprint", f.Rule, f.Inputs)
+	}
+}
+
+// Shape 2: the bug is that the failing request touched a name it should
+// not have. LMPOP on an empty list looks one past its keys, at its
+// direction token, and pops the list named LEFT. Key specs say its only
+// key is jobs; the fingerprint of LEFT says the builds hold different
+// lists there.
+func TestAfterTouchedAnotherName(t *testing.T) {
+	old, fixed := afterBuild(t, lmpopPast), redisbuild.MustBuild(t)
+	session := [][]string{
+		{"RPUSH", "LEFT", "a", "b", "c"},
+		{"RPUSH", "other", "x"},
+		{"LMPOP", "1", "jobs", "LEFT", "COUNT", "5"}, // the failure: pops LEFT
+		{"LLEN", "LEFT"},
+		{"LLEN", "other"},
+		{"LPUSH", "jobs", "j1"},
+		{"LMPOP", "1", "jobs", "LEFT"},
+		{"LRANGE", "LEFT", "0", "-1"},
+	}
+	set := parseSet(t, `name: lmpop-pops-its-keys
+description: LMPOP of one key pops that key or nothing
+when: req.command == "LMPOP" && req.args[0] == "1"
+check: reply == null || reply[0] == req.args[1]
+`)
+	fx := recordCli(t, old, session, []string{"LMPOP", "1", "jobs", "LEFT", "COUNT", "5"}, "invariant:lmpop-pops-its-keys")
+	llen := stepOf(t, fx, "LLEN", "LEFT")
+	lrange := stepOf(t, fx, "LRANGE", "LEFT", "0", "-1")
+
+	rep := gradeAfter(t, fx, old, fixed, set, 64)
+	if rep.Verdict != "fixed" {
+		t.Fatalf("correct fix: %s, want fixed; findings %+v", rep.Verdict, rep.Findings)
+	}
+	for _, n := range []int{llen, lrange} {
+		if r := explainedAs(rep, n); r != grade.ReasonInputs {
+			t.Errorf("step %d reads LEFT, which the old build popped: explained as %q, want %s; explained %+v", n, r, grade.ReasonInputs, rep.Explained)
+		}
+	}
+	// Narrow: fixed where COUNT is given. The incident passes; the
+	// variant that drops the optional COUNT still pops LEFT.
+	bad := gradeAfter(t, fx, old, afterBuild(t, lmpopWithCount), set, 64)
+	if !strings.HasPrefix(bad.Verdict, "variant_failed(") {
+		t.Fatalf("fix made where COUNT is given only: %s, want variant_failed; findings %+v", bad.Verdict, bad.Findings)
+	}
+}
+
+// Shape 3: the fix changes state through a step whose answer does not
+// change. TOUCH answers 1 on both builds, but only the fixed one updates
+// the key's access time; OBJECT IDLETIME shows it (the failure), and a
+// later script that reads the idle time answers "hot" where the
+// recording said "cold". Recorded with go-redis, with real seconds of
+// idle time between the writes and the reads.
+func TestAfterStateChangedSilently(t *testing.T) {
+	old, fixed := afterBuild(t, touchNoAccess), redisbuild.MustBuild(t)
+	const script = "if redis.call('OBJECT', 'IDLETIME', KEYS[1]) < 2 then return 'hot' else return 'cold' end"
+	fx, err := incidents.RecordClients(t.TempDir(), old, func(addr string) error {
+		ctx := context.Background()
+		c := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 1, Protocol: 2, ReadTimeout: 10 * time.Second})
+		defer c.Close()
+		// OBJECT IDLETIME counts whole seconds: start a tenth into one.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1100 * time.Millisecond)))
+		c.Set(ctx, "k", "hello", 0)
+		c.Set(ctx, "other", "world", 0)
+		time.Sleep(3 * time.Second)
+		c.Touch(ctx, "k")
+		c.Do(ctx, "OBJECT", "IDLETIME", "k") // the failure: 3 on the old build
+		c.Eval(ctx, script, []string{"k"})
+		c.Touch(ctx, "other", "nokey")
+		c.Get(ctx, "k")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := parseSet(t, `name: touch-resets-idle
+description: a key TOUCHed right before is not idle
+when: req.command == "OBJECT" && req.args[0] == "IDLETIME" && size(steps) > 0 && steps[size(steps) - 1].req.command == "TOUCH"
+check: reply == 0
+`)
+	fx = markAt(t, fx.Path, []string{"OBJECT", "IDLETIME", "k"}, "invariant:touch-resets-idle")
+	eval := stepOf(t, fx, "EVAL", script, "1", "k")
+	touch := stepOf(t, fx, "TOUCH", "other", "nokey")
+
+	rep := gradeAfter(t, fx, old, fixed, set, 0)
+	if rep.Verdict != "fixed" {
+		t.Fatalf("correct fix: %s, want fixed; findings %+v", rep.Verdict, rep.Findings)
+	}
+	if r := explainedAs(rep, eval); r != grade.ReasonInputs {
+		t.Errorf("the script reading k's idle time: explained as %q, want %s; explained %+v", r, grade.ReasonInputs, rep.Explained)
+	}
+	for _, e := range rep.Explained {
+		if e.Step == eval && !slices.ContainsFunc(e.Inputs, func(f grade.InputField) bool { return f.Field == "k access" }) {
+			t.Errorf("the script's inputs differ in %+v, want k's access time among them", e.Inputs)
+		}
+	}
+	// Wrong: TOUCH touches, but counts the keys asked. A later TOUCH of a
+	// key no fix changed and of a missing key answers 2 where the old
+	// build said 1, on the same inputs.
+	if rep := gradeAfter(t, fx, old, afterBuild(t, touchMiscount), set, 0); rep.Verdict != "diverged@"+itoa(touch) {
+		t.Errorf("fix miscounting TOUCH: %s, want diverged@%d; findings %+v", rep.Verdict, touch, rep.Findings)
+	}
+}
