@@ -28,8 +28,8 @@ type Checked struct {
 	StepsAfterExplainedBy []ReasonCount `json:"steps_after_explained_by,omitempty" jsonschema:"the explained steps counted by reason"`
 	// AfterRule is how the steps after the failure were judged: observed
 	// (fingerprints of what each step read) or inferred, with why.
-	AfterRule string `json:"after_rule,omitempty" jsonschema:"how steps after the failure were judged: observed (the state each read, fingerprinted on both builds) or inferred (keys a changed step wrote), with why"`
-	Invariants          int `json:"invariants" jsonschema:"invariants checked on every step"`
+	AfterRule  string `json:"after_rule,omitempty" jsonschema:"how steps after the failure were judged: observed (the state each read, fingerprinted on both builds) or inferred (keys a changed step wrote), with why"`
+	Invariants int    `json:"invariants" jsonschema:"invariants checked on every step"`
 	// Contract: the fixture has no failure; StepsBeforeFailure is then
 	// every step.
 	Contract       bool `json:"contract,omitempty" jsonschema:"the fixture is a contract (no failure): every step is compared with the recording"`

@@ -17,7 +17,9 @@ func TestDeriveObservedInputs(t *testing.T) {
 	ok := kavach.Outcome{Kind: kavach.OK}
 	wrongType := kavach.Outcome{Kind: kavach.Error, Class: "WRONGTYPE", Detail: "WRONGTYPE Operation against a key holding the wrong kind of value"}
 	notInt := kavach.Outcome{Kind: kavach.Error, Class: "ERR", Detail: "ERR value is not an integer or out of range"}
-	fp := func(digest string) map[string]string { return map[string]string{"db": "0", "k digest": digest, "k expire": "-1"} }
+	fp := func(digest string) map[string]string {
+		return map[string]string{"db": "0", "k digest": digest, "k expire": "-1"}
+	}
 	diff := []replay.Diff{{Step: 3, Path: "reply[0]", Want: `"0"`, Got: `"3"`}}
 	base := func() grade.Evidence {
 		return grade.Evidence{
