@@ -77,5 +77,9 @@ func TestDependsOnWritesOnly(t *testing.T) {
 	wrong := run(redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOffByOne)...))
 	if wrong.Verdict != "diverged@9" {
 		t.Errorf("fix breaking a later read of the failing step's key: %s, want diverged@9; findings %+v", wrong.Verdict, wrong.Findings)
+	} else if f := wrong.Findings[0]; f.Rule != grade.RuleObserved || len(f.Inputs) == 0 {
+		// Red now because what step 9 read is the same on both builds
+		// (the fingerprint of greeting), not because of a guess.
+		t.Errorf("step 9 judged by rule %q with inputs %v, want the observed rule and greeting's fingerprint", f.Rule, f.Inputs)
 	}
 }
