@@ -262,7 +262,6 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		counted := replay.CompareSkipping(*o, s, skip)
 		if len(counted) > 0 {
 			r.FailedStep, r.NewOutcome, r.Diffs = s.N, s.Outcome, counted
-			r.OldOutcome = o.Outcome
 			return r
 		}
 	}

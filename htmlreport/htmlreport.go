@@ -37,6 +37,8 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 	},
 	"f1":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"join": strings.Join,
+	// multiline: a text with lines of its own (a crash log), shown as they are.
+	"multiline": func(s string) bool { return strings.Contains(strings.TrimRight(s, "\n"), "\n") },
 }).ParseFS(files, "page.html.tmpl"))
 
 // page is what the template renders.
