@@ -12,11 +12,17 @@ import (
 // request, the recorded, old and new outcomes and answers, and a status;
 // a checkbox narrows it to the rows that differ (CSS, no script).
 type stepsView struct {
-	ID      string // the checkbox's id
-	Rows    []stepRow
-	Differ  int // rows shown by the filter
-	Omitted int // steps of a long recording the report does not list
+	ID       string // the checkbox's id
+	Rows     []stepRow
+	Differ   int // rows shown by the filter
+	Omitted  int // steps of a long recording the report does not list
+	Unlisted int // steps the report lists that the table leaves out (maxStepRows)
 }
+
+// maxStepRows bounds the steps table, so that a long recording's page
+// stays small: past it, the steps that differ are listed first, then
+// those answered as recorded; the report's JSON has every one.
+const maxStepRows = 1000
 
 // stepRow is one step. Status is a few words for a person; Class colours
 // the row (same, differs, failure, notrun, noise); Differ puts it in the
@@ -82,6 +88,28 @@ func buildSteps(rep *grade.Report, prefix string) stepsView {
 		}
 		sv.Rows = append(sv.Rows, r)
 	}
+	if len(sv.Rows) > maxStepRows {
+		// The steps that differ first, then those answered as recorded,
+		// up to the bound; the table keeps the steps' order.
+		room := maxStepRows - min(sv.Differ, maxStepRows)
+		differ := maxStepRows - room
+		kept := sv.Rows[:0]
+		sv.Differ = 0
+		for _, r := range sv.Rows {
+			switch {
+			case r.Differ && differ > 0:
+				differ--
+				sv.Differ++
+			case !r.Differ && room > 0:
+				room--
+			default:
+				sv.Unlisted++
+				continue
+			}
+			kept = append(kept, r)
+		}
+		sv.Rows = kept
+	}
 	return sv
 }
 
@@ -104,10 +132,10 @@ func stepStatus(rep *grade.Report, s grade.StepEvidence, counted, noisy, diverge
 		return "the failing step: failed the recorded way again" + violated, "failure", true
 	case !ev.Contract && s.Step == F:
 		return "the failing step: answered otherwise" + violated, "failure", true
-	case differs && diverged:
-		return "differs, not explained by the fix" + violated, "differs", true
 	case differs && (ev.Contract || s.Step < F):
 		return "differs from the recording" + violated, "differs", true
+	case differs && diverged:
+		return "differs after the failure, not explained by the fix" + violated, "differs", true
 	case differs:
 		return "differs after the failure (the fix may change it)" + violated, "after", true
 	case violated != "":
