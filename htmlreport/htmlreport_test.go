@@ -32,7 +32,7 @@ var goldens = []struct {
 }{
 	{"fixed", "the fix: no finding, and the failing step's recorded, old and new answers side by side all the same", "fixed", 5},
 	{"diverged", "a fault planted before the failure: the finding's step differs from the recording, with its answers side by side", "diverged@3", 5},
-	{"variant_failed", "a fix too narrow: the finding is a variant, compared with the old build's replay of it; the variants table has every outcome", "variant_failed(5)@5", 5},
+	{"variant_failed", "a fix too narrow: the finding is a variant, compared with the old build's replay of it; the variants table has every outcome", "variant_failed(11)@6", 5},
 	{"suite", "a suite: the headline over a fixed incident and a broken contract (no failing step), one section each", "diverged@2", 5},
 	{"diverged_after", "a wrong answer moved after the failure: diverged there, an invariant violated (a second finding), noise fields", "diverged@8", 6},
 }
@@ -248,6 +248,37 @@ func TestStepsTable(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "4000 more steps are left out of this table") {
 		t.Error("the table does not say how many steps it leaves out")
+	}
+}
+
+// TestKeptVariantOldOutcome: a kept variant's row shows the old outcome
+// that kept it (the crash, at its step), also when the new build fails
+// it by a difference at an earlier step, where the old build answered.
+func TestKeptVariantOldOutcome(t *testing.T) {
+	for _, name := range []string{"diverged", "variant_failed"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := htmlreport.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := html.UnescapeString(string(render(t, name)))
+		n := 0
+		for _, v := range doc.Report.Evidence.Variants.List {
+			if !v.Kept || v.Regression || v.FailedStep == 0 || len(v.Diffs) == 0 {
+				continue
+			}
+			n++
+			row := fmt.Sprintf(`<tr class="failed"><td>%d</td><td>%s</td><td>%s</td><td>crash @%d</td>`, v.K, v.Description, v.Kind, v.OldStep)
+			if !strings.Contains(page, row) {
+				t.Errorf("%s: variant %d, kept by a crash at step %d and failed by a difference at %d: its row is not %s", name, v.K, v.OldStep, v.FailedStep, row)
+			}
+		}
+		if name == "diverged" && n == 0 {
+			t.Errorf("%s: no kept variant failed by a difference: the test checks nothing", name)
+		}
 	}
 }
 
