@@ -149,7 +149,7 @@ func TestVerdicts(t *testing.T) {
 				// build's answer at the differing step.
 				n := 0
 				for _, v := range rep.Evidence.Variants.List {
-					if v.Kept && v.FailedStep > 0 && len(v.Diffs) > 0 {
+					if v.Kept && !v.Regression && v.FailedStep > 0 && len(v.Diffs) > 0 {
 						n++
 						if v.OldOutcome.Kind != kavach.Crash {
 							t.Errorf("variant %d kept at step %d, failed by a difference at %d: old_outcome %+v, want the crash that kept it", v.K, v.OldStep, v.FailedStep, v.OldOutcome)
