@@ -14,7 +14,8 @@
 #      (reward.txt, else reward.json, as Harbor reads them; kept as
 #      hidden-reward.txt / hidden-reward.json), or, when they wrote none,
 #      1 for exit status 0 and 0 otherwise; an exit status that disagrees
-#      with their own reward is logged. reward.txt and reward.json are
+#      with their own reward (exit 0 and reward 0, or a failing exit and
+#      reward 1) is logged. reward.txt and reward.json are
 #      written at once, before Kavach runs.
 #   3. kavach diff runs in this script's process group (so a harness that
 #      kills the group kills it too), within the time the verifier has
@@ -146,7 +147,9 @@ done
 if [ -z "$reward" ]; then
 	reward=0 reward_from="exit status"
 	[ "$hidden" -eq 0 ] && reward=1
-elif awk -v r="$reward" -v e="$hidden" 'BEGIN { exit !((e == 0) != (r > 0)) }'; then
+# A disagreement: a pass by exit status with no reward, or a failure by
+# exit status with the full reward (a partial reward is neither).
+elif awk -v r="$reward" -v e="$hidden" 'BEGIN { exit !((e == 0 && r <= 0) || (e != 0 && r >= 1)) }'; then
 	log "the hidden tests disagree with themselves: exit status $hidden, but their $reward_from says reward $reward; their $reward_from decides"
 fi
 fixed=0 red=0 unverified=0 error=0 incomplete=1 generated=0 reproducing=0
