@@ -144,6 +144,21 @@ func TestVerdicts(t *testing.T) {
 						t.Errorf("step %d: recorded_output %s, want %q", s.Step, got, want)
 					}
 				}
+				// A kept variant the new build fails by a difference keeps
+				// the old outcome that kept it (the crash), not the old
+				// build's answer at the differing step.
+				n := 0
+				for _, v := range rep.Evidence.Variants.List {
+					if v.Kept && !v.Regression && v.FailedStep > 0 && len(v.Diffs) > 0 {
+						n++
+						if v.OldOutcome.Kind != kavach.Crash {
+							t.Errorf("variant %d kept at step %d, failed by a difference at %d: old_outcome %+v, want the crash that kept it", v.K, v.OldStep, v.FailedStep, v.OldOutcome)
+						}
+					}
+				}
+				if n == 0 {
+					t.Error("no kept variant failed by a difference")
+				}
 			},
 		},
 		{

@@ -267,7 +267,12 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		counted := replay.CompareSkipping(*o, s, skip)
 		if len(counted) > 0 {
 			r.FailedStep, r.NewOutcome, r.Diffs = s.N, s.Outcome, counted
-			r.OldOutcome = o.Outcome
+			// A variant of the incident keeps the old outcome that kept
+			// it (at OldStep); a regression variant, kept by failing
+			// nowhere, has the old build's answer here.
+			if v.Regression {
+				r.OldOutcome = o.Outcome
+			}
 			return r
 		}
 	}

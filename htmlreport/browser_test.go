@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,7 +36,7 @@ func chromium(t *testing.T) string {
 // flag gave on stdout (--dump-dom: the DOM) and the page's own requests:
 // the URL requests made in the page's network partition (file://), which
 // leaves out the browser's own background traffic (updates, spelling).
-func browse(t *testing.T, bin, page string, mode ...string) (string, []string) {
+func browse(t *testing.T, bin, page string, width int, mode ...string) (string, []string) {
 	t.Helper()
 	dir := t.TempDir()
 	netlog := filepath.Join(dir, "net.json")
@@ -42,7 +44,7 @@ func browse(t *testing.T, bin, page string, mode ...string) (string, []string) {
 		"--disable-background-networking", "--disable-component-update",
 		"--user-data-dir=" + filepath.Join(dir, "profile"),
 		`--host-resolver-rules=MAP * ~NOTFOUND`, "--log-net-log=" + netlog,
-		"--window-size=1150,1600"}, mode...)
+		fmt.Sprintf("--window-size=%d,1600", width)}, mode...)
 	args = append(args, "file://"+page)
 	// A generous bound, not a timing assertion: a browser that never
 	// returns fails the test instead of hanging it.
@@ -111,10 +113,13 @@ func pageRequests(t *testing.T, path string) []string {
 	return urls
 }
 
-// TestPagesInChromium opens each golden page in headless Chromium: the
-// screenshot is not blank, the DOM holds the verdict and the failing
-// step's mark, and the page asked the network for nothing. A page that
-// does fetch is caught the same way (the check is not empty).
+// TestPagesInChromium opens each golden page in headless Chromium, 1400
+// and 700 px wide: the screenshot is not blank, the DOM holds the verdict
+// and the failing step's mark, and the page asked the network for
+// nothing (a page that does fetch is caught the same way: the check is
+// not empty). Measured as drawn: the lane labels are as large at 700 px
+// as at 1400 px, the page fits the window, and the steps table's checkbox
+// narrows it to the steps that differ.
 func TestPagesInChromium(t *testing.T) {
 	bin := chromium(t)
 	dir := t.TempDir()
@@ -123,45 +128,116 @@ func TestPagesInChromium(t *testing.T) {
 	if err := os.WriteFile(fetching, []byte(`<!DOCTYPE html><html><body><img src="http://example.com/x.png"><p>x</p></body></html>`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, reqs := browse(t, bin, fetching, "--dump-dom"); len(reqs) != 1 || reqs[0] != "http://example.com/x.png" {
+	if _, reqs := browse(t, bin, fetching, 1400, "--dump-dom"); len(reqs) != 1 || reqs[0] != "http://example.com/x.png" {
 		t.Fatalf("a page that fetches an image: requests seen %q, want the image's: the net log check sees nothing", reqs)
 	}
 
 	for _, g := range goldens {
 		t.Run(g.name, func(t *testing.T) {
 			page := filepath.Join(dir, g.name+".html")
-			if err := os.WriteFile(page, render(t, g.name), 0o644); err != nil {
+			doc := render(t, g.name)
+			if err := os.WriteFile(page, doc, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			dom, reqs := browse(t, bin, page, "--dump-dom")
-			if len(reqs) > 0 {
-				t.Errorf("the page asked the network for %q: it must fetch nothing", reqs)
+			// The page as served, and a copy with a probe that measures
+			// it as drawn (the page itself has no script).
+			probed := filepath.Join(dir, g.name+"-probed.html")
+			if err := os.WriteFile(probed, []byte(strings.Replace(string(doc), "</body>", probeScript+"</body>", 1)), 0o644); err != nil {
+				t.Fatal(err)
 			}
-			if !strings.Contains(dom, `<h1 id="verdict">`+g.verdict+`</h1>`) {
-				t.Errorf("the DOM lacks the verdict %s in its heading", g.verdict)
-			}
-			if mark := fmt.Sprintf(`id="s0-failure" class="failure" data-step="%d"`, g.failure); !strings.Contains(dom, mark) {
-				t.Errorf("the DOM lacks the failing step's mark (%s)", mark)
-			}
-			shot := filepath.Join(dir, g.name+".png")
-			_, reqs = browse(t, bin, page, "--screenshot="+shot)
-			if len(reqs) > 0 {
-				t.Errorf("the page asked the network for %q while drawn", reqs)
-			}
-			ink, total := inked(t, shot)
-			// A blank page is all white; a report page is text, tables and
-			// coloured marks over a good part of the window.
-			if ink < total/50 {
-				t.Errorf("screenshot %s: %d of %d pixels not white: the page looks blank", shot, ink, total)
-			}
-			if os.Getenv("KAVACH_KEEP_SCREENSHOTS") != "" {
-				keep := filepath.Join(os.Getenv("KAVACH_KEEP_SCREENSHOTS"), g.name+".png")
-				if b, err := os.ReadFile(shot); err == nil {
-					os.WriteFile(keep, b, 0o644)
+			differ, rows := strings.Count(string(doc), " d\"><td>"), strings.Count(string(doc), "<table class=\"st\">")
+			var lane1400 float64
+			for _, width := range []int{1400, 700} {
+				dom, reqs := browse(t, bin, page, width, "--dump-dom")
+				if len(reqs) > 0 {
+					t.Errorf("%d px: the page asked the network for %q: it must fetch nothing", width, reqs)
+				}
+				if !strings.Contains(dom, `<h1 id="verdict">`+g.verdict+`</h1>`) {
+					t.Errorf("%d px: the DOM lacks the verdict %s in its heading", width, g.verdict)
+				}
+				if mark := fmt.Sprintf(`id="s0-failure" class="failure" data-step="%d"`, g.failure); !strings.Contains(dom, mark) {
+					t.Errorf("%d px: the DOM lacks the failing step's mark (%s)", width, mark)
+				}
+				p := probe(t, bin, probed, width)
+				// Lane labels are drawn at their size, not scaled down
+				// with the timeline: as large at 700 px as at 1400 px.
+				if width == 1400 {
+					lane1400 = p.Lane
+				}
+				if p.Lane < 11 || p.Lane < lane1400*0.95 {
+					t.Errorf("%d px: lane labels %.1f px high (%.1f at 1400 px): too small to read", width, p.Lane, lane1400)
+				}
+				if p.ScrollWidth > width {
+					t.Errorf("%d px: the page is %d px wide: it must fit the window (the timeline scrolls within itself)", width, p.ScrollWidth)
+				}
+				// The steps table, narrowed by its checkbox to the steps
+				// that differ: CSS alone hides the others.
+				if p.Tables != rows || p.Rows == 0 {
+					t.Errorf("%d px: %d steps tables with %d rows, want %d tables, with rows", width, p.Tables, p.Rows, rows)
+				}
+				if p.Shown != differ || p.Shown >= p.Rows {
+					t.Errorf("%d px: the filter shows %d of %d step rows, want the %d that differ", width, p.Shown, p.Rows, differ)
+				}
+				shot := filepath.Join(dir, fmt.Sprintf("%s-%d.png", g.name, width))
+				_, reqs = browse(t, bin, page, width, "--screenshot="+shot)
+				if len(reqs) > 0 {
+					t.Errorf("%d px: the page asked the network for %q while drawn", width, reqs)
+				}
+				ink, total := inked(t, shot)
+				// A blank page is all white; a report page is text, tables and
+				// coloured marks over a good part of the window.
+				if ink < total/50 {
+					t.Errorf("screenshot %s: %d of %d pixels not white: the page looks blank", shot, ink, total)
+				}
+				if os.Getenv("KAVACH_KEEP_SCREENSHOTS") != "" {
+					keep := filepath.Join(os.Getenv("KAVACH_KEEP_SCREENSHOTS"), filepath.Base(shot))
+					if b, err := os.ReadFile(shot); err == nil {
+						os.WriteFile(keep, b, 0o644)
+					}
 				}
 			}
 		})
 	}
+}
+
+// probeScript measures a page as Chromium draws it and writes what it
+// found into the body's data-probe attribute, for --dump-dom: the
+// smallest lane label's height, the page's width, and the steps tables'
+// rows before and after ticking their checkboxes.
+const probeScript = `<script>
+(function () {
+  var p = {lane: 1e9, scroll_width: document.documentElement.scrollWidth, tables: 0, rows: 0, shown: 0};
+  document.querySelectorAll("svg.tl text.lane").forEach(function (e) { p.lane = Math.min(p.lane, e.getBoundingClientRect().height); });
+  document.querySelectorAll(".stepfilter").forEach(function (f) {
+    p.tables++;
+    f.querySelector("input").checked = true;
+    f.querySelectorAll("tbody tr").forEach(function (r) { p.rows++; if (getComputedStyle(r).display !== "none") p.shown++; });
+  });
+  document.body.setAttribute("data-probe", JSON.stringify(p));
+})();
+</script>`
+
+type probed struct {
+	Lane        float64 `json:"lane"`
+	ScrollWidth int     `json:"scroll_width"`
+	Tables      int     `json:"tables"`
+	Rows        int     `json:"rows"`
+	Shown       int     `json:"shown"`
+}
+
+// probe opens a page carrying probeScript and reads what it measured.
+func probe(t *testing.T, bin, page string, width int) probed {
+	t.Helper()
+	dom, _ := browse(t, bin, page, width, "--dump-dom")
+	m := regexp.MustCompile(`data-probe="([^"]*)"`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("%d px: the probe wrote nothing: the page did not run it", width)
+	}
+	var p probed
+	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &p); err != nil {
+		t.Fatalf("%d px: probe %s: %v", width, m[1], err)
+	}
+	return p
 }
 
 // inked counts a PNG's pixels that are not white, and all its pixels.

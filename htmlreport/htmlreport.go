@@ -1,14 +1,15 @@
 // Package htmlreport renders Kavach's reports as pages a person can look
 // at: one fixture's report, a suite's, or a harness job's recount. A page
 // is one self-contained HTML file, built with html/template: its styles
-// are inline, its pictures are SVG drawn here, and it has no script, so
-// that opening it fetches nothing and it prints as it shows. It reads the
-// report's evidence and shows it; it judges nothing again (the verdict
-// shown is the report's).
+// are inline, its pictures are SVG drawn here, and it has no script (its
+// filters are form controls and CSS), so that opening it fetches nothing
+// and it prints as it shows. It reads the report's evidence and shows it;
+// it judges nothing again (the verdict shown is the report's).
 //
 // The sections, in order (docs/diff.md, "The HTML report"): the verdict
 // and what it means; the timeline of the incident; the headline finding;
-// the variants; the invariants; the builds, fixture and options.
+// the failing step, when the finding is elsewhere; every step; the
+// variants; the invariants; the builds, fixture and options.
 package htmlreport
 
 import (
@@ -37,6 +38,8 @@ var pageTemplate = template.Must(template.New("page.html.tmpl").Funcs(template.F
 	},
 	"f1":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"join": strings.Join,
+	// multiline: a text with lines of its own (a crash log), shown as they are.
+	"multiline": func(s string) bool { return strings.Contains(strings.TrimRight(s, "\n"), "\n") },
 }).ParseFS(files, "page.html.tmpl"))
 
 // page is what the template renders.

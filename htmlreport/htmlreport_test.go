@@ -30,8 +30,9 @@ var goldens = []struct {
 	verdict   string
 	failure   int // the failing step whose mark the page must hold (0: a suite's first fixture's)
 }{
+	{"fixed", "the fix: no finding, and the failing step's recorded, old and new answers side by side all the same", "fixed", 5},
 	{"diverged", "a fault planted before the failure: the finding's step differs from the recording, with its answers side by side", "diverged@3", 5},
-	{"variant_failed", "a fix too narrow: the finding is a variant, compared with the old build's replay of it; the variants table has every outcome", "variant_failed(5)@5", 5},
+	{"variant_failed", "a fix too narrow: the finding is a variant, compared with the old build's replay of it; the variants table has every outcome", "variant_failed(11)@6", 5},
 	{"suite", "a suite: the headline over a fixed incident and a broken contract (no failing step), one section each", "diverged@2", 5},
 	{"diverged_after", "a wrong answer moved after the failure: diverged there, an invariant violated (a second finding), noise fields", "diverged@8", 6},
 }
@@ -139,6 +140,160 @@ func TestFindingSideBySide(t *testing.T) {
 			t.Errorf("the diverged page lacks %s", want)
 		}
 	}
+}
+
+// TestFailingStepSideBySide: a fixed page shows the failing step's
+// recorded, old and new answers side by side (the new build's answer from
+// the report's evidence), the old build's crash log with its lines; a
+// page whose finding is at the failing step shows it once, as the finding.
+func TestFailingStepSideBySide(t *testing.T) {
+	rep := smallReport(6, 5)
+	rep.Evidence.Old.Steps[4].Outcome.Detail = "the build exited: killed by SIGABRT\n=== ASSERTION FAILED ===\n==> t_string.c:531 'start >= 0' is not true"
+	rep.Evidence.New.Steps[4].Output = []any{"hello world!"}
+	rep.Evidence.New.Steps[4].Diffs = []replay.Diff{diff(5, "reply[0]", "(missing)", `"hello world!"`)}
+	var buf bytes.Buffer
+	if err := htmlreport.Report(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	sec := between(t, page, `<section class="failing">`, "</section>")
+	for _, want := range []string{
+		"step 5, where the old build failed (crash)",
+		`<code>GET k5</code>`,
+		`<h4>recording <span class="outcome crash">crash</span></h4>`,
+		`<h4>old build <span class="outcome crash">crash</span></h4>`,
+		"<pre class=\"log\">the build exited: killed by SIGABRT\n=== ASSERTION FAILED ===\n==&gt; t_string.c:531",
+		`<h4>new build <span class="outcome ok">ok</span></h4>`,
+		`reply[0] &#34;hello world!&#34;</span>`,
+	} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("the failing step's section lacks %s\n%s", want, sec)
+		}
+	}
+	// still_failing at the failing step: the finding shows the step, and
+	// no second section repeats it.
+	rep.Verdict, rep.Parts = "still_failing@5", grade.Parts{Kind: grade.StillFailing, Step: 5}
+	rep.Findings = []grade.Finding{{Parts: rep.Parts, Request: "GET k5", Outcome: kavach.Outcome{Kind: kavach.Crash}}}
+	buf.Reset()
+	if err := htmlreport.Report(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), `<section class="failing">`) {
+		t.Error("still_failing at the failing step: the failing step is shown twice")
+	}
+	// Every golden page shows the failing step's three answers, in the
+	// finding or in a section of its own.
+	for _, g := range goldens {
+		page := string(render(t, g.name))
+		if n := strings.Count(page, `<h4>recording <span`); n == 0 {
+			t.Errorf("%s: no step's recorded, old and new answers side by side", g.name)
+		}
+		if !strings.Contains(page, `<section class="failing">`) && !strings.Contains(page, fmt.Sprintf("@%d</p>", g.failure)) {
+			t.Errorf("%s: the failing step %d is shown neither by the finding nor on its own", g.name, g.failure)
+		}
+	}
+}
+
+// TestStepsTable: every step listed with its request, recorded, old and
+// new answers and a status; the differing ones carry the class the
+// checkbox filters on; a long recording's table is bounded, the
+// differing steps kept.
+func TestStepsTable(t *testing.T) {
+	rep := smallReport(8, 5)
+	rep.Evidence.New.Steps[1].Output = []any{"v2"}
+	rep.Evidence.New.Steps[2].Output, rep.Evidence.New.Steps[2].RecordedOutput = []any{11.0}, []any{12.0}
+	rep.Evidence.New.Steps[2].Diffs = []replay.Diff{diff(3, "reply[0]", "12", "11")}
+	rep.Evidence.New.Steps[3].Diffs = []replay.Diff{diff(4, "reply[0][1]", `"a"`, `"b"`)}
+	rep.Evidence.Noise = []replay.NoiseField{noiseField(4, "reply[0][1]")}
+	rep.Evidence.New.Steps[5].Diffs = []replay.Diff{diff(6, "reply[0]", "1", "2")}
+	rep.Evidence.New.Steps[6].Diffs = []replay.Diff{diff(7, "reply[0]", "1", "2")}
+	rep.Evidence.New.Steps[7].Ran = false
+	rep.Verdict, rep.Parts = "diverged@3", grade.Parts{Kind: grade.Diverged, Step: 3}
+	rep.Findings = []grade.Finding{{Parts: rep.Parts, Request: "GET k3"}, {Parts: grade.Parts{Kind: grade.Diverged, Step: 7}, Request: "GET k7"}}
+	var buf bytes.Buffer
+	if err := htmlreport.Report(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	table := between(t, buf.String(), `<table class="st">`, "</table>")
+	for _, want := range []string{
+		`<tr class="same"><td>2</td><td><code>GET k2</code></td><td><code>ok: [&#34;v2&#34;]</code></td><td>ok, as recorded</td><td><code>ok: [&#34;v2&#34;]</code></td><td>as recorded</td></tr>`,
+		`<tr class="differs d"><td>3</td><td><code>GET k3</code></td><td><code>ok: [12]</code></td><td>ok, as recorded</td><td><code>ok: [11]</code></td><td>differs from the recording</td></tr>`,
+		`<tr class="noise"><td>4</td><td><code>GET k4</code></td><td><code>ok</code></td><td>ok, as recorded but for noise</td><td><code>ok</code></td><td>as recorded, but for noise</td></tr>`,
+		`<tr class="failure d"><td>5</td><td><code>GET k5</code></td><td><code>crash</code></td><td>crash</td><td><code>ok</code></td><td>the failing step: answered otherwise</td></tr>`,
+		`<tr class="after d"><td>6</td>`, "<td>differs after the failure (the fix may change it)</td>",
+		`<tr class="differs d"><td>7</td>`, "<td>differs after the failure, not explained by the fix</td>",
+		`<tr class="notrun"><td>8</td><td><code>GET k8</code></td><td><code>ok</code></td><td>ok</td><td><code>not run</code></td><td>not run</td></tr>`,
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the steps table lacks %s\n%s", want, table)
+		}
+	}
+	if !strings.Contains(buf.String(), `<label for="s0-steps-differ">only the 4 that differ</label>`) {
+		t.Error("the checkbox does not say how many steps differ")
+	}
+
+	// 5,000 steps, the last 1,500 differing: the table keeps 1,000 rows,
+	// all of them differing, and says what it left out.
+	rep = smallReport(5000, 3000)
+	for i := 3500; i < 5000; i++ {
+		rep.Evidence.New.Steps[i].Diffs = []replay.Diff{diff(i+1, "reply[0]", "1", "2")}
+	}
+	buf.Reset()
+	if err := htmlreport.Report(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	table = between(t, buf.String(), `<table class="st">`, "</table>")
+	if rows, differ := strings.Count(table, "<tr class="), strings.Count(table, ` d"><td>`); rows != 1000 || differ != 1000 {
+		t.Errorf("a table of %d rows, %d differing: want 1000, all differing", rows, differ)
+	}
+	if !strings.Contains(buf.String(), "4000 more steps are left out of this table") {
+		t.Error("the table does not say how many steps it leaves out")
+	}
+}
+
+// TestKeptVariantOldOutcome: a kept variant's row shows the old outcome
+// that kept it (the crash, at its step), also when the new build fails
+// it by a difference at an earlier step, where the old build answered.
+func TestKeptVariantOldOutcome(t *testing.T) {
+	for _, name := range []string{"diverged", "variant_failed"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := htmlreport.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := html.UnescapeString(string(render(t, name)))
+		n := 0
+		for _, v := range doc.Report.Evidence.Variants.List {
+			if !v.Kept || v.Regression || v.FailedStep == 0 || len(v.Diffs) == 0 {
+				continue
+			}
+			n++
+			row := fmt.Sprintf(`<tr class="failed"><td>%d</td><td>%s</td><td>%s</td><td>crash @%d</td>`, v.K, v.Description, v.Kind, v.OldStep)
+			if !strings.Contains(page, row) {
+				t.Errorf("%s: variant %d, kept by a crash at step %d and failed by a difference at %d: its row is not %s", name, v.K, v.OldStep, v.FailedStep, row)
+			}
+		}
+		if name == "diverged" && n == 0 {
+			t.Errorf("%s: no kept variant failed by a difference: the test checks nothing", name)
+		}
+	}
+}
+
+// between is the part of s from the first from to the next to after it.
+func between(t *testing.T, s, from, to string) string {
+	t.Helper()
+	i := strings.Index(s, from)
+	if i < 0 {
+		t.Fatalf("the page has no %s", from)
+	}
+	j := strings.Index(s[i:], to)
+	if j < 0 {
+		t.Fatalf("the page's %s is not closed by %s", from, to)
+	}
+	return s[i : i+j]
 }
 
 // TestNoiseGreyed: a noise field of the finding's step is greyed, with its

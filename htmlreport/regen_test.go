@@ -27,6 +27,7 @@ func TestRegenerateReports(t *testing.T) {
 	incrbyNeg := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.IncrbyOld)...)
 	strlenOld := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenOld)...)
 	strlenShort := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenShortWrong)...)
+	pristine := redisbuild.MustBuild(t) // the fix
 
 	dir := t.TempDir()
 	kavach := filepath.Join(dir, "kavach")
@@ -62,11 +63,12 @@ func TestRegenerateReports(t *testing.T) {
 		t.Logf("kavach %v:\n%s", args, out)
 	}
 	run("mark", "strlen.kavach", "--step", "6", "--oracle", "invariant:strlen-matches", "--invariants", "strlen.invariants")
-	// Each report and the grade that writes it: a fault planted before the
-	// failure, a fix too narrow for its variants, a suite with a contract
+	// Each report and the grade that writes it: the fix, a fault planted
+	// before the failure, a fix too narrow for its variants, a suite with a contract
 	// broken beside a fixed incident, and a wrong answer moved after the
 	// failure (diverged there, its invariant violated: a second finding).
 	for name, args := range map[string][]string{
+		"fixed":          {"diff", old, pristine, "getrange.kavach"},
 		"diverged":       {"diff", old, strlen, "getrange.kavach"},
 		"variant_failed": {"diff", old, narrow, "getrange.kavach"},
 		"suite":          {"diff", old, incrbyNeg, "getrange.kavach", "counter.kavach"},

@@ -20,6 +20,8 @@ type section struct {
 	Meaning      string
 	Timeline     *timeline
 	Finding      *findingView
+	Failing      *findingView // the failing step, when the finding is not there
+	Steps        stepsView
 	More         []string // the other findings, one line each
 	Variants     variantsView
 	Invariants   []invariantRow
@@ -47,6 +49,8 @@ func buildSection(rep *grade.Report, prefix string, inSuite bool) *section {
 			s.More = append(s.More, cut(line, 300))
 		}
 	}
+	s.Failing = failingStep(rep)
+	s.Steps = buildSteps(rep, prefix)
 	s.Variants = buildVariants(rep, prefix)
 	for _, inv := range rep.Evidence.Invariants {
 		s.Invariants = append(s.Invariants, invariantRowOf(inv))
@@ -157,8 +161,14 @@ func buildFinding(rep *grade.Report, f grade.Finding) *findingView {
 		fv.Title = fmt.Sprintf("variant %d fails on the new build at step %d", f.Variant, f.Step)
 		fv.Request = ""
 		fv.Detail = f.Detail
+		oldName := "old build (the variant)"
+		for _, v := range ev.Variants.List {
+			if v.K == f.Variant && v.Kept && v.OldStep > 0 && !v.Regression {
+				oldName = fmt.Sprintf("old build (the variant), step %d", v.OldStep)
+			}
+		}
 		fv.Columns = []answerColumn{
-			{Name: "old build (the variant)", Outcome: f.Expected.String(), Class: outcomeClass(f.Expected, true), Note: f.Expected.Detail},
+			{Name: oldName, Outcome: f.Expected.String(), Class: outcomeClass(f.Expected, true), Note: f.Expected.Detail},
 			{Name: "new build (the variant)", Outcome: f.Outcome.String(), Class: outcomeClass(f.Outcome, true), Note: f.Outcome.Detail},
 		}
 		for _, d := range f.Diffs {

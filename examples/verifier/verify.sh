@@ -20,24 +20,23 @@
 #   KAVACH_TIMEOUT        a lower limit for `kavach diff` alone, in seconds (default: none)
 #
 # Order, so that nothing the harness does loses the hidden tests' result:
-#   1. The hidden tests run; result.json is written at once, with
-#      kavach_incomplete 1.
+#   1. The hidden tests run; result.json is written at once, and
+#      kavach.json with "incomplete": 1.
 #   2. kavach diff runs in this script's process group (timeout
 #      --foreground: a harness that kills the group kills it too), within
 #      the time left. SIGTERM or SIGINT stops it, keeps result.json and
 #      marks Kavach's evidence incomplete (exit 128+N).
-#   3. result.json is rewritten with Kavach's numbers.
+#   3. kavach.json is rewritten with Kavach's verdict and figures.
 #
 # Writes, in OUT_DIR:
-#   result.json         numbers only, every one a reward or a 0/1 count, e.g.
-#                       {"reward": 1, "kavach_fixed": 0, "kavach_red": 1, "kavach_unverified": 0,
-#                        "kavach_error": 0, "kavach_incomplete": 0}
-#                       reward: 1 when the hidden tests pass, else 0. At most one of kavach_fixed
-#                       (exit 0), kavach_red (exit 1), kavach_unverified (exit 3), kavach_error
-#                       (exit 2, or Kavach missing or killed) and kavach_incomplete (timed out,
-#                       interrupted, not run) is 1.
-#   kavach.json         the rest, never a reward: {"status", "exit_status", "hidden_exit_status",
-#                       "verdict", "report", "budget_sec", "args", "old", "new", "fixture", "options"}
+#   result.json         the reward alone: {"reward": 1} when the hidden tests pass, else
+#                       {"reward": 0}; a harness that takes every key for a reward sees one
+#   kavach.json         Kavach's figures and the rest, never a reward:
+#                       {"fixed", "red", "unverified", "error", "incomplete", "status",
+#                        "exit_status", "hidden_exit_status", "verdict", "report", "budget_sec",
+#                        "args", "old", "new", "fixture", "options"}. At most one of fixed
+#                       (exit 0), red (exit 1), unverified (exit 3), error (exit 2, or Kavach
+#                       missing or killed) and incomplete (timed out, interrupted, not run) is 1.
 #                       (exit statuses as strings; options as the report gives them)
 #   kavach-report.json  Kavach's full report (absent when Kavach could not grade)
 #   kavach.txt          what `kavach diff` printed: the verdict on the first line, then the finding
@@ -74,11 +73,10 @@ report=$OUT_DIR/kavach-report.json
 rm -f "$OUT_DIR"/result.json "$OUT_DIR"/kavach.json "$OUT_DIR"/kavach.txt "$OUT_DIR"/kavach.err "$report"
 log() { echo "verify.sh: $*" >&2; }
 
-# write_result REWARD FIXED RED UNVERIFIED ERROR INCOMPLETE
-# Numbers only: a harness may take every number for a reward.
+# write_result REWARD: the reward alone (a harness may take every number
+# in the file for a reward).
 write_result() {
-	printf '{"reward": %d, "kavach_fixed": %d, "kavach_red": %d, "kavach_unverified": %d, "kavach_error": %d, "kavach_incomplete": %d}\n' \
-		"$@" >"$OUT_DIR/.result.json.tmp" && mv "$OUT_DIR/.result.json.tmp" "$OUT_DIR/result.json"
+	printf '{"reward": %d}\n' "$1" >"$OUT_DIR/.result.json.tmp" && mv "$OUT_DIR/.result.json.tmp" "$OUT_DIR/result.json"
 }
 
 # json_str S: S as a JSON string.
@@ -89,7 +87,7 @@ json_str() {
 	printf '"%s"' "${s//$'\n'/\\n}"
 }
 
-# write_kavach STATUS EXIT: kavach.json, what result.json cannot hold.
+# write_kavach STATUS EXIT: kavach.json, Kavach's figures and the rest.
 write_kavach() {
 	local verdict options rep=null exit=null
 	verdict=$(head -n 1 "$OUT_DIR/kavach.txt" 2>/dev/null)
@@ -97,7 +95,9 @@ write_kavach() {
 	[ -n "$2" ] && exit=$(json_str "$2")
 	options=$(sed -n '/^  "options": {/,/^  }/p' "$report" 2>/dev/null | sed '1s/^  "options": //' | tr -d '\n\t' | tr -s ' ')
 	{
-		printf '{"status": %s, "exit_status": %s, "hidden_exit_status": %s, "verdict": %s, "report": %s,\n' \
+		printf '{"fixed": %d, "red": %d, "unverified": %d, "error": %d, "incomplete": %d,\n' \
+			"$fixed" "$red" "$unverified" "$error" "$incomplete"
+		printf ' "status": %s, "exit_status": %s, "hidden_exit_status": %s, "verdict": %s, "report": %s,\n' \
 			"$(json_str "$1")" "$exit" "$(json_str "$hidden")" "$(json_str "$verdict")" "$rep"
 		printf ' "budget_sec": %d, "args": %s, "old": %s, "new": %s, "fixture": %s,\n' \
 			"$budget" "$(json_str "$KAVACH_ARGS")" "$(json_str "$OLD")" "$(json_str "$NEW")" "$(json_str "$FIXTURE")"
@@ -115,7 +115,8 @@ budget=$((VERIFIER_TIMEOUT_SEC - (SECONDS - started) - KAVACH_MARGIN_SEC))
 if [ "$KAVACH_TIMEOUT" -gt 0 ] && [ "$KAVACH_TIMEOUT" -lt "$budget" ]; then
 	budget=$KAVACH_TIMEOUT
 fi
-write_result "$reward" 0 0 0 0 1
+fixed=0 red=0 unverified=0 error=0 incomplete=1
+write_result "$reward"
 write_kavach "not started" ""
 
 # 2. Kavach, beside them, in this process group, within the time left.
@@ -125,7 +126,6 @@ stop() {
 	log "stopped by SIG$1 while kavach ran: hidden tests exit $hidden (reward $reward) kept, Kavach's evidence marked incomplete"
 	[ -n "$kpid" ] && kill -TERM "$kpid" 2>/dev/null && wait "$kpid"
 	write_kavach "interrupted (SIG$1)" ""
-	write_result "$reward" 0 0 0 0 1
 	exit $((128 + $2))
 }
 trap 'stop TERM 15' TERM
@@ -138,7 +138,7 @@ fi
 if ! command -v "$KAVACH" >/dev/null 2>&1; then
 	echo "verify.sh: $KAVACH: command not found (set KAVACH or put kavach on PATH)" >"$OUT_DIR/kavach.err"
 	: >"$OUT_DIR/kavach.txt"
-	write_result "$reward" 0 0 0 1 0
+	incomplete=0 error=1
 	write_kavach "not found" 127
 	log "hidden tests exit $hidden (reward $reward); kavach: $KAVACH not found (exit 127)"
 	exit "$hidden"
@@ -155,8 +155,8 @@ kavach=$?
 kpid=
 trap - TERM INT
 
-# 3. Kavach's numbers beside the reward.
-fixed=0 red=0 unverified=0 error=0 incomplete=0
+# 3. Kavach's verdict and figures, beside the reward.
+incomplete=0
 case $kavach in
 0) fixed=1 what=graded ;;
 1) red=1 what=graded ;;
@@ -165,7 +165,6 @@ case $kavach in
 130 | 143) incomplete=1 what=interrupted ;;
 *) error=1 what="could not grade" ;; # 2: could not grade; 128+N: killed
 esac
-write_result "$reward" "$fixed" "$red" "$unverified" "$error" "$incomplete"
 write_kavach "$what" "$kavach"
 
 verdict=$(head -n 1 "$OUT_DIR/kavach.txt" 2>/dev/null)
