@@ -550,3 +550,24 @@ func noiseField(step int, path string) replay.NoiseField {
 func diff(step int, path, want, got string) replay.Diff {
 	return replay.Diff{Step: step, Path: path, Want: want, Got: got}
 }
+
+// TestExplainedSteps: a step after the failure the report explains shows
+// why, by which rule, and the old build's answer beside the recorded and
+// the new one.
+func TestExplainedSteps(t *testing.T) {
+	rep := smallReport(8, 5)
+	rep.Evidence.New.Steps[5].Diffs = []replay.Diff{diff(6, "reply[0]", "0", "3")}
+	rep.Evidence.New.Steps[5].Output, rep.Evidence.New.Steps[5].RecordedOutput = []any{3.0}, []any{0.0}
+	rep.Evidence.Old.Steps[5].Output = []any{0.0}
+	rep.Explained = []grade.Explained{{Step: 6, Reason: grade.ReasonInputs, Rule: grade.RuleObserved,
+		Inputs: []grade.InputField{{Field: "LEFT digest", Old: "none", New: "3c2a"}}}}
+	var buf bytes.Buffer
+	if err := htmlreport.Report(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	table := between(t, buf.String(), `<table class="st">`, "</table>")
+	want := `<td><code>ok: [0]</code></td><td>ok: [0]</td><td><code>ok: [3]</code></td><td>explained after the failure: what it read differs between the builds (LEFT digest); observed</td>`
+	if !strings.Contains(table, want) {
+		t.Errorf("the steps table lacks %s\n%s", want, table)
+	}
+}

@@ -58,6 +58,14 @@ func buildSteps(rep *grade.Report, prefix string) stepsView {
 			diverged[f.Step] = true
 		}
 	}
+	explainedList := rep.Explained
+	if explainedList == nil {
+		explainedList = grade.Explain(ev) // a report from before they were listed
+	}
+	explained := map[int]grade.Explained{}
+	for _, e := range explainedList {
+		explained[e.Step] = e
+	}
 	for _, s := range ev.New.Steps {
 		r := stepRow{Step: s.Step, Request: cut(s.Request, 200)}
 		counted, noisy := noise.Split(s.Diffs)
@@ -68,7 +76,7 @@ func buildSteps(rep *grade.Report, prefix string) stepsView {
 		r.Recorded = outcomeAnswer(s.Recorded.String(), recorded)
 		before := ev.Contract || (ev.Failure.Step > 0 && s.Step < ev.Failure.Step)
 		if o, ok := old[s.Step]; ok && o.Ran {
-			r.Old = o.Outcome.String()
+			r.Old = outcomeAnswer(o.Outcome.String(), o.Output) // answers kept after the failure
 			if before && o.Outcome.Kind == o.Recorded.Kind {
 				r.Old += ", as recorded"
 				if len(noisy) > 0 {
@@ -83,6 +91,9 @@ func buildSteps(rep *grade.Report, prefix string) stepsView {
 			r.New = outcomeAnswer(r.New, s.Output)
 		}
 		r.Status, r.Class, r.Differ = stepStatus(rep, s, len(counted) > 0, len(noisy) > 0, diverged[s.Step])
+		if e, ok := explained[s.Step]; ok {
+			r.Status, r.Class = explainedStatus(e), "after"
+		}
 		if r.Differ {
 			sv.Differ++
 		}
@@ -144,6 +155,33 @@ func stepStatus(rep *grade.Report, s grade.StepEvidence, counted, noisy, diverge
 		return "as recorded, but for noise", "noise", false
 	}
 	return "as recorded", "same", false
+}
+
+// explainedStatus says why the fix explains a step after the failure,
+// and by which rule: "explained after the failure: what it read differs
+// (k digest, k access); observed".
+func explainedStatus(e grade.Explained) string {
+	why := map[string]string{
+		grade.ReasonInputs:  "what it read differs between the builds",
+		grade.ReasonRefusal: "both builds refuse the failing command here, on the same inputs (a changed refusal)",
+		grade.ReasonShown:   "the recording or the old build failed here",
+		grade.ReasonDepends: "it touches state a changed step wrote",
+	}[e.Reason]
+	if why == "" {
+		why = e.Reason
+	}
+	if e.Reason == grade.ReasonInputs && len(e.Inputs) > 0 {
+		var fields []string
+		for i, f := range e.Inputs {
+			if i == 3 {
+				fields = append(fields, fmt.Sprintf("+%d more", len(e.Inputs)-3))
+				break
+			}
+			fields = append(fields, f.Field)
+		}
+		why += " (" + strings.Join(fields, ", ") + ")"
+	}
+	return "explained after the failure: " + why + "; " + e.Rule
 }
 
 // outcomeAnswer is an outcome and, when there is one, its answer on one
