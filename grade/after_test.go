@@ -151,13 +151,54 @@ func parseSet(t *testing.T, src string) *invariants.Set {
 	return set
 }
 
+// afterCase is one candidate of a shape: its build's patches (nil: the
+// pristine source, the correct fix), the variant budget, the verdict
+// wanted (a prefix when it ends in "("), and what else to check.
+type afterCase struct {
+	name     string
+	patches  []string
+	variants int
+	want     string
+	check    func(t *testing.T, rep *grade.Report)
+}
+
+// afterShape is a recorded shape with its candidates.
+type afterShape struct {
+	fx    *fixtures.Fixture
+	set   *invariants.Set
+	old   string
+	cases []afterCase
+}
+
+func (sh afterShape) grade(t *testing.T, c afterCase) *grade.Report {
+	t.Helper()
+	build := redisbuild.MustBuild(t)
+	if c.patches != nil {
+		build = afterBuild(t, c.patches)
+	}
+	rep := gradeAfter(t, sh.fx, sh.old, build, sh.set, c.variants)
+	if rep.Verdict != c.want && !(strings.HasSuffix(c.want, "(") && strings.HasPrefix(rep.Verdict, c.want)) {
+		t.Fatalf("%s: %s, want %s; findings %+v; explained %+v", c.name, rep.Verdict, c.want, rep.Findings, rep.Explained)
+	}
+	return rep
+}
+
+func (sh afterShape) run(t *testing.T) {
+	for _, c := range sh.cases {
+		rep := sh.grade(t, c)
+		if c.check != nil {
+			c.check(t, rep)
+		}
+	}
+}
+
 // Shape 1: the fix validates earlier, which changes the error a later
 // request of the failing command gets. The old build reads SETRANGE's
 // offset leniently on a missing key (answers) and checks the type first
 // on an existing one (WRONGTYPE); the fix checks the offset first
 // (ERR not an integer) everywhere.
-func TestAfterChangedRefusal(t *testing.T) {
-	old, fixed := afterBuild(t, setrangeLate), redisbuild.MustBuild(t)
+func changedRefusal(t *testing.T) afterShape {
+	old := afterBuild(t, setrangeLate)
 	session := [][]string{
 		{"SET", "greeting", "hello"},
 		{"RPUSH", "list:k", "a", "b"},
@@ -179,43 +220,41 @@ check: outcome.startsWith("error:")
 	refusal := stepOf(t, fx, "SETRANGE", "list:k", "abc", "x")
 	fresh := stepOf(t, fx, "SETRANGE", "fresh", "0", "hi")
 	into := stepOf(t, fx, "SETRANGE", "k", "1", "EE")
-
-	rep := gradeAfter(t, fx, old, fixed, set, 0)
-	if rep.Verdict != "fixed" {
-		t.Fatalf("correct fix: %s, want fixed; findings %+v", rep.Verdict, rep.Findings)
-	}
-	if r := explainedAs(rep, refusal); r != grade.ReasonRefusal {
-		t.Errorf("SETRANGE on the list (WRONGTYPE then ERR): explained as %q, want %s; explained %+v", r, grade.ReasonRefusal, rep.Explained)
-	}
-	if r := explainedAs(rep, getK); r != grade.ReasonInputs {
-		t.Errorf("GET of the key the old build made: explained as %q, want %s", r, grade.ReasonInputs)
-	}
-
-	// Wrong: every SETRANGE on a missing key refused. A later valid one,
-	// on a key missing on both builds, is refused where the old build
-	// answered: a failure of its own.
-	if rep := gradeAfter(t, fx, old, afterBuild(t, setrangeRefuses), set, 0); rep.Verdict != "diverged@"+itoa(fresh) {
-		t.Errorf("fix refusing every missing key: %s, want diverged@%d; findings %+v", rep.Verdict, fresh, rep.Findings)
-	}
-	// The guard: the fix right, but a write into an existing string lands
-	// a byte late. The failing command on the failing key, whose content
-	// is the same on both builds by then: the same inputs, another answer.
-	wrong := gradeAfter(t, fx, old, afterBuild(t, setrangeExisting), set, 0)
-	if wrong.Verdict != "diverged@"+itoa(into) {
-		t.Fatalf("fix breaking SETRANGE into an existing string: %s, want diverged@%d; findings %+v", wrong.Verdict, into, wrong.Findings)
-	}
-	if f := wrong.Findings[0]; f.Rule != grade.RuleObserved || len(f.Inputs) == 0 {
-		t.Errorf("the finding names rule %q and inputs %v, want the observed rule and the equal fingerprint", f.Rule, f.Inputs)
-	}
+	return afterShape{fx: fx, set: set, old: old, cases: []afterCase{
+		{name: "correct fix", want: "fixed", check: func(t *testing.T, rep *grade.Report) {
+			if r := explainedAs(rep, refusal); r != grade.ReasonRefusal {
+				t.Errorf("SETRANGE on the list (WRONGTYPE then ERR): explained as %q, want %s; explained %+v", r, grade.ReasonRefusal, rep.Explained)
+			}
+			if r := explainedAs(rep, getK); r != grade.ReasonInputs {
+				t.Errorf("GET of the key the old build made: explained as %q, want %s", r, grade.ReasonInputs)
+			}
+		}},
+		// Wrong: every SETRANGE on a missing key refused. A later valid
+		// one, on a key missing on both builds, is refused where the old
+		// build answered: a failure of its own.
+		{name: "fix refusing every missing key", patches: setrangeRefuses, want: "diverged@" + itoa(fresh)},
+		// The guard: the fix right, but a write into an existing string
+		// lands a byte late. The failing command on the failing key, whose
+		// content is the same on both builds by then: the same inputs,
+		// another answer.
+		{name: "fix breaking SETRANGE into an existing string", patches: setrangeExisting, want: "diverged@" + itoa(into),
+			check: func(t *testing.T, rep *grade.Report) {
+				if f := rep.Findings[0]; f.Rule != grade.RuleObserved || len(f.Inputs) == 0 {
+					t.Errorf("the finding names rule %q and inputs %v, want the observed rule and the equal fingerprint", f.Rule, f.Inputs)
+				}
+			}},
+	}}
 }
+
+func TestAfterChangedRefusal(t *testing.T) { changedRefusal(t).run(t) }
 
 // Shape 2: the bug is that the failing request touched a name it should
 // not have. LMPOP on an empty list looks one past its keys, at its
 // direction token, and pops the list named LEFT. Key specs say its only
 // key is jobs; the fingerprint of LEFT says the builds hold different
 // lists there.
-func TestAfterTouchedAnotherName(t *testing.T) {
-	old, fixed := afterBuild(t, lmpopPast), redisbuild.MustBuild(t)
+func touchedAnotherName(t *testing.T) afterShape {
+	old := afterBuild(t, lmpopPast)
 	session := [][]string{
 		{"RPUSH", "LEFT", "a", "b", "c"},
 		{"RPUSH", "other", "x"},
@@ -234,23 +273,21 @@ check: reply == null || reply[0] == req.args[1]
 	fx := recordCli(t, old, session, []string{"LMPOP", "1", "jobs", "LEFT", "COUNT", "5"}, "invariant:lmpop-pops-its-keys")
 	llen := stepOf(t, fx, "LLEN", "LEFT")
 	lrange := stepOf(t, fx, "LRANGE", "LEFT", "0", "-1")
-
-	rep := gradeAfter(t, fx, old, fixed, set, 64)
-	if rep.Verdict != "fixed" {
-		t.Fatalf("correct fix: %s, want fixed; findings %+v", rep.Verdict, rep.Findings)
-	}
-	for _, n := range []int{llen, lrange} {
-		if r := explainedAs(rep, n); r != grade.ReasonInputs {
-			t.Errorf("step %d reads LEFT, which the old build popped: explained as %q, want %s; explained %+v", n, r, grade.ReasonInputs, rep.Explained)
-		}
-	}
-	// Narrow: fixed where COUNT is given. The incident passes; the
-	// variant that drops the optional COUNT still pops LEFT.
-	bad := gradeAfter(t, fx, old, afterBuild(t, lmpopWithCount), set, 64)
-	if !strings.HasPrefix(bad.Verdict, "variant_failed(") {
-		t.Fatalf("fix made where COUNT is given only: %s, want variant_failed; findings %+v", bad.Verdict, bad.Findings)
-	}
+	return afterShape{fx: fx, set: set, old: old, cases: []afterCase{
+		{name: "correct fix", variants: 64, want: "fixed", check: func(t *testing.T, rep *grade.Report) {
+			for _, n := range []int{llen, lrange} {
+				if r := explainedAs(rep, n); r != grade.ReasonInputs {
+					t.Errorf("step %d reads LEFT, which the old build popped: explained as %q, want %s; explained %+v", n, r, grade.ReasonInputs, rep.Explained)
+				}
+			}
+		}},
+		// Narrow: fixed where COUNT is given. The incident passes; the
+		// variant that drops the optional COUNT still pops LEFT.
+		{name: "fix made where COUNT is given only", patches: lmpopWithCount, variants: 64, want: "variant_failed("},
+	}}
 }
+
+func TestAfterTouchedAnotherName(t *testing.T) { touchedAnotherName(t).run(t) }
 
 // Shape 3: the fix changes state through a step whose answer does not
 // change. TOUCH answers 1 on both builds, but only the fixed one updates
@@ -258,8 +295,8 @@ check: reply == null || reply[0] == req.args[1]
 // later script that reads the idle time answers "hot" where the
 // recording said "cold". Recorded with go-redis, with real seconds of
 // idle time between the writes and the reads.
-func TestAfterStateChangedSilently(t *testing.T) {
-	old, fixed := afterBuild(t, touchNoAccess), redisbuild.MustBuild(t)
+func stateChangedSilently(t *testing.T) afterShape {
+	old := afterBuild(t, touchNoAccess)
 	const script = "if redis.call('OBJECT', 'IDLETIME', KEYS[1]) < 2 then return 'hot' else return 'cold' end"
 	fx, err := incidents.RecordClients(t.TempDir(), old, func(addr string) error {
 		ctx := context.Background()
@@ -288,23 +325,39 @@ check: reply == 0
 	fx = markAt(t, fx.Path, []string{"OBJECT", "IDLETIME", "k"}, "invariant:touch-resets-idle")
 	eval := stepOf(t, fx, "EVAL", script, "1", "k")
 	touch := stepOf(t, fx, "TOUCH", "other", "nokey")
+	return afterShape{fx: fx, set: set, old: old, cases: []afterCase{
+		{name: "correct fix", want: "fixed", check: func(t *testing.T, rep *grade.Report) {
+			if r := explainedAs(rep, eval); r != grade.ReasonInputs {
+				t.Errorf("the script reading k's idle time: explained as %q, want %s; explained %+v", r, grade.ReasonInputs, rep.Explained)
+			}
+			for _, e := range rep.Explained {
+				if e.Step == eval && !slices.ContainsFunc(e.Inputs, func(f grade.InputField) bool { return f.Field == "k access" }) {
+					t.Errorf("the script's inputs differ in %+v, want k's access time among them", e.Inputs)
+				}
+			}
+		}},
+		// Wrong: TOUCH touches, but counts the keys asked. A later TOUCH of
+		// a key no fix changed and of a missing key answers 2 where the
+		// old build said 1, on the same inputs.
+		{name: "fix miscounting TOUCH", patches: touchMiscount, want: "diverged@" + itoa(touch)},
+	}}
+}
 
-	rep := gradeAfter(t, fx, old, fixed, set, 0)
-	if rep.Verdict != "fixed" {
-		t.Fatalf("correct fix: %s, want fixed; findings %+v", rep.Verdict, rep.Findings)
-	}
-	if r := explainedAs(rep, eval); r != grade.ReasonInputs {
-		t.Errorf("the script reading k's idle time: explained as %q, want %s; explained %+v", r, grade.ReasonInputs, rep.Explained)
-	}
-	for _, e := range rep.Explained {
-		if e.Step == eval && !slices.ContainsFunc(e.Inputs, func(f grade.InputField) bool { return f.Field == "k access" }) {
-			t.Errorf("the script's inputs differ in %+v, want k's access time among them", e.Inputs)
+func TestAfterStateChangedSilently(t *testing.T) { stateChangedSilently(t).run(t) }
+
+// TestAfterTheFailureUnderLoad grades every candidate of the three
+// shapes ten times while stress-ng saturates the cores: one verdict each
+// time. The fingerprints are taken once the build is idle, so a loaded
+// machine moves none of them.
+func TestAfterTheFailureUnderLoad(t *testing.T) {
+	shapes := []afterShape{changedRefusal(t), touchedAnotherName(t), stateChangedSilently(t)}
+	defer stress(t)()
+	for _, sh := range shapes {
+		for _, c := range sh.cases {
+			for i := range 10 {
+				t.Logf("%s, run %d", c.name, i+1)
+				sh.grade(t, c)
+			}
 		}
-	}
-	// Wrong: TOUCH touches, but counts the keys asked. A later TOUCH of a
-	// key no fix changed and of a missing key answers 2 where the old
-	// build said 1, on the same inputs.
-	if rep := gradeAfter(t, fx, old, afterBuild(t, touchMiscount), set, 0); rep.Verdict != "diverged@"+itoa(touch) {
-		t.Errorf("fix miscounting TOUCH: %s, want diverged@%d; findings %+v", rep.Verdict, touch, rep.Findings)
 	}
 }
