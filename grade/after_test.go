@@ -32,7 +32,7 @@ import (
 var (
 	setrangeLate     = []string{"setrange-offset-late.patch"}         // the offset read leniently on a missing key, after the type check on others
 	setrangeRefuses  = []string{"setrange-fix-refuses-missing.patch"} // wrong: every missing key refused
-	setrangeExisting = []string{"setrange-fix-breaks-existing.patch"} // wrong: writes into an existing string land a byte late
+	setrangeExisting = []string{"setrange-fix-breaks-existing.patch"} // wrong: a write inside an existing string answers too long a length
 	lmpopPast        = []string{"lmpop-past-keys.patch"}              // LMPOP looks one past its keys: at its direction token
 	lmpopWithCount   = []string{"lmpop-fix-with-count.patch"}         // narrow: fixed only where COUNT is given
 	touchNoAccess    = []string{"touch-no-access.patch"}              // TOUCH does not update the access time
@@ -178,7 +178,13 @@ func (sh afterShape) grade(t *testing.T, c afterCase) *grade.Report {
 	}
 	rep := gradeAfter(t, sh.fx, sh.old, build, sh.set, c.variants)
 	if rep.Verdict != c.want && !(strings.HasSuffix(c.want, "(") && strings.HasPrefix(rep.Verdict, c.want)) {
-		t.Fatalf("%s: %s, want %s; findings %+v; explained %+v", c.name, rep.Verdict, c.want, rep.Findings, rep.Explained)
+		var errs []string
+		for _, s := range rep.Evidence.New.Steps {
+			if s.InputsError != "" {
+				errs = append(errs, itoa(s.Step)+": "+s.InputsError)
+			}
+		}
+		t.Fatalf("%s: %s, want %s; findings %+v; explained %+v; after the failure judged by %q, probe errors %q", c.name, rep.Verdict, c.want, rep.Findings, rep.Explained, rep.Evidence.Inputs, errs)
 	}
 	return rep
 }
@@ -234,7 +240,7 @@ check: outcome.startsWith("error:")
 		// build answered: a failure of its own.
 		{name: "fix refusing every missing key", patches: setrangeRefuses, want: "diverged@" + itoa(fresh)},
 		// The guard: the fix right, but a write into an existing string
-		// lands a byte late. The failing command on the failing key, whose
+		// answers too long a length. The failing command on the failing key, whose
 		// content is the same on both builds by then: the same inputs,
 		// another answer.
 		{name: "fix breaking SETRANGE into an existing string", patches: setrangeExisting, want: "diverged@" + itoa(into),

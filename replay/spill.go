@@ -32,6 +32,9 @@ type spilled struct {
 	Responses [][]byte
 	Virtual   time.Time
 	Answered  time.Time
+	// Inputs and InputsError are StepResult's (Options.Inputs).
+	Inputs      map[string]string
+	InputsError string
 }
 
 // NewSpill makes an empty spill in dir ("" for the system's temporary
@@ -50,7 +53,8 @@ func NewSpill(dir string) (*Spill, error) {
 // Step writes s.
 func (s *Spill) Step(st StepResult) error {
 	s.n++
-	if err := s.enc.Encode(spilled{N: st.N, Conn: st.Conn, Ran: st.Ran, Outcome: st.Outcome, Responses: st.Responses, Virtual: st.Virtual, Answered: st.Answered}); err != nil {
+	if err := s.enc.Encode(spilled{N: st.N, Conn: st.Conn, Ran: st.Ran, Outcome: st.Outcome, Responses: st.Responses, Virtual: st.Virtual, Answered: st.Answered,
+		Inputs: st.Inputs, InputsError: st.InputsError}); err != nil {
 		return fmt.Errorf("replay: spill: %w", err)
 	}
 	return nil
@@ -101,7 +105,7 @@ func (r *SpillReader) Next(request []byte, n kavach.Normalizer) (StepResult, err
 		return StepResult{}, err
 	}
 	s := StepResult{N: sp.N, Conn: sp.Conn, Ran: sp.Ran, Outcome: sp.Outcome, Responses: sp.Responses,
-		Virtual: sp.Virtual, Answered: sp.Answered, Request: request, Output: []any{}}
+		Virtual: sp.Virtual, Answered: sp.Answered, Inputs: sp.Inputs, InputsError: sp.InputsError, Request: request, Output: []any{}}
 	if s.Responses == nil {
 		s.Responses = [][]byte{}
 	}
