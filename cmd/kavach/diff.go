@@ -463,7 +463,7 @@ func diffHint(rep *grade.Report, a []string, report string) string {
 		if f.Step > ev.Failure.Step {
 			why := "the step touches no state a changed step wrote"
 			switch {
-			case f.Outcome.Kind == kavach.Error && f.Rule != "" && !strings.Contains(f.Detail, "same inputs"):
+			case strings.Contains(f.Detail, "refuses a request the old build answered"):
 				why = "it refuses a request the old build answered"
 			case f.Rule == grade.RuleObserved:
 				why = "the state the step read is the same on both builds, so the answer should be too"
