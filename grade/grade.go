@@ -173,7 +173,13 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		} else {
 			inputsRule = RuleObserved
 			mainOld, mainNew = o, n
-			mainOpts.Inputs = &replay.Inputs{From: f.Step, Fingerprinter: fp, Keys: func(n int) []string {
+			// A long recording's steps are fingerprinted within its
+			// window after the failure; later ones get the inferred rule.
+			until := 0
+			if long {
+				until = f.Step + opts.Window
+			}
+			mainOpts.Inputs = &replay.Inputs{From: f.Step, Until: until, Fingerprinter: fp, Keys: func(n int) []string {
 				if i := keyOf(n); i >= 0 && i < len(keys) {
 					return keys[i]
 				}

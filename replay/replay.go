@@ -60,8 +60,9 @@ type Options struct {
 // Inputs says which steps a replay fingerprints, and how. Every replay
 // of a diff gets the same Inputs, so that their fingerprints compare.
 type Inputs struct {
-	// From is the failing step: the steps after it are fingerprinted.
-	From int
+	// From is the failing step: the steps after it are fingerprinted, up
+	// to Until (zero: every one).
+	From, Until int
 	// Keys are the keys step n touches; nil: unknown (the whole keyspace
 	// is fingerprinted).
 	Keys func(n int) []string
@@ -556,7 +557,7 @@ func (r *runner) process(i int) {
 		return
 	}
 	r.step(e.step).batched = e.batched
-	if r.probe != nil && r.step(e.step).N > r.opts.Inputs.From {
+	if n := r.step(e.step).N; r.probe != nil && n > r.opts.Inputs.From && (r.opts.Inputs.Until == 0 || n <= r.opts.Inputs.Until) {
 		r.fingerprint(r.step(e.step))
 	}
 	r.send(ev, e.step, true)
