@@ -21,6 +21,7 @@ type jobView struct {
 	Inconsistent []recount.Inconsistent
 	Graders      *recount.GradersResult
 	Unreadable   []recount.Unreadable
+	Incomplete   []recount.Incomplete
 	Trials       []recount.Trial
 }
 
@@ -36,7 +37,7 @@ func buildJob(job *recount.Job, summary map[string]int) *jobView {
 	rc := job.Recount(summary)
 	cs := job.Consistency()
 	j := &jobView{Dir: job.Dir, Total: rc.Total, Consistent: len(cs.Consistent), Inconsistent: cs.Inconsistent,
-		Unreadable: job.Unreadable, Trials: job.Trials}
+		Unreadable: job.Unreadable, Incomplete: job.Incomplete, Trials: job.Trials}
 	for _, c := range rc.Counts {
 		r := countRow{Kind: c.Kind, Count: c.Count, Trials: cut(strings.Join(c.Trials, " "), 600)}
 		if c.Match != nil {
@@ -59,8 +60,11 @@ func buildJob(job *recount.Job, summary map[string]int) *jobView {
 	if g := job.Graders(); len(g.Tasks) > 0 {
 		j.Graders = &g
 	}
-	bad := (rc.Matches != nil && !*rc.Matches) || len(cs.Inconsistent) > 0 || len(job.Unreadable) > 0
+	bad := (rc.Matches != nil && !*rc.Matches) || len(cs.Inconsistent) > 0 || len(job.Unreadable) > 0 || len(job.Incomplete) > 0
 	j.Headline = fmt.Sprintf("recount: %d reports, %d consistent", rc.Total, len(cs.Consistent))
+	if rc.Trials != rc.Total {
+		j.Headline += fmt.Sprintf(", of %d trials", rc.Trials)
+	}
 	j.Class = "green"
 	j.Meaning = "Every report's verdict follows from its own evidence"
 	if rc.Matches != nil {
@@ -78,6 +82,9 @@ func buildJob(job *recount.Job, summary map[string]int) *jobView {
 		}
 		if n := len(job.Unreadable); n > 0 {
 			what = append(what, fmt.Sprintf("%d files could not be read", n))
+		}
+		if n := len(job.Incomplete); n > 0 {
+			what = append(what, fmt.Sprintf("%d trials have the hidden tests' reward and no Kavach report", n))
 		}
 		j.Meaning = "Something does not add up: " + strings.Join(what, "; ") + "."
 	}

@@ -58,12 +58,15 @@ func recountCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("recount: %w", err)
 			}
-			if len(job.Trials) == 0 && len(job.Unreadable) == 0 {
+			if len(job.Trials) == 0 && len(job.Unreadable) == 0 && len(job.Incomplete) == 0 {
 				return fmt.Errorf("recount: no Kavach reports under %s", dir)
 			}
-			out := recountJSON{Dir: dir, Recount: job.Recount(summary), Consistency: job.Consistency(), Unreadable: job.Unreadable}
+			out := recountJSON{Dir: dir, Recount: job.Recount(summary), Consistency: job.Consistency(), Unreadable: job.Unreadable, Incomplete: job.Incomplete}
 			if out.Unreadable == nil {
 				out.Unreadable = []recount.Unreadable{}
+			}
+			if out.Incomplete == nil {
+				out.Incomplete = []recount.Incomplete{}
 			}
 			if g := job.Graders(); len(g.Tasks) > 0 {
 				out.Graders = &g
@@ -78,7 +81,7 @@ func recountCommand() *cli.Command {
 			} else {
 				printRecount(c.App.Writer, out, c.String("summary"))
 			}
-			if (out.Recount.Matches != nil && !*out.Recount.Matches) || len(out.Consistency.Inconsistent) > 0 || len(out.Unreadable) > 0 {
+			if (out.Recount.Matches != nil && !*out.Recount.Matches) || len(out.Consistency.Inconsistent) > 0 || len(out.Unreadable) > 0 || len(out.Incomplete) > 0 {
 				return &verdictError{code: exitRed}
 			}
 			return nil
@@ -94,11 +97,16 @@ type recountJSON struct {
 	Consistency recount.ConsistencyResult `json:"self_consistency"`
 	Graders     *recount.GradersResult    `json:"graders"` // null: no hidden results beside the reports
 	Unreadable  []recount.Unreadable      `json:"unreadable"`
+	Incomplete  []recount.Incomplete      `json:"incomplete"` // trials with a reward and no report
 }
 
 func printRecount(w io.Writer, r recountJSON, summary string) {
 	rc := r.Recount
-	fmt.Fprintf(w, "recount: %d reports under %s\n", rc.Total, r.Dir)
+	fmt.Fprintf(w, "recount: %d reports under %s", rc.Total, r.Dir)
+	if rc.Trials != rc.Total {
+		fmt.Fprintf(w, ", of %d trials (%d UNREADABLE, %d INCOMPLETE)", rc.Trials, len(rc.UnreadableTrials), len(rc.Incomplete))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range rc.Counts {
 		line := fmt.Sprintf("  %s\t%d", c.Kind, c.Count)
@@ -138,9 +146,10 @@ func printRecount(w io.Writer, r recountJSON, summary string) {
 	if g := r.Graders; g != nil {
 		fmt.Fprintf(w, "\ntwo graders, by task (agree: the hidden tests pass exactly when Kavach says fixed or held):\n")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TASK\tTRIALS\tHIDDEN PASS\tKAVACH FIXED\tAGREE\tDISAGREE")
+		fmt.Fprintln(tw, "TASK\tTRIALS\tHIDDEN PASS\tKAVACH FIXED\tAGREE\tDISAGREE\tNO VERDICT")
 		for _, t := range g.Tasks {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", t.Task, t.Trials, t.HiddenPass, t.KavachFixed, t.Agree, orDash(strings.Join(t.Disagree, " ")))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", t.Task, t.Trials, t.HiddenPass, t.KavachFixed, t.Agree,
+				orDash(strings.Join(t.Disagree, " ")), orDash(strings.Join(t.NoVerdict, " ")))
 		}
 		tw.Flush()
 		if n := len(g.NoHidden); n > 0 {
@@ -148,6 +157,17 @@ func printRecount(w io.Writer, r recountJSON, summary string) {
 		}
 	}
 	for _, u := range r.Unreadable {
+		if u.Trial != "" {
+			fmt.Fprintf(w, "UNREADABLE %s (trial %s): %s\n", u.Path, u.Trial, u.Reason)
+			continue
+		}
 		fmt.Fprintf(w, "UNREADABLE %s: %s\n", u.Path, u.Reason)
+	}
+	for _, in := range r.Incomplete {
+		hidden := in.Hidden
+		if hidden == "" {
+			hidden = "unreadable"
+		}
+		fmt.Fprintf(w, "INCOMPLETE %s: the hidden tests' reward (%s) and no Kavach report in %s\n", in.Trial, hidden, in.Dir)
 	}
 }
