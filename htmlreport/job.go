@@ -2,6 +2,7 @@ package htmlreport
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/kavach-dev/kavach/recount"
@@ -92,4 +93,42 @@ func buildJob(job *recount.Job, summary map[string]int) *jobView {
 		j.Meaning += " The hidden tests and Kavach are shown side by side by task; they agree on a trial when the hidden tests pass exactly when Kavach says fixed."
 	}
 	return j
+}
+
+// sweView is a SWE-bench archive's recount: the resolved count against
+// the summary, the ids against the split, and each instance's
+// self-consistency, apart.
+type sweView struct {
+	recount.SWEResult
+	Match string // the recount against the summary: "match", "MISMATCH: ...", or "" without one
+	Class string
+}
+
+// SWEBench writes the page of a SWE-bench archive's recount (kavach
+// recount DIR on an evaluation archive).
+func SWEBench(w io.Writer, r recount.SWEResult) error {
+	v := &sweView{SWEResult: r}
+	if s := r.Recount.Summary; s != nil {
+		v.Match, v.Class = "match", "green"
+		if s.Resolved != r.Recount.Resolved {
+			v.Match, v.Class = fmt.Sprintf("MISMATCH: the summary says %d", s.Resolved), "red"
+		} else if !s.Match {
+			v.Match, v.Class = "MISMATCH: the same count, other instances", "red"
+		}
+	}
+	p := &page{Title: "kavach recount: " + r.Dir, SWE: v,
+		Verdict:      fmt.Sprintf("recount: %d resolved of %d instance reports, %d consistent", r.Recount.Resolved, r.Recount.Reports, len(r.Consistency.Consistent)),
+		VerdictClass: "green", Meaning: "Every instance's resolved follows from its own tests"}
+	if r.Recount.Summary != nil {
+		p.Meaning += ", the summary's resolved count matches the reports'"
+	}
+	if r.Reconciliation != nil {
+		p.Meaning += ", and every instance of the split is accounted for"
+	}
+	p.Meaning += ". Nothing here judges whether a patch is correct: these are the archive's own statements, checked against each other."
+	if f := r.Faults(); len(f) > 0 {
+		p.VerdictClass = "red"
+		p.Meaning = "Something does not add up: " + strings.Join(f, "; ") + "."
+	}
+	return execute(w, p)
 }
