@@ -618,7 +618,12 @@ func (r SWEResult) Faults() []string {
 		}
 	}
 	if rec := r.Reconciliation; rec != nil && !rec.Match {
-		out = append(out, fmt.Sprintf("%d instances of the split missing, %d not in the split", len(rec.Missing), len(rec.Extra)))
+		if n := len(rec.Missing); n > 0 {
+			out = append(out, fmt.Sprintf("%d instances of the split missing", n))
+		}
+		if n := len(rec.Extra); n > 0 {
+			out = append(out, fmt.Sprintf("%d instance folders not in the split", n))
+		}
 	}
 	if n := len(r.Consistency.Inconsistent); n > 0 {
 		out = append(out, fmt.Sprintf("%d instances' resolved contradicts their own tests", n))
