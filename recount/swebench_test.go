@@ -362,3 +362,23 @@ func FuzzParseSWESummary(f *testing.F) {
 		}
 	})
 }
+
+// TestSWEBenchFlatLayout: instance folders straight under DIR, beside
+// results/: results/ is no instance; the report without the id around
+// it is read, its folder naming the instance; a hidden folder is left out.
+func TestSWEBenchFlatLayout(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a__a-1", "report.json"), `{"resolved": false, "tests_status": {"FAIL_TO_PASS": {"success": [], "failure": ["t"]}, "PASS_TO_PASS": {"success": [], "failure": []}}}`)
+	writeFile(t, filepath.Join(dir, "results", "results.json"), `{"resolved": []}`)
+	writeFile(t, filepath.Join(dir, ".cache", "x"), "")
+	a, err := ScanSWEBench(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Instances) != 1 || a.Instances[0].ID != "a__a-1" || len(a.NoReport) != 0 || a.Results == "" {
+		t.Errorf("ScanSWEBench = %+v, want a__a-1 alone, no folder without a report", a)
+	}
+	if f := a.Answers(&SWESummary{}, "results.json", nil, "").Faults(); len(f) != 0 {
+		t.Errorf("Faults = %q, want none", f)
+	}
+}
