@@ -51,6 +51,7 @@ type page struct {
 	Suite        bool
 	Sections     []*section
 	Job          *jobView
+	SWE          *sweView
 }
 
 // Report writes the page of one fixture's report.

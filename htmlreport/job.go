@@ -2,6 +2,7 @@ package htmlreport
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/kavach-dev/kavach/recount"
@@ -21,6 +22,7 @@ type jobView struct {
 	Inconsistent []recount.Inconsistent
 	Graders      *recount.GradersResult
 	Unreadable   []recount.Unreadable
+	Incomplete   []recount.Incomplete
 	Trials       []recount.Trial
 }
 
@@ -36,7 +38,7 @@ func buildJob(job *recount.Job, summary map[string]int) *jobView {
 	rc := job.Recount(summary)
 	cs := job.Consistency()
 	j := &jobView{Dir: job.Dir, Total: rc.Total, Consistent: len(cs.Consistent), Inconsistent: cs.Inconsistent,
-		Unreadable: job.Unreadable, Trials: job.Trials}
+		Unreadable: job.Unreadable, Incomplete: job.Incomplete, Trials: job.Trials}
 	for _, c := range rc.Counts {
 		r := countRow{Kind: c.Kind, Count: c.Count, Trials: cut(strings.Join(c.Trials, " "), 600)}
 		if c.Match != nil {
@@ -59,8 +61,11 @@ func buildJob(job *recount.Job, summary map[string]int) *jobView {
 	if g := job.Graders(); len(g.Tasks) > 0 {
 		j.Graders = &g
 	}
-	bad := (rc.Matches != nil && !*rc.Matches) || len(cs.Inconsistent) > 0 || len(job.Unreadable) > 0
+	bad := (rc.Matches != nil && !*rc.Matches) || len(cs.Inconsistent) > 0 || len(job.Unreadable) > 0 || len(job.Incomplete) > 0
 	j.Headline = fmt.Sprintf("recount: %d reports, %d consistent", rc.Total, len(cs.Consistent))
+	if rc.Trials != rc.Total {
+		j.Headline += fmt.Sprintf(", of %d trials", rc.Trials)
+	}
 	j.Class = "green"
 	j.Meaning = "Every report's verdict follows from its own evidence"
 	if rc.Matches != nil {
@@ -79,10 +84,51 @@ func buildJob(job *recount.Job, summary map[string]int) *jobView {
 		if n := len(job.Unreadable); n > 0 {
 			what = append(what, fmt.Sprintf("%d files could not be read", n))
 		}
+		if n := len(job.Incomplete); n > 0 {
+			what = append(what, fmt.Sprintf("%d trials have the hidden tests' reward and no Kavach report", n))
+		}
 		j.Meaning = "Something does not add up: " + strings.Join(what, "; ") + "."
 	}
 	if j.Graders != nil {
 		j.Meaning += " The hidden tests and Kavach are shown side by side by task; they agree on a trial when the hidden tests pass exactly when Kavach says fixed."
 	}
 	return j
+}
+
+// sweView is a SWE-bench archive's recount: the resolved count against
+// the summary, the ids against the split, and each instance's
+// self-consistency, apart.
+type sweView struct {
+	recount.SWEResult
+	Match string // the recount against the summary: "match", "MISMATCH: ...", or "" without one
+	Class string
+}
+
+// SWEBench writes the page of a SWE-bench archive's recount (kavach
+// recount DIR on an evaluation archive).
+func SWEBench(w io.Writer, r recount.SWEResult) error {
+	v := &sweView{SWEResult: r}
+	if s := r.Recount.Summary; s != nil {
+		v.Match, v.Class = "match", "green"
+		if s.Resolved != r.Recount.Resolved {
+			v.Match, v.Class = fmt.Sprintf("MISMATCH: the summary says %d", s.Resolved), "red"
+		} else if !s.Match {
+			v.Match, v.Class = "MISMATCH: the same count, other instances", "red"
+		}
+	}
+	p := &page{Title: "kavach recount: " + r.Dir, SWE: v,
+		Verdict:      fmt.Sprintf("recount: %d resolved of %d instance reports, %d consistent", r.Recount.Resolved, r.Recount.Reports, len(r.Consistency.Consistent)),
+		VerdictClass: "green", Meaning: "Every instance's resolved follows from its own tests"}
+	if r.Recount.Summary != nil {
+		p.Meaning += ", the summary's resolved count matches the reports'"
+	}
+	if r.Reconciliation != nil {
+		p.Meaning += ", and every instance of the split is accounted for"
+	}
+	p.Meaning += ". Nothing here judges whether a patch is correct: these are the archive's own statements, checked against each other."
+	if f := r.Faults(); len(f) > 0 {
+		p.VerdictClass = "red"
+		p.Meaning = "Something does not add up: " + strings.Join(f, "; ") + "."
+	}
+	return execute(w, p)
 }

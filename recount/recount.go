@@ -50,24 +50,46 @@ type FixtureVerdict struct {
 	Derived string `json:"derived"` // from the evidence
 }
 
-// Unreadable is a file that looked like a report and could not be read as one.
+// Unreadable is a file that looked like a report (or a reward) and could
+// not be read as one.
 type Unreadable struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
+	// For a report: its trial and task, and the hidden tests' result
+	// beside it ("pass", "fail", "" none). A reward file has no trial.
+	Trial  string `json:"trial,omitempty"`
+	Task   string `json:"-"`
+	Hidden string `json:"hidden,omitempty"`
 }
 
-// Job is every report under a folder.
+// Incomplete is a trial with the hidden tests' reward and no Kavach
+// report beside it: Kavach timed out, was interrupted, or never ran.
+type Incomplete struct {
+	Trial  string `json:"trial"`
+	Task   string `json:"task"`
+	Dir    string `json:"dir"`
+	Hidden string `json:"hidden"` // "pass", "fail", or "" when the reward file is unreadable
+}
+
+// Job is every trial under a folder: each report read (Trials), each
+// report that could not be read (Unreadable, with a Trial), and each
+// trial with a reward and no report (Incomplete). None is left out.
 type Job struct {
 	Dir        string
 	Trials     []Trial
 	Unreadable []Unreadable
+	Incomplete []Incomplete
 }
 
 // Scan reads every Kavach report under dir: any .json file whose top-level
 // object has "schema_version", "verdict" and "evidence", or is a suite's
 // report ("suite": true, with "reports"), counted by its headline. Others are left
 // alone; one of those with an unknown schema version or a broken shape is
-// Unreadable. Trials are sorted by ID.
+// Unreadable, and so is a .json file that is not JSON at all (truncated,
+// say) when it names itself a Kavach report: its name holds "kavach", or
+// its text "schema_version". A folder with a reward file (reward.txt or
+// reward.json) and no report, read or not, is an Incomplete trial. Trials
+// are sorted by ID.
 func Scan(dir string) (*Job, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -85,12 +107,26 @@ func Scan(dir string) (*Job, error) {
 		suite *grade.SuiteReport
 	}
 	var reports []found
+	var unreadable []string // reports that could not be read: their paths
 	perDir := map[string]int{}
+	rewardDirs := map[string]bool{}
+	bad := func(path, reason string) {
+		job.Unreadable = append(job.Unreadable, Unreadable{Path: path, Reason: reason})
+		unreadable = append(unreadable, path)
+		perDir[filepath.Dir(path)]++
+	}
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), ".json") || strings.HasPrefix(d.Name(), "reward") {
+		if d.IsDir() {
+			return nil
+		}
+		if d.Name() == "reward.txt" || d.Name() == "reward.json" {
+			rewardDirs[filepath.Dir(path)] = true
+			return nil
+		}
+		if !strings.HasSuffix(d.Name(), ".json") || strings.HasPrefix(d.Name(), "reward") {
 			return nil
 		}
 		b, err := os.ReadFile(path)
@@ -99,6 +135,9 @@ func Scan(dir string) (*Job, error) {
 		}
 		suite, ok := looksLikeReport(b)
 		if !ok {
+			if err := json.Unmarshal(b, new(any)); err != nil && namesItselfReport(d.Name(), b) {
+				bad(path, fmt.Sprintf("not JSON, %d bytes (truncated?): %v", len(b), err))
+			}
 			return nil
 		}
 		var f found
@@ -110,7 +149,7 @@ func Scan(dir string) (*Job, error) {
 			err = json.Unmarshal(b, &f.rep)
 		}
 		if err != nil {
-			job.Unreadable = append(job.Unreadable, Unreadable{Path: path, Reason: err.Error()})
+			bad(path, err.Error())
 			return nil
 		}
 		version := f.rep.SchemaVersion
@@ -118,13 +157,12 @@ func Scan(dir string) (*Job, error) {
 			version = f.suite.SchemaVersion
 		}
 		if version != grade.SchemaVersion {
-			job.Unreadable = append(job.Unreadable, Unreadable{Path: path,
-				Reason: fmt.Sprintf("schema version %d, this Kavach reads %d", version, grade.SchemaVersion)})
+			bad(path, fmt.Sprintf("schema version %d, this Kavach reads %d", version, grade.SchemaVersion))
 			return nil
 		}
 		if suite {
 			if len(f.suite.Reports) == 0 || slices.Contains(f.suite.Reports, nil) {
-				job.Unreadable = append(job.Unreadable, Unreadable{Path: path, Reason: "a suite's report with no or an empty fixture report"})
+				bad(path, "a suite's report with no or an empty fixture report")
 				return nil
 			}
 			h := f.suite.Headline
@@ -163,8 +201,39 @@ func Scan(dir string) (*Job, error) {
 		}
 		job.Trials = append(job.Trials, t)
 	}
+	// A report that could not be read is still a trial: named, with the
+	// hidden result beside it, so that it is counted and never vanishes.
+	for i := range job.Unreadable {
+		u := &job.Unreadable[i]
+		if !slices.Contains(unreadable, u.Path) {
+			continue
+		}
+		u.Trial = trialID(dir, u.Path, perDir[filepath.Dir(u.Path)] > 1)
+		u.Task = taskOf(u.Trial, "")
+		u.Hidden, _ = hiddenBeside(filepath.Dir(u.Path)) // an unreadable reward is listed below
+	}
+	for rd := range rewardDirs {
+		if perDir[rd] > 0 {
+			continue
+		}
+		id := trialID(dir, filepath.Join(rd, "reward"), false)
+		in := Incomplete{Trial: id, Task: taskOf(id, ""), Dir: rd}
+		if in.Hidden, err = hiddenBeside(rd); err != nil {
+			job.Unreadable = append(job.Unreadable, Unreadable{Path: rd, Reason: err.Error()})
+		}
+		job.Incomplete = append(job.Incomplete, in)
+	}
 	sort.Slice(job.Trials, func(i, j int) bool { return job.Trials[i].ID < job.Trials[j].ID })
+	sort.Slice(job.Incomplete, func(i, j int) bool { return job.Incomplete[i].Trial < job.Incomplete[j].Trial })
+	sort.SliceStable(job.Unreadable, func(i, j int) bool { return job.Unreadable[i].Path < job.Unreadable[j].Path })
 	return job, nil
+}
+
+// namesItselfReport: a file that is not JSON is taken for a Kavach
+// report cut short when its name says so ("kavach" in it: Harbor's
+// kavach-report.json) or its text still holds a report's first key.
+func namesItselfReport(name string, b []byte) bool {
+	return strings.Contains(strings.ToLower(name), "kavach") || bytes.Contains(b, []byte(`"schema_version"`))
 }
 
 // kindOf is the kind a verdict string names: "diverged@3" is diverged;
@@ -227,9 +296,17 @@ func taskOf(id, fixture string) string {
 	return first
 }
 
-// hiddenBeside reads the hidden tests' reward in dir: reward.json's
-// "reward", else reward.txt's number. "" when neither is there.
+// hiddenBeside reads the hidden tests' reward in dir as Harbor reads it:
+// reward.txt's number, else reward.json's "reward". "" when neither is
+// there.
 func hiddenBeside(dir string) (string, error) {
+	if b, err := os.ReadFile(filepath.Join(dir, "reward.txt")); err == nil {
+		v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+		if err != nil {
+			return "", fmt.Errorf("reward.txt: %q is not a number", cut(strings.TrimSpace(string(b)), 40))
+		}
+		return passFail(v), nil
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, "reward.json")); err == nil {
 		var r map[string]json.RawMessage
 		if err := json.Unmarshal(b, &r); err != nil {
@@ -245,14 +322,15 @@ func hiddenBeside(dir string) (string, error) {
 		}
 		return passFail(v), nil
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "reward.txt")); err == nil {
-		v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
-		if err != nil {
-			return "", fmt.Errorf("reward.txt: %q is not a number", strings.TrimSpace(string(b)))
-		}
-		return passFail(v), nil
-	}
 	return "", nil
+}
+
+// cut shortens s to about n bytes for a message.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 func passFail(reward float64) string {
@@ -272,10 +350,18 @@ type Count struct {
 	Match   *bool `json:"match,omitempty"`
 }
 
-// RecountResult is the recount: the verdicts as the reports write them.
+// RecountResult is the recount: the verdicts as the reports write them,
+// and every trial that gave none.
 type RecountResult struct {
-	Total  int     `json:"total"`
+	Total  int     `json:"total"` // reports read
 	Counts []Count `json:"counts"`
+	// Trials are all the job's trials: the reports read, the reports
+	// that could not be read, and the trials with a reward and no report.
+	Trials int `json:"trials"`
+	// UnreadableTrials are the trials whose report could not be read;
+	// Incomplete, those with a reward and no report.
+	UnreadableTrials []string `json:"unreadable_trials"`
+	Incomplete       []string `json:"incomplete"`
 	// Matches is set when a summary was compared: every kind's count
 	// (and the total, when the summary gives one) agrees.
 	Matches *bool `json:"matches,omitempty"`
@@ -288,7 +374,16 @@ type RecountResult struct {
 // Recount counts the verdicts as written in the reports and, given a
 // summary (kind -> count; nil: none), compares each count with it.
 func (j *Job) Recount(summary map[string]int) RecountResult {
-	r := RecountResult{Total: len(j.Trials)}
+	r := RecountResult{Total: len(j.Trials), UnreadableTrials: []string{}, Incomplete: []string{}}
+	for _, u := range j.Unreadable {
+		if u.Trial != "" {
+			r.UnreadableTrials = append(r.UnreadableTrials, u.Trial)
+		}
+	}
+	for _, in := range j.Incomplete {
+		r.Incomplete = append(r.Incomplete, in.Trial)
+	}
+	r.Trials = r.Total + len(r.UnreadableTrials) + len(r.Incomplete)
 	for _, k := range Kinds {
 		c := Count{Kind: k, Trials: []string{}}
 		for _, t := range j.Trials {
@@ -365,10 +460,14 @@ type TaskGraders struct {
 	KavachFixed int      `json:"kavach_fixed"` // fixed or held: green
 	Agree       int      `json:"agree"`
 	Disagree    []string `json:"disagree"` // trial ids
+	// NoVerdict are the trials with a hidden result and no Kavach verdict:
+	// their report could not be read, or there is none (incomplete).
+	NoVerdict []string `json:"no_verdict"`
 }
 
 // GradersResult is the two-grader table of a job, by task; trials with no
-// hidden result beside them are left out (and counted).
+// hidden result beside them are left out (and counted). A task's trials
+// are its agreeing, disagreeing and no-verdict ones.
 type GradersResult struct {
 	Tasks    []TaskGraders `json:"tasks"`
 	NoHidden []string      `json:"no_hidden"`
@@ -380,18 +479,40 @@ func (j *Job) Graders() GradersResult {
 	r := GradersResult{Tasks: []TaskGraders{}, NoHidden: []string{}}
 	by := map[string]*TaskGraders{}
 	var order []string
+	task := func(name string) *TaskGraders {
+		g := by[name]
+		if g == nil {
+			g = &TaskGraders{Task: name, Disagree: []string{}, NoVerdict: []string{}}
+			by[name] = g
+			order = append(order, name)
+		}
+		g.Trials++
+		return g
+	}
+	noVerdict := func(trial, taskName, hidden string) {
+		if hidden == "" {
+			return
+		}
+		g := task(taskName)
+		if hidden == "pass" {
+			g.HiddenPass++
+		}
+		g.NoVerdict = append(g.NoVerdict, trial)
+	}
+	for _, u := range j.Unreadable {
+		if u.Trial != "" {
+			noVerdict(u.Trial, u.Task, u.Hidden)
+		}
+	}
+	for _, in := range j.Incomplete {
+		noVerdict(in.Trial, in.Task, in.Hidden)
+	}
 	for _, t := range j.Trials {
 		if t.Hidden == "" {
 			r.NoHidden = append(r.NoHidden, t.ID)
 			continue
 		}
-		g := by[t.Task]
-		if g == nil {
-			g = &TaskGraders{Task: t.Task, Disagree: []string{}}
-			by[t.Task] = g
-			order = append(order, t.Task)
-		}
-		g.Trials++
+		g := task(t.Task)
 		pass, fixed := t.Hidden == "pass", grade.Green(t.Kind)
 		if pass {
 			g.HiddenPass++
@@ -406,8 +527,10 @@ func (j *Job) Graders() GradersResult {
 		}
 	}
 	sort.Strings(order)
-	for _, task := range order {
-		r.Tasks = append(r.Tasks, *by[task])
+	for _, name := range order {
+		g := by[name]
+		sort.Strings(g.NoVerdict)
+		r.Tasks = append(r.Tasks, *g)
 	}
 	return r
 }

@@ -55,7 +55,7 @@ func reportCommand() *cli.Command {
 				if err != nil {
 					return fmt.Errorf("read job: %w", err)
 				}
-				if len(job.Trials) == 0 && len(job.Unreadable) == 0 {
+				if len(job.Trials) == 0 && len(job.Unreadable) == 0 && len(job.Incomplete) == 0 {
 					return fmt.Errorf("read job: no Kavach reports under %s", path)
 				}
 				render = func(w io.Writer) error { return htmlreport.Job(w, job, summary) }
