@@ -54,7 +54,8 @@ func stepOf(t *testing.T, fx *fixtures.Fixture, args ...string) int {
 		}
 		same := true
 		for i, a := range c.Args {
-			same = same && string(a) == args[i]
+			// Command names in any case (go-redis sends them lower).
+			same = same && (string(a) == args[i] || i == 0 && strings.EqualFold(string(a), args[i]))
 		}
 		if same {
 			return s.N
