@@ -256,14 +256,16 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		if resp.Error != nil {
 			// An error's message may quote what the client sent (a
-			// method's or a tool's name): long ones are cut.
-			if e, ok := resp.Error.(*jsonrpc.Error); ok {
-				cut := *e
-				cut.Message = cutWords(e.Message)
-				r := *resp
-				r.Error = &cut
-				msg = &r
+			// method's or a tool's name): long ones are cut. The code is
+			// kept as the SDK would write it.
+			cut := &jsonrpc.Error{Message: cutWords(resp.Error.Error())}
+			var e *jsonrpc.Error
+			if errors.As(resp.Error, &e) {
+				cut.Code, cut.Data = e.Code, e.Data
 			}
+			r := *resp
+			r.Error = cut
+			msg = &r
 		}
 	}
 	if answers != nil {
