@@ -305,7 +305,18 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string, reportPath string
 			printDiffs(w, f)
 		case grade.StillFailing:
 			fmt.Fprintf(w, "step %d: %s\n", f.Step, f.Request)
-			fmt.Fprintf(w, "  recorded: %s\n  new:      %s\n", ev.Failure.Signature, f.Outcome)
+			got := f.Outcome.String()
+			if inv := ev.Failure.Oracle.Invariant; inv != "" && f.Outcome.Kind == kavach.OK {
+				// The answer is ok either way: the invariant, violated
+				// again, is the failure.
+				got = "invariant:" + inv + " (outcome " + got + ")"
+				for _, e := range ev.Invariants {
+					if e.Name == inv && e.FirstStep == f.Step && e.Message != "" {
+						got += "\n  " + indent(cutLines(e.Message, 4), "  ")
+					}
+				}
+			}
+			fmt.Fprintf(w, "  recorded: %s\n  new:      %s\n", ev.Failure.Signature, got)
 			if f.Detail != "" {
 				fmt.Fprintf(w, "  %s\n", indent(cutLines(f.Detail, 6), "  "))
 			}
