@@ -78,6 +78,7 @@ func diffCommand() *cli.Command {
 			if err := checkDiffPaths(req, fixtures, c.String("out")); err != nil {
 				return err
 			}
+			warnSameBuild(c.App.ErrWriter, req.Old, req.New)
 			if p, ok := c.App.ErrWriter.(*progressLine); ok {
 				req.Progress = p.gradeProgress()
 				if suite {
@@ -205,6 +206,19 @@ func (r diffRequest) check() error {
 		}
 	}
 	return checkTimeouts(map[string]time.Duration{"--step-timeout": r.StepTimeout, "--start-timeout": r.StartTimeout})
+}
+
+// warnSameBuild warns, on one line, when OLD and NEW are the same file
+// (one SHA-256): the grading goes on (it says still_failing, or
+// unverified), but a NEW given by mistake is then plain to see.
+func warnSameBuild(w io.Writer, old, new string) {
+	a, err := fixtures.SHA256File(old)
+	if err != nil {
+		return
+	}
+	if b, err := fixtures.SHA256File(new); err == nil && a == b {
+		fmt.Fprintf(w, "kavach: warning: OLD and NEW are the same file (sha256 %.12s): the new build is the old one; give the candidate fix's build as NEW\n", a)
+	}
 }
 
 // checkTimeouts refuses a timeout that is not positive.
