@@ -119,7 +119,7 @@ func diffCommand() *cli.Command {
 			if c.Bool("json") {
 				// stdout is the report; where it was written goes to stderr.
 				fmt.Fprintf(c.App.ErrWriter, "kavach: report: %s\n", out)
-				enc := json.NewEncoder(c.App.Writer)
+				enc := jsonEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(rep); err != nil {
 					return err
