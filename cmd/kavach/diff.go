@@ -46,7 +46,7 @@ func diffCommand() *cli.Command {
 			&cli.IntFlag{Name: "variants", Value: 64, Usage: "generate at most `N` variants"},
 			&cli.IntFlag{Name: "min-variants", Value: 10, Usage: "call it fixed only with at least `M` reproducing variants"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the variant generator"},
-			&cli.IntFlag{Name: "j", Usage: "run `N` replays at once, across all of a suite's fixtures (default: the number of cores)"},
+			&cli.IntFlag{Name: "j", Usage: "run `N` replays at once, across all of a suite's fixtures", DefaultText: jobsDefault},
 			&cli.BoolFlag{Name: "json", Usage: "print the full report as JSON on stdout"},
 			&cli.StringFlag{Name: "out", Usage: "write the full report to `REPORT` (default: a file in the temporary directory)"},
 			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
@@ -192,6 +192,11 @@ func prepareDiff(r diffRequest) (grade.Diff, error) {
 	}
 	return grade.Diff{Fixture: fx, Old: buildLaunch(fx, r.Old), New: buildLaunch(fx, r.New), Options: opts}, nil
 }
+
+// jobsDefault is -j's default as help shows it: 0 is as many replays at
+// once as the CPUs this process may use (runtime.GOMAXPROCS, which
+// follows a container's CPU quota), not the host's cores.
+const jobsDefault = "the CPUs kavach may use"
 
 // check refuses numbers that mean nothing: negative counts, timeouts that
 // are not positive. Zero variants (none), zero minimum (no evidence
