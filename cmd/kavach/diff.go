@@ -222,7 +222,7 @@ func warnSameBuild(w io.Writer, old, new string) {
 		return
 	}
 	if b, err := fixtures.SHA256File(new); err == nil && a == b {
-		fmt.Fprintf(w, "kavach: warning: OLD and NEW are the same file (sha256 %.12s): the new build is the old one; give the candidate fix's build as NEW\n", a)
+		fmt.Fprintf(w, "kavach: warning: OLD and NEW are the same file (sha256 %.12s): the build is graded against itself (give the candidate fix's build as NEW)\n", a)
 	}
 }
 

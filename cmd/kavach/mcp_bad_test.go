@@ -307,6 +307,12 @@ func TestMCPPipedThenClosed(t *testing.T) {
 		}
 		got[string(m.ID)] = l
 	}
+	// The schema says where relative paths resolve, and holds the
+	// tool's own bounds: a timeout from 1 ms.
+	if l := got["3"]; strings.Count(l, "a relative path is taken from the working directory kavach mcp was started in") < 6 ||
+		!strings.Contains(l, `"step_timeout_ms":{"type":"integer","description":"a step with no reply within this many milliseconds hangs","default":5000,"minimum":1}`) {
+		t.Errorf("tools/list: %.3000s\nwant each path's description to say how a relative one resolves, and step_timeout_ms from 1", l)
+	}
 	for id, want := range map[string]string{"1": `"serverInfo"`, "2": `unknown tool`, "null": `not JSON`, "3": `"kavach_diff"`,
 		"4": `old does not exist (relative paths are taken from kavach's working directory, ` + dir + `)`} {
 		if !strings.Contains(got[id], want) {
