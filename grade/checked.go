@@ -1,6 +1,11 @@
 package grade
 
-import "github.com/kavach-dev/kavach/replay"
+import (
+	"slices"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/replay"
+)
 
 // Checked is what a diff checked, in numbers: the "checked:" lines
 // kavach diff prints and the MCP tool's summary.
@@ -43,7 +48,8 @@ func (rep *Report) Checked() Checked {
 	ck := Checked{
 		StepsBeforeFailure: ev.Failure.Step - 1, NoiseFields: len(ev.Noise),
 		FailureStep: ev.Failure.Step, FailureSignature: ev.Failure.Signature,
-		OldOutcome: stepOutcome(ev.Old.Steps, ev.Failure.Step), NewOutcome: stepOutcome(ev.New.Steps, ev.Failure.Step),
+		OldOutcome:        stepOutcome(ev.Old.Steps, ev.Failure.Step, ev.Failure.Oracle.Invariant),
+		NewOutcome:        stepOutcome(ev.New.Steps, ev.Failure.Step, ev.Failure.Oracle.Invariant),
 		VariantsGenerated: ev.Variants.Generated, VariantsReproduce: ev.Variants.Reproducing, MinVariants: ev.Variants.Min,
 		RegressionVariants: ev.Variants.Regression, RegressionHandled: ev.Variants.Handled, VariantsPassing: ev.Variants.Passing,
 		Invariants: len(ev.Invariants),
@@ -105,14 +111,33 @@ func (rep *Report) Checked() Checked {
 }
 
 // stepOutcome is step n's outcome in steps, "not run", or "?".
-func stepOutcome(steps []StepEvidence, n int) string {
+//
+// When the failure is an invariant's (inv), a step's answer is ok either
+// way: what tells is whether inv held, which it says: "invariant:NAME
+// (outcome ok)" as the failure's signature reads, or "ok (NAME held)".
+func stepOutcome(steps []StepEvidence, n int, inv string) string {
 	for _, s := range steps {
 		if s.Step == n {
-			if !s.Ran {
+			switch {
+			case !s.Ran:
 				return "not run"
+			case inv != "" && slices.Contains(s.Violated, inv):
+				return "invariant:" + inv + " (outcome " + s.Outcome.String() + ")"
+			case inv != "":
+				return s.Outcome.String() + " (" + inv + " held)"
 			}
 			return s.Outcome.String()
 		}
 	}
 	return "?"
+}
+
+// outcomeAt is the outcome of step n of steps, or the zero outcome.
+func outcomeAt(steps []StepEvidence, n int) kavach.Outcome {
+	for _, s := range steps {
+		if s.Step == n {
+			return s.Outcome
+		}
+	}
+	return kavach.Outcome{}
 }

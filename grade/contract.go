@@ -56,7 +56,8 @@ func deriveContract(ev Evidence) (Parts, []Finding) {
 	}
 	for _, inv := range ev.Invariants {
 		if !inv.Held {
-			findings = append(findings, Finding{Parts: Parts{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message})
+			findings = append(findings, Finding{Parts: Parts{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
+				Outcome: outcomeAt(ev.New.Steps, inv.FirstStep)})
 		}
 	}
 	order := map[string]int{InvariantViolated: 0, Diverged: 1}

@@ -33,7 +33,8 @@ type Options struct {
 	// generator.
 	Variants, MinVariants int
 	Seed                  uint64
-	// Jobs is how many replays run at once; zero means the number of cores.
+	// Jobs is how many replays run at once; zero means the CPUs this
+	// process may use (NewPool).
 	Jobs int
 	// Pool, if set, is the limit on builds running at once that this diff
 	// shares with others (a suite's, RunSuite); Jobs is then its size.

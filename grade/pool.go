@@ -22,11 +22,12 @@ type Pool struct {
 	hashes map[string]string
 }
 
-// NewPool returns a pool of jobs places; zero or less means the number
-// of cores.
+// NewPool returns a pool of jobs places; zero or less means as many as
+// the CPUs this process may use (GOMAXPROCS, which follows a container's
+// CPU quota, where the host's core count would not).
 func NewPool(jobs int) *Pool {
 	if jobs <= 0 {
-		jobs = runtime.NumCPU()
+		jobs = runtime.GOMAXPROCS(0)
 	}
 	return &Pool{sem: make(chan struct{}, jobs), hashes: map[string]string{}}
 }

@@ -379,7 +379,8 @@ func Derive(ev Evidence) (Parts, []Finding) {
 	findings = append(findings, after...)
 	for _, inv := range ev.Invariants {
 		if !inv.Held {
-			findings = append(findings, Finding{Parts: Parts{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message})
+			findings = append(findings, Finding{Parts: Parts{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
+				Outcome: outcomeAt(ev.New.Steps, inv.FirstStep)})
 		}
 	}
 	order := map[string]int{Diverged: 0, StillFailing: 1, InvariantViolated: 2}

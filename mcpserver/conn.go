@@ -28,13 +28,21 @@ const maxLine = 1 << 20
 // It also answers cancellation as the protocol says: once the client has
 // sent notifications/cancelled for a request, no response to that request
 // is sent.
+//
+// When the input ends, every request read before it is still answered:
+// Read reports the end only once each request handed on has had its
+// response written (or dropped, when cancelled). The SDK stops writing
+// responses the moment Read reports the end, so a client that pipes its
+// requests in and closes stdin would otherwise get none of the answers
+// still being made.
 type lineTransport struct {
 	r io.ReadCloser
 	w io.WriteCloser
 }
 
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{w: t.w, r: t.r, in: make(chan jsonrpc.Message), closed: make(chan struct{}), cancelled: map[any]bool{}}
+	c := &lineConn{w: t.w, r: t.r, in: make(chan jsonrpc.Message), closed: make(chan struct{}), cancelled: map[any]bool{},
+		pending: map[any]bool{}, answered: make(chan struct{}, 1)}
 	go c.readLoop()
 	return c, nil
 }
@@ -52,7 +60,10 @@ type lineConn struct {
 	closeErr error
 
 	cmu       sync.Mutex
-	cancelled map[any]bool // request ids the client cancelled, awaiting their (dropped) response
+	cancelled map[any]bool  // request ids the client cancelled, awaiting their (dropped) response
+	pending   map[any]bool  // request ids handed on and not yet answered
+	broken    bool          // a write failed: no further answer can be given
+	answered  chan struct{} // a signal each time pending shrinks or broken is set
 }
 
 func (c *lineConn) SessionID() string { return "" }
@@ -62,10 +73,12 @@ func (c *lineConn) SessionID() string { return "" }
 func (c *lineConn) readLoop() {
 	defer close(c.in)
 	br := bufio.NewReaderSize(c.r, 64<<10)
+	var scan idScan
 	for {
-		line, tooLong, err := readLine(br, maxLine)
+		scan.Reset()
+		line, tooLong, err := readLine(br, maxLine, &scan)
 		if len(line) > 0 || tooLong {
-			if msg := c.decode(line, tooLong); msg != nil {
+			if msg := c.decode(line, tooLong, scan.ID()); msg != nil {
 				select {
 				case c.in <- msg:
 				case <-c.closed:
@@ -81,10 +94,12 @@ func (c *lineConn) readLoop() {
 }
 
 // readLine reads one line without its end, at most max bytes of it; the
-// rest of a longer line is read and dropped, and tooLong set.
-func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+// rest of a longer line is read and dropped, and tooLong set. Every byte
+// of it, kept or dropped, goes through scan, which finds its id.
+func readLine(br *bufio.Reader, max int, scan *idScan) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
+		scan.Write(chunk)
 		if len(line)+len(chunk) > max {
 			tooLong = true
 			line = line[:0]
@@ -100,13 +115,17 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 
 // decode turns a line into a message, or answers it with an error and
 // returns nil.
-func (c *lineConn) decode(line []byte, tooLong bool) jsonrpc.Message {
+//
+// An error answer carries the line's id whenever it can be read (idScan):
+// a client waits for the answer to its id, and one with id null answers
+// nothing it asked.
+func (c *lineConn) decode(line []byte, tooLong bool, id any) jsonrpc.Message {
 	switch {
 	case tooLong:
-		c.writeError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes: not read", maxLine))
+		c.writeError(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes: not read (the tool's arguments are a few paths and numbers)", maxLine))
 		return nil
 	case !json.Valid(line):
-		c.writeError(nil, jsonrpc.CodeParseError, "parse error: not JSON (send one JSON-RPC 2.0 message a line)")
+		c.writeError(id, jsonrpc.CodeParseError, "parse error: not JSON (send one JSON-RPC 2.0 message a line)")
 		return nil
 	case line[0] == '[':
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, "batches are not supported: send one JSON-RPC 2.0 message a line")
@@ -114,16 +133,21 @@ func (c *lineConn) decode(line []byte, tooLong bool) jsonrpc.Message {
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
-		var probe struct {
-			ID any `json:"id"`
-		}
-		_ = json.Unmarshal(line, &probe)
-		id := probe.ID
-		if _, err := jsonrpc.MakeID(id); err != nil {
-			id = nil
-		}
-		c.writeError(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		c.writeError(id, jsonrpc.CodeInvalidRequest, "invalid request: "+cutWords(err.Error()))
 		return nil
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.cmu.Lock()
+		inUse := c.pending[req.ID.Raw()]
+		if !inUse {
+			c.pending[req.ID.Raw()] = true
+		}
+		c.cmu.Unlock()
+		if inUse {
+			// Its answer would be taken for the earlier request's.
+			c.writeError(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request id %s is already in use by a request not yet answered: give each request its own id", cutWords(string(mustJSON(req.ID.Raw())))))
+			return nil
+		}
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == "notifications/cancelled" {
 		var p struct {
@@ -158,6 +182,11 @@ func (c *lineConn) writeError(id any, code int64, msg string) {
 	}
 }
 
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case <-ctx.Done():
@@ -166,6 +195,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return nil, io.EOF
 	case msg, ok := <-c.in:
 		if !ok {
+			if err := c.drain(ctx); err != nil {
+				return nil, err
+			}
 			if c.readErr == nil || errors.Is(c.readErr, io.EOF) {
 				return nil, io.EOF
 			}
@@ -175,15 +207,72 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+// drain waits, once the input has ended, until every request handed on
+// is answered, or no answer can be written any more.
+func (c *lineConn) drain(ctx context.Context) error {
+	for {
 		c.cmu.Lock()
-		dropped := c.cancelled[resp.ID.Raw()]
-		delete(c.cancelled, resp.ID.Raw())
+		done := len(c.pending) == 0 || c.broken
 		c.cmu.Unlock()
-		if dropped { // the client cancelled it: no response (MCP cancellation)
+		if done {
 			return nil
 		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closed:
+			return io.EOF
+		case <-c.answered:
+		}
+	}
+}
+
+// settle marks the request id answered (or cancelled), or the connection
+// broken, and wakes drain.
+func (c *lineConn) settle(id any, broken bool) {
+	c.cmu.Lock()
+	if id != nil {
+		delete(c.pending, id)
+	}
+	c.broken = c.broken || broken
+	c.cmu.Unlock()
+	select {
+	case c.answered <- struct{}{}:
+	default:
+	}
+}
+
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	var answers any // the request id this message answers
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		answers = resp.ID.Raw()
+		c.cmu.Lock()
+		dropped := c.cancelled[answers]
+		delete(c.cancelled, answers)
+		c.cmu.Unlock()
+		if dropped { // the client cancelled it: no response (MCP cancellation)
+			c.settle(answers, false)
+			return nil
+		}
+		if resp.Error != nil {
+			// An error's message may quote what the client sent (a
+			// method's or a tool's name): long ones are cut. The code is
+			// kept as the SDK would write it.
+			cut := &jsonrpc.Error{Message: cutWords(resp.Error.Error())}
+			var e *jsonrpc.Error
+			if errors.As(resp.Error, &e) {
+				cut.Code, cut.Data = e.Code, e.Data
+			}
+			r := *resp
+			r.Error = cut
+			msg = &r
+		}
+	}
+	if answers != nil {
+		// Settled before the write, so that a client reusing the id at
+		// once is not refused; the SDK waits for this write before the
+		// connection ends, so the answer still goes out.
+		c.settle(answers, false)
 	}
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
@@ -196,6 +285,9 @@ func (c *lineConn) writeLine(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_, err := c.w.Write(append(b, '\n'))
+	if err != nil {
+		c.settle(nil, true)
+	}
 	return err
 }
 

@@ -14,7 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/big"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -117,7 +120,8 @@ func Serve(ctx context.Context, t mcp.Transport, cfg Config) error {
 			"the verdict is the first red fixture's, and fixture_verdicts lists each. " +
 			"The result holds the headline finding with its diff, a hint saying " +
 			"what to do next, what was checked, and the path of the full JSON report. Takes seconds to a few minutes; " +
-			"progress is reported when a progress token is given.",
+			"progress is reported when a progress token is given. Relative paths are taken from the working directory " +
+			"kavach mcp was started in (the client's configuration sets it); absolute paths are safest.",
 		InputSchema:  in,
 		OutputSchema: out,
 		Annotations:  &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
@@ -160,12 +164,68 @@ func usageHint(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, &e
 		}
 		if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError && len(r.Content) == 1 {
-			if t, ok := r.Content[0].(*mcp.TextContent); ok && strings.HasPrefix(t.Text, `validating "arguments"`) {
-				t.Text += "\n" + usage
+			if t, ok := r.Content[0].(*mcp.TextContent); ok {
+				if strings.HasPrefix(t.Text, `validating "arguments"`) {
+					t.Text = schemaError(t.Text) + "\n" + usage
+				}
+				t.Text = cutWords(t.Text)
 			}
 		}
 		return res, err
 	}
+}
+
+var (
+	propertyError = regexp.MustCompile(`^validating "arguments": validating root: validating /properties/([^:]+): (.*)$`)
+	boundError    = regexp.MustCompile(`^(minimum|maximum): (\S+) is (?:less|greater) than (\S+)$`)
+	typeError     = regexp.MustCompile(`(?s)^type: (.*) has type "(\w+)", want "(\w+)"$`)
+)
+
+// schemaError says in a person's words what the SDK's schema validation
+// found wrong with one argument ("minimum: -5/1 is less than 0.000000"
+// becomes "variants" is -5: need 0 or more); others are left as they are.
+func schemaError(msg string) string {
+	m := propertyError.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	name, rule := `"`+m[1]+`"`, m[2]
+	if b := boundError.FindStringSubmatch(rule); b != nil {
+		need := "or more"
+		if b[1] == "maximum" {
+			need = "or less"
+		}
+		return fmt.Sprintf("%s is %s: need %s %s", name, number(b[2]), number(b[3]), need)
+	}
+	if t := typeError.FindStringSubmatch(rule); t != nil {
+		return fmt.Sprintf("%s is %s (%s): need %s", name, jsonType(t[2]), echo(t[1]), jsonType(t[3]))
+	}
+	return name + ": " + rule
+}
+
+// number writes a bound's number as a person would: 0, not 0.000000;
+// -5, not -5/1.
+func number(s string) string {
+	if r, ok := new(big.Rat).SetString(s); ok {
+		if r.IsInt() {
+			return r.Num().String()
+		}
+		return r.FloatString(3)
+	}
+	return s
+}
+
+// jsonType names a JSON Schema type with its article.
+func jsonType(t string) string {
+	switch t {
+	case "integer", "array", "object":
+		return map[string]string{"integer": "an integer", "array": "an array", "object": "an object"}[t]
+	case "boolean":
+		return "true or false"
+	case "null":
+		return "null"
+	}
+	return "a " + t
 }
 
 // inflight counts the tool calls running, so that the server waits for
@@ -198,20 +258,20 @@ func (f *inflight) closeAndWait() {
 // DiffInput is the tool's input: `kavach diff`'s arguments and flags.
 // Defaults (in the schema) are the command line's.
 type DiffInput struct {
-	Old            string   `json:"old" jsonschema:"path of the old build: the one the incident was recorded on, which must still fail the recorded way"`
-	New            string   `json:"new" jsonschema:"path of the new build: the candidate fix"`
-	Fixture        string   `json:"fixture" jsonschema:"path of the incident's fixture file (or a contract's: a fixture with no failure), written by kavach record; or a directory of .kavach files, graded as a suite in name order"`
-	Fixtures       []string `json:"fixtures,omitempty" jsonschema:"more fixtures (files, or directories of .kavach files) graded with fixture as a suite: the verdict is then the suite's (the first red fixture's in order, else the first unverified, else fixed or held), and fixture_verdicts lists each"`
-	Invariants     string   `json:"invariants,omitempty" jsonschema:"path of an invariants file to check (default: those embedded in the fixture, or the fixture's name with .invariants)"`
+	Old            string   `json:"old" jsonschema:"path of the old build: the one the incident was recorded on, which must still fail the recorded way (a relative path is taken from the working directory kavach mcp was started in)"`
+	New            string   `json:"new" jsonschema:"path of the new build: the candidate fix (a relative path is taken from the working directory kavach mcp was started in)"`
+	Fixture        string   `json:"fixture" jsonschema:"path of the incident's fixture file (or a contract's: a fixture with no failure), written by kavach record; or a directory of .kavach files, graded as a suite in name order (a relative path is taken from the working directory kavach mcp was started in)"`
+	Fixtures       []string `json:"fixtures,omitempty" jsonschema:"more fixtures (files, or directories of .kavach files) graded with fixture as a suite: the verdict is then the suite's (the first red fixture's in order, else the first unverified, else fixed or held), and fixture_verdicts lists each (a relative path is taken from the working directory kavach mcp was started in)"`
+	Invariants     string   `json:"invariants,omitempty" jsonschema:"path of an invariants file to check (default: those embedded in the fixture, or the fixture's name with .invariants) (a relative path is taken from the working directory kavach mcp was started in)"`
 	Variants       int      `json:"variants,omitempty" jsonschema:"generate at most this many variants of the incident"`
 	MinVariants    int      `json:"min_variants,omitempty" jsonschema:"call it fixed only with at least this many variants reproducing the failure on the old build"`
 	Seed           uint64   `json:"seed,omitempty" jsonschema:"seed of the variant generator"`
-	Jobs           int      `json:"jobs,omitempty" jsonschema:"replays run at once, for a suite across all its fixtures (0: the number of cores)"`
+	Jobs           int      `json:"jobs,omitempty" jsonschema:"replays run at once, for a suite across all its fixtures (0: as many as the CPUs kavach may use)"`
 	FailFast       bool     `json:"fail_fast,omitempty" jsonschema:"stop running variants on the new build after the first it fails"`
 	StepTimeoutMS  int      `json:"step_timeout_ms,omitempty" jsonschema:"a step with no reply within this many milliseconds hangs"`
 	StartTimeoutMS int      `json:"start_timeout_ms,omitempty" jsonschema:"a build not ready within this many milliseconds cannot be graded"`
 	Detail         string   `json:"detail,omitempty" jsonschema:"concise: the headline finding only, long values cut (about 2,000 tokens at most); full: every finding, uncut"`
-	Out            string   `json:"out,omitempty" jsonschema:"where to write the full JSON report (default: a new file in the temporary directory)"`
+	Out            string   `json:"out,omitempty" jsonschema:"where to write the full JSON report (default: a new file in the temporary directory) (a relative path is taken from the working directory kavach mcp was started in)"`
 	BelowFloor     bool     `json:"below_floor,omitempty" jsonschema:"grade with options below the fixture's floor: the verdict is then never fixed, at best unverified(below-floor: ...)"`
 }
 
@@ -254,8 +314,11 @@ func schemas(def Request) (in, out *jsonschema.Schema, err error) {
 		}
 		in.Properties[name].Default = b
 	}
-	for _, name := range []string{"variants", "min_variants", "jobs", "step_timeout_ms", "start_timeout_ms"} {
-		in.Properties[name].Minimum = new(0.0)
+	// The bounds are the tool's own (diffRequest.check): counts from 0
+	// (0 variants, 0 jobs: as many as the CPUs kavach may use), timeouts
+	// from 1 ms.
+	for name, min := range map[string]float64{"variants": 0, "min_variants": 0, "jobs": 0, "step_timeout_ms": 1, "start_timeout_ms": 1} {
+		in.Properties[name].Minimum = new(min)
 	}
 	in.Properties["detail"].Enum = []any{"concise", "full"}
 	out, err = jsonschema.For[DiffOutput](nil)
@@ -456,11 +519,11 @@ func (in DiffInput) check() error {
 		st, err := os.Stat(p.path)
 		switch {
 		case err != nil && errors.Is(err, os.ErrNotExist):
-			return fmt.Errorf("%q: %s does not exist%s: give the path of %s", p.name, p.path, pathcheck.RelativeTo(p.path), p.what)
+			return fmt.Errorf("%q: %s does not exist%s: give the path of %s", p.name, echo(p.path), pathcheck.RelativeTo(p.path), p.what)
 		case err != nil:
-			return fmt.Errorf("%q: %v: give the path of %s", p.name, err, p.what)
+			return fmt.Errorf("%q: %s: %v: give the path of %s", p.name, echo(p.path), pathErr(err), p.what)
 		case st.IsDir() && p.name != "fixture":
-			return fmt.Errorf("%q: %s is a directory: give the path of %s", p.name, p.path, p.what)
+			return fmt.Errorf("%q: %s is a directory: give the path of %s", p.name, echo(p.path), p.what)
 		}
 	}
 	for i, f := range in.Fixtures {
@@ -468,11 +531,11 @@ func (in DiffInput) check() error {
 			return fmt.Errorf("\"fixtures\"[%d] is empty: give the path of a fixture file, or of a directory of them", i)
 		}
 		if _, err := os.Stat(f); err != nil {
-			return fmt.Errorf("\"fixtures\"[%d]: %v%s: give the path of a fixture file, or of a directory of them", i, err, pathcheck.RelativeTo(f))
+			return fmt.Errorf("\"fixtures\"[%d]: %s: %v%s: give the path of a fixture file, or of a directory of them", i, echo(f), pathErr(err), pathcheck.RelativeTo(f))
 		}
 	}
 	if in.Detail != "concise" && in.Detail != "full" {
-		return fmt.Errorf("%q is %q: use \"concise\" (the headline finding, the default) or \"full\" (every finding)", "detail", in.Detail)
+		return fmt.Errorf("%q is %q: use \"concise\" (the headline finding, the default) or \"full\" (every finding)", "detail", echo(in.Detail))
 	}
 	if in.Out != "" {
 		if err := pathcheck.Out(in.Out); err != nil {
@@ -480,6 +543,16 @@ func (in DiffInput) check() error {
 		}
 	}
 	return nil
+}
+
+// pathErr is what went wrong with a path, without the path (which the
+// message quotes, cut, itself).
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // progress sends a progress notification each time a replay or a
@@ -525,14 +598,6 @@ func suiteProgress(ctx context.Context, req *mcp.CallToolRequest) func(done, tot
 			Message: fmt.Sprintf("fixtures: %d of %d graded", done, total),
 		})
 	}
-}
-
-// cutString cuts s to max bytes, marking the cut.
-func cutString(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
 }
 
 // cutLines keeps n lines of s, saying how many more the report has.

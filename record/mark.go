@@ -40,14 +40,26 @@ func FailureAt(fx *fixtures.Fixture, codec kavach.Codec, n int, oracle kavach.Or
 	return f, nil
 }
 
-// describe renders a recorded message on one line for evidence.
+// describe renders a recorded message on one line for evidence, cut to
+// about 200 bytes; a cut one says the message's true size, which the cut
+// text's own length would misstate.
 func describe(codec kavach.Codec, ev kavach.Event) string {
 	const max = 200
+	var s string
 	switch {
 	case codec != nil && ev.Flags&kavach.ParseError == 0 && ev.Dir == kavach.Request:
-		return codec.DescribeRequest(ev.Data, max)
+		s = codec.DescribeRequest(ev.Data, max)
 	case codec != nil && ev.Flags&kavach.ParseError == 0:
-		return codec.DescribeResponse(ev.Data, max)
+		s = codec.DescribeResponse(ev.Data, max)
+	default:
+		s = fmt.Sprintf("%.200q", ev.Data)
+		if len(ev.Data) > max {
+			s += "…"
+		}
 	}
-	return fmt.Sprintf("%.200q", ev.Data)
+	// Codecs mark a cut with "…" (and may cut below max on their own).
+	if len(ev.Data) > max && strings.HasSuffix(s, "…") {
+		s += fmt.Sprintf(" (%d bytes)", len(ev.Data))
+	}
+	return s
 }

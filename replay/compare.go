@@ -369,12 +369,16 @@ func hashInto(h hash.Hash64, v any) {
 	}
 }
 
+// renderValue writes v as JSON for a person to read: "<" and ">" and "&"
+// as themselves, not \u003c (json.Marshal's escaping is for HTML pages).
 func renderValue(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // Noise is, per step, the output paths that differ between the recording

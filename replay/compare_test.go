@@ -42,6 +42,7 @@ func TestCompareFinestGrain(t *testing.T) {
 		{"an element deleted", []any{"a", "b", "c", "d"}, []any{"a", "c", "d"}, `reply[0][1]="b">(missing)`},
 		{"changed in place", []any{"a", "b", "c"}, []any{"a", "B", "c"}, `reply[0][1]="b">"B"`},
 		{"a type change", []any{int64(1)}, []any{"1"}, `reply[0][0]=1>"1"`},
+		{"<, > and & as themselves, not JSON's HTML escapes", []any{[]any{"<b>&"}}, []any{[]any{"<i>"}}, `reply[0][0][0]="<b>&">"<i>"`},
 	} {
 		got := paths(Compare(result(1, tc.want), result(1, tc.got)))
 		if got != tc.diffs {

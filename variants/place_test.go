@@ -155,11 +155,47 @@ func TestFieldsTypedFromTheRecording(t *testing.T) {
 	c := axum.Codec{}
 	var numeric []string
 	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: c, Variator: c, Budget: 200, Seed: 1}) {
-		if strings.HasPrefix(v.Description, "step 2: argument 2 (query page)") && strings.Contains(v.Description, "typed as at step 1") {
+		if strings.HasPrefix(v.Description, "step 2: query page ") && strings.Contains(v.Description, "typed as at step 1") {
 			numeric = append(numeric, v.Description)
 		}
 	}
 	if len(numeric) < 5 || !slices.ContainsFunc(numeric, func(d string) bool { return strings.Contains(d, `→ "9223372036854775807"`) }) {
 		t.Errorf("page, a number at step 1, varied as a number at step 2: %q", numeric)
+	}
+}
+
+// An HTTP request's variants are described in HTTP's words: a header, a
+// path segment, a query parameter; never Redis's arguments and keys.
+func TestHTTPWords(t *testing.T) {
+	var evs []kavach.Event
+	for i, req := range []string{
+		"POST /lists/groceries/items HTTP/1.1\r\nHost: x\r\nX-Note: buy milk\r\nContent-Length: 0\r\n\r\n",
+		"GET /lists/chores/items?page=2 HTTP/1.1\r\nHost: x\r\nX-Note: soon\r\n\r\n",
+	} {
+		evs = append(evs,
+			kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: kavach.Request, Offset: time.Duration(i) * time.Millisecond, Data: []byte(req)},
+			kavach.Event{Seq: uint64(len(evs) + 2), Conn: 1, Dir: kavach.Response, Offset: time.Duration(i) * time.Millisecond,
+				Data: []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")})
+	}
+	c := axum.Codec{}
+	var all []string
+	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: c, Variator: c, Budget: 500, Seed: 1}) {
+		all = append(all, v.Description)
+	}
+	text := strings.Join(all, "\n")
+	for _, redis := range []string{"argument ", "a key that does not exist", "recorded key"} {
+		if strings.Contains(text, redis) {
+			t.Errorf("HTTP variants described in Redis's words (%q):\n%s", redis, text)
+		}
+	}
+	for _, want := range []string{
+		`step 2: header X-Note "soon" → "buy milk", a value seen in the recording`,
+		`step 2: path segment 2 "chores" → "kavach:missing-key", a path segment no recorded request names`,
+		`step 2: path segment 2 "chores" → "groceries", another path segment the recording shows`,
+		`step 2: query page "2" → "3"`,
+	} {
+		if !slices.Contains(all, want) {
+			t.Errorf("no variant %q among:\n%s", want, text)
+		}
 	}
 }

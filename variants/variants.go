@@ -108,6 +108,20 @@ const (
 // MissingKey is a key no recording writes, for "a key that does not exist".
 const MissingKey = "kavach:missing-key"
 
+// Wording is what a Variator implements whose protocol has its own words
+// for the fields its variants change: HTTP's are a header, a query
+// parameter, a path segment, not "argument 3" and "a key". Without it,
+// fields are arguments and keys, as in Redis.
+type Wording interface {
+	// FieldName names field i of a request in a variant's description
+	// ("header X-Note", "path segment 2").
+	FieldName(i int, f kavach.Field) string
+	// KeyWords say what a field of type FieldKey set to MissingKey is
+	// ("a key that does not exist"), and one set to another key the
+	// recording shows ("another recorded key").
+	KeyWords() (missing, other string)
+}
+
 // clockShifts are the clock variants: the clock jumps by each, right
 // before the failing step.
 var clockShifts = []time.Duration{time.Second, -time.Second, time.Minute, -time.Minute, time.Hour, -time.Hour, 24 * time.Hour, -24 * time.Hour}
@@ -817,7 +831,7 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 			return
 		}
 		describe := func() string {
-			what := fmt.Sprintf("%s %s → %s", argName(i, fields[i]), quote(fields[i].Value), quote(value))
+			what := fmt.Sprintf("%s %s → %s", g.fieldName(i, fields[i]), quote(fields[i].Value), quote(value))
 			if from != "" {
 				what += ", " + from
 			}
@@ -852,9 +866,10 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 				set(i, s, "a value seen in the recording")
 			}
 		case kavach.FieldKey:
-			set(i, MissingKey, "a key that does not exist")
+			missing, other := g.keyWords()
+			set(i, MissingKey, missing)
 			for _, k := range g.keys {
-				set(i, k, "another recorded key")
+				set(i, k, other)
 			}
 		case kavach.FieldToken:
 			for _, t := range f.Alternatives {
@@ -883,7 +898,7 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 		}
 	}
 	for i := range fields {
-		describe := func() string { return fmt.Sprintf("%s %s removed", argName(i, fields[i]), quote(fields[i].Value)) }
+		describe := func() string { return fmt.Sprintf("%s %s removed", g.fieldName(i, fields[i]), quote(fields[i].Value)) }
 		build := func() []byte { return g.opts.Variator.Rebuild(req.Data, slices.Delete(slices.Clone(fields), i, i+1)) }
 		if all {
 			out = append(out, mutation{request: build(), what: describe(), group: removed})
@@ -906,6 +921,23 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 		}
 	}
 	return out
+}
+
+// fieldName names field i in the protocol's words (Wording), else as an
+// argument.
+func (g *gen) fieldName(i int, f kavach.Field) string {
+	if w, ok := g.opts.Variator.(Wording); ok {
+		return w.FieldName(i, f)
+	}
+	return argName(i, f)
+}
+
+// keyWords are the protocol's words for a missing and another key.
+func (g *gen) keyWords() (missing, other string) {
+	if w, ok := g.opts.Variator.(Wording); ok {
+		return w.KeyWords()
+	}
+	return "a key that does not exist", "another recorded key"
 }
 
 func argName(i int, f kavach.Field) string {

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"runtime/debug"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -14,18 +18,27 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:    "kavach",
 		Usage:   "record an incident, then grade fixes against it",
-		Version: kavach.Version,
+		Version: buildVersion(debug.ReadBuildInfo()),
 		Description: "Kavach records an incident's traffic on the old build of a service into a fixture,\n" +
 			"then replays it on the old and a new build and says whether the new build fixes it.\n\n" +
 			"Exit status: 0 fixed or held (or done), 1 a red verdict, 2 Kavach could not do it, 3 unverified;\n" +
 			"130 or 143 when SIGINT or SIGTERM stopped it before it finished.",
-		Reader:          stdin,
-		Writer:          stdout,
-		ErrWriter:       stderr,
+		Reader:    stdin,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		// urfave/cli's own help command answers "No help topic" for a verb
+		// it does not know, and exit 0: kavach has its own (helpCommand).
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},
-		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return usagef("run 'kavach "+c.Command.Name+" --help' for usage and an example", "%v", err)
+		OnUsageError:    onUsageError,
+		// Run with no verb, kavach shows its help; with one it does not
+		// know, it says so (the verbs are commands: a known one never
+		// reaches here).
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return cli.ShowAppHelp(c)
+			}
+			return unknownCommand(c.App, c.Args().First())
 		},
 		Commands: []*cli.Command{
 			recordCommand(),
@@ -39,8 +52,142 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			recountCommand(),
 			gradeCommand(),
 			mcpCommand(),
+			helpCommand(),
+			versionCommand(),
 		},
 	}
+}
+
+// helpCommand is `kavach help [VERB]`: the verbs, or one verb's help, as
+// --help shows them.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "help",
+		Usage:        "show the verbs, or one verb's help (as VERB --help does)",
+		ArgsUsage:    "[VERB]",
+		Description:  withExample("Shows kavach's verbs, or with a verb, its flags and an example.", "kavach help diff"),
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			switch c.NArg() {
+			case 0:
+				return cli.ShowAppHelp(c)
+			case 1:
+				verb := c.Args().First()
+				if c.App.Command(verb) == nil {
+					return unknownCommand(c.App, verb)
+				}
+				// From a context whose command has no subcommands, the
+				// verb is looked up among the app's commands.
+				ctx := cli.NewContext(c.App, nil, c)
+				ctx.Command = &cli.Command{}
+				return cli.ShowCommandHelp(ctx, verb)
+			}
+			return usagef("run 'kavach help' for the verbs", "kavach help takes at most 1 argument, [VERB]; got %d", c.NArg())
+		},
+	}
+}
+
+// versionCommand is `kavach version`: what --version prints.
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "version",
+		Usage:        "print kavach's version",
+		Description:  withExample("Prints the version of this kavach build, as --version does.", "kavach version"),
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if _, err := args(c); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "kavach version %s\n", c.App.Version)
+			return nil
+		},
+	}
+}
+
+// buildVersion is this build's version: its module's, as the go command
+// stamped it (v1.2.0 from go install ...@v1.2.0; a pseudo-version from a
+// checkout with its commit), else kavach.Version (a build with no module
+// version: "(devel)", or none at all).
+func buildVersion(bi *debug.BuildInfo, ok bool) string {
+	if ok && bi != nil {
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			return strings.TrimPrefix(v, "v")
+		}
+	}
+	return kavach.Version
+}
+
+// unknownCommand is the usage error for a verb kavach does not have,
+// naming the nearest one.
+func unknownCommand(app *cli.App, verb string) error {
+	var names []string
+	for _, c := range app.Commands {
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	hint := "run 'kavach help' for the verbs: " + strings.Join(names, ", ")
+	near, close := nearest(verb, names)
+	if close {
+		return usagef(hint, "unknown command %q: did you mean %q?", cutArg(verb), near)
+	}
+	return usagef(hint, "unknown command %q (the nearest verb is %q)", cutArg(verb), near)
+}
+
+// nearest is the name closest to s by edit distance, and whether it is
+// close enough to be what was meant: at most a third of its letters off,
+// or s a start of it.
+func nearest(s string, names []string) (string, bool) {
+	s = strings.ToLower(s)
+	best, bestD := "", -1
+	for _, n := range names {
+		d := editDistance(s, n)
+		if strings.HasPrefix(n, s) && len(s) >= 2 {
+			d = min(d, 1)
+		}
+		if bestD < 0 || d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best, bestD >= 0 && bestD <= max(1, len(best)/3)
+}
+
+// editDistance is the edit distance between a and b in bytes, with two
+// neighbours swapped one edit ("hlep" is one from "help").
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// cutArg cuts an argument quoted back in an error to 64 bytes.
+func cutArg(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	i := 64
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // withExample appends an example to a command's help text.

@@ -1,14 +1,66 @@
 package main
 
 import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
 
-// onUsageError turns a flag parsing error into a usage error with a hint.
+// onUsageError turns a flag parsing error into a usage error with a hint;
+// a value that does not parse is answered with an example of one that
+// does.
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	return usagef("run 'kavach "+c.Command.Name+" --help' for usage and an example", "%v", err)
+	help := "run 'kavach --help' for usage"
+	var flags []cli.Flag
+	if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
+		help = "run 'kavach " + c.Command.Name + " --help' for usage and an example"
+		flags = c.Command.Flags
+	}
+	if m := badValue.FindStringSubmatch(err.Error()); m != nil {
+		if want := exampleValue(flags, m[2]); want != "" {
+			return usagef(help, "%s %q: %s", flagName(m[2]), m[1], want)
+		}
+	}
+	return usagef(help, "%v", err)
+}
+
+// badValue is the flag package's error for a value that does not parse.
+var badValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): `)
+
+// flagName is how a flag is written: -j, --variants.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// exampleValue says what the flag named takes, with an example.
+func exampleValue(flags []cli.Flag, name string) string {
+	for _, f := range flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		n := flagName(name)
+		switch f := f.(type) {
+		case *cli.IntFlag:
+			return fmt.Sprintf("want a whole number, such as %s %d", n, cmp.Or(f.Value, 4))
+		case *cli.Uint64Flag:
+			return fmt.Sprintf("want a whole number, 0 or more, such as %s %d", n, cmp.Or(f.Value, 1))
+		case *cli.DurationFlag:
+			return fmt.Sprintf("want a duration with its unit, such as %s %s (or 500ms, 2m)", n, cmp.Or(f.Value, 5*time.Second))
+		case *cli.Float64Flag:
+			return fmt.Sprintf("want a number, such as %s %g", n, cmp.Or(f.Value, 0.5))
+		case *cli.BoolFlag:
+			return fmt.Sprintf("want true or false, such as %s=true", n)
+		}
+	}
+	return ""
 }
 
 // args checks that exactly the named positional arguments were given.

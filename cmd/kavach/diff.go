@@ -46,7 +46,7 @@ func diffCommand() *cli.Command {
 			&cli.IntFlag{Name: "variants", Value: 64, Usage: "generate at most `N` variants"},
 			&cli.IntFlag{Name: "min-variants", Value: 10, Usage: "call it fixed only with at least `M` reproducing variants"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the variant generator"},
-			&cli.IntFlag{Name: "j", Usage: "run `N` replays at once, across all of a suite's fixtures (default: the number of cores)"},
+			&cli.IntFlag{Name: "j", Usage: "run `N` replays at once, across all of a suite's fixtures", DefaultText: jobsDefault},
 			&cli.BoolFlag{Name: "json", Usage: "print the full report as JSON on stdout"},
 			&cli.StringFlag{Name: "out", Usage: "write the full report to `REPORT` (default: a file in the temporary directory)"},
 			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
@@ -78,6 +78,7 @@ func diffCommand() *cli.Command {
 			if err := checkDiffPaths(req, fixtures, c.String("out")); err != nil {
 				return err
 			}
+			warnSameBuild(c.App.ErrWriter, req.Old, req.New)
 			if p, ok := c.App.ErrWriter.(*progressLine); ok {
 				req.Progress = p.gradeProgress()
 				if suite {
@@ -118,7 +119,7 @@ func diffCommand() *cli.Command {
 			if c.Bool("json") {
 				// stdout is the report; where it was written goes to stderr.
 				fmt.Fprintf(c.App.ErrWriter, "kavach: report: %s\n", out)
-				enc := json.NewEncoder(c.App.Writer)
+				enc := jsonEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(rep); err != nil {
 					return err
@@ -192,6 +193,11 @@ func prepareDiff(r diffRequest) (grade.Diff, error) {
 	return grade.Diff{Fixture: fx, Old: buildLaunch(fx, r.Old), New: buildLaunch(fx, r.New), Options: opts}, nil
 }
 
+// jobsDefault is -j's default as help shows it: 0 is as many replays at
+// once as the CPUs this process may use (runtime.GOMAXPROCS, which
+// follows a container's CPU quota), not the host's cores.
+const jobsDefault = "the CPUs kavach may use"
+
 // check refuses numbers that mean nothing: negative counts, timeouts that
 // are not positive. Zero variants (none), zero minimum (no evidence
 // needed) and zero jobs (one per core) mean something.
@@ -205,6 +211,19 @@ func (r diffRequest) check() error {
 		}
 	}
 	return checkTimeouts(map[string]time.Duration{"--step-timeout": r.StepTimeout, "--start-timeout": r.StartTimeout})
+}
+
+// warnSameBuild warns, on one line, when OLD and NEW are the same file
+// (one SHA-256): the grading goes on (it says still_failing, or
+// unverified), but a NEW given by mistake is then plain to see.
+func warnSameBuild(w io.Writer, old, new string) {
+	a, err := fixtures.SHA256File(old)
+	if err != nil {
+		return
+	}
+	if b, err := fixtures.SHA256File(new); err == nil && a == b {
+		fmt.Fprintf(w, "kavach: warning: OLD and NEW are the same file (sha256 %.12s): the build is graded against itself (give the candidate fix's build as NEW)\n", a)
+	}
 }
 
 // checkTimeouts refuses a timeout that is not positive.
@@ -305,7 +324,18 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string, reportPath string
 			printDiffs(w, f)
 		case grade.StillFailing:
 			fmt.Fprintf(w, "step %d: %s\n", f.Step, f.Request)
-			fmt.Fprintf(w, "  recorded: %s\n  new:      %s\n", ev.Failure.Signature, f.Outcome)
+			got := f.Outcome.String()
+			if inv := ev.Failure.Oracle.Invariant; inv != "" && f.Outcome.Kind == kavach.OK {
+				// The answer is ok either way: the invariant, violated
+				// again, is the failure.
+				got = "invariant:" + inv + " (outcome " + got + ")"
+				for _, e := range ev.Invariants {
+					if e.Name == inv && e.FirstStep == f.Step && e.Message != "" {
+						got += "\n  " + indent(cutLines(e.Message, 4), "  ")
+					}
+				}
+			}
+			fmt.Fprintf(w, "  recorded: %s\n  new:      %s\n", ev.Failure.Signature, got)
 			if f.Detail != "" {
 				fmt.Fprintf(w, "  %s\n", indent(cutLines(f.Detail, 6), "  "))
 			}

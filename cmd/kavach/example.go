@@ -26,7 +26,7 @@ func gradeCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the table as JSON"},
 			&cli.BoolFlag{Name: "record", Usage: "record the incident again even if fixture.kavach exists"},
-			&cli.IntFlag{Name: "j", Usage: "replays at once for each diff (default: the number of cores)"},
+			&cli.IntFlag{Name: "j", Usage: "run `N` replays at once for each diff", DefaultText: jobsDefault},
 			&cli.IntFlag{Name: "variants", Value: 64, Usage: "variants per diff"},
 			&cli.IntFlag{Name: "min-variants", Value: 10, Usage: "reproducing variants needed for fixed"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "variant seed"},

@@ -196,18 +196,22 @@ var counterSession = [][]string{
 	{"INCRBY", "counter", "5"},
 }
 
-// mkfixtureMain is a script command: mkfixture OUT [cut N | noend | protocol P].
+// mkfixtureMain is a script command: mkfixture OUT [cut N | noend | protocol P | bigreply N].
 // It writes the sample fixture; "cut N" keeps only the first N bytes
-// (negative: drop -N bytes from the end), "noend" leaves out the end record.
+// (negative: drop -N bytes from the end), "noend" leaves out the end record,
+// "bigreply N" answers step 1 (PING) with a bulk string of N bytes.
 func mkfixtureMain() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: mkfixture OUT [cut N | noend | protocol P]")
 		os.Exit(2)
 	}
 	out, opts := os.Args[1], os.Args[2:]
-	protocol, cut, end := "resp", 0, true
+	protocol, cut, end, big := "resp", 0, true, 0
 	for i := 0; i < len(opts); i++ {
 		switch opts[i] {
+		case "bigreply":
+			i++
+			big, _ = strconv.Atoi(opts[i])
 		case "noend":
 			end = false
 		case "cut":
@@ -218,7 +222,7 @@ func mkfixtureMain() {
 			protocol = opts[i]
 		}
 	}
-	data, err := sampleFixture(protocol, end)
+	data, err := sampleFixture(protocol, end, big)
 	if err == nil && cut != 0 {
 		if cut < 0 {
 			cut += len(data)
@@ -236,7 +240,7 @@ func mkfixtureMain() {
 
 // sampleFixture is a small incident on conn 1 and 2: a few commands, an
 // error reply, a reply that arrives late on a blocking pop, and a crash.
-func sampleFixture(protocol string, end bool) ([]byte, error) {
+func sampleFixture(protocol string, end bool, bigReply int) ([]byte, error) {
 	var buf bytes.Buffer
 	w, err := fixtures.NewWriter(&buf, "sample", fixtures.Header{
 		Protocol: protocol,
@@ -265,6 +269,9 @@ func sampleFixture(protocol string, end bool) ([]byte, error) {
 		{Conn: 1, Dir: kavach.Close, Offset: 3*time.Second + 5*ms, Data: []byte("server")},
 		{Conn: 2, Dir: kavach.Close, Offset: 3*time.Second + 5*ms, Data: []byte("server")},
 	}
+	if bigReply > 0 {
+		events[2].Data = fmt.Appendf(nil, "$%d\r\n%s\r\n", bigReply, strings.Repeat("x", bigReply))
+	}
 	for _, ev := range events {
 		if _, err := w.Event(ev); err != nil {
 			return nil, err
@@ -290,7 +297,7 @@ func sampleFixture(protocol string, end bool) ([]byte, error) {
 // late on another connection's push), and the JSON Lines scripts read.
 func TestShowGolden(t *testing.T) {
 	dir := t.TempDir()
-	data, err := sampleFixture("resp", true)
+	data, err := sampleFixture("resp", true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,7 +577,7 @@ func findProc(s string) (pid string, cmdline []byte) {
 // build starts (the build here leaves a mark when it runs).
 func TestHostileFixturesRefused(t *testing.T) {
 	dir := t.TempDir()
-	data, err := sampleFixture("resp", true)
+	data, err := sampleFixture("resp", true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,9 @@ func mcpCommand() *cli.Command {
 			"(old, new, fixture, options, detail: concise|full) and typed output (the verdict, the\n"+
 			"headline finding with its diff, a hint, what was checked, the exit status 'kavach diff'\n"+
 			"would give, and the path of the full report). Progress is sent while it replays when\n"+
-			"the client asks for it. Messages go to stderr; it stops when stdin closes or on Ctrl-C.\n"+
+			"the client asks for it. Messages go to stderr. When stdin closes it answers every request\n"+
+			"read before, then stops; Ctrl-C or SIGTERM stops it at once, gradings cancelled.\n"+
+			"Relative paths in a call are taken from the directory it was started in.\n"+
 			"An MCP client starts it with a configuration such as the example (kavach on PATH).",
 			`{"mcpServers": {"kavach": {"command": "kavach", "args": ["mcp"]}}}`),
 		OnUsageError: onUsageError,

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -210,27 +211,113 @@ func TestMCPBadInput(t *testing.T) {
 		id         any
 	}{
 		{"not JSON", "hello, kavach", -32700, "not JSON", nil},
-		{"cut JSON", `{"jsonrpc": "2.0", "id": 7, "method": "tools/li`, -32700, "not JSON", nil},
+		{"cut JSON", `{"jsonrpc": "2.0", "id": "raw-7", "method": "tools/li`, -32700, "not JSON", "raw-7"},
 		{"not JSON-RPC", `{"id": "raw-8", "method": "tools/list"}`, -32600, "invalid", "raw-8"},
 		{"unknown method", `{"jsonrpc": "2.0", "id": "raw-11", "method": "tools/grade"}`, -32601, "tools/grade", "raw-11"},
 		{"bad params", `{"jsonrpc": "2.0", "id": "raw-12", "method": "tools/call", "params": [1, 2]}`, -32602, "", "raw-12"},
 		{"bad id", `{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}`, -32600, "invalid", nil},
 		{"a number", `42`, -32600, "invalid", nil},
 		{"batch", `[{"jsonrpc": "2.0", "id": 9, "method": "tools/list"}]`, -32600, "batches are not supported", nil},
-		{"huge line", `{"jsonrpc": "2.0", "id": 10, "method": "tools/list", "params": {"x": "` + strings.Repeat("x", 3<<20) + `"}}`,
-			-32600, "longer than", nil},
+		{"huge line", `{"jsonrpc": "2.0", "id": "raw-10", "method": "tools/list", "params": {"x": "` + strings.Repeat("x", 3<<20) + `"}}`,
+			-32600, "longer than", "raw-10"},
+		{"huge method", `{"jsonrpc": "2.0", "id": "raw-13", "method": "` + strings.Repeat("ü", 300_000) + `"}`, -32601, "… (600002 bytes)", "raw-13"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := w.orphan(t, tc.line)
 			code, msg := errorOf(t, m)
 			if code != tc.code || !strings.Contains(msg, tc.want) {
-				t.Errorf("answer %v: want code %v, a message saying %q", m, tc.code, tc.want)
+				t.Errorf("answer %.600v: want code %v, a message saying %q", m, tc.code, tc.want)
 			}
 			if m["id"] != tc.id {
 				t.Errorf("answer's id %v, want %v", m["id"], tc.id)
 			}
+			if len(msg) > 1000 {
+				t.Errorf("answer's message is %d bytes: what the client sent is echoed whole", len(msg))
+			}
 			w.alive(t, ctx)
 		})
+	}
+	// Arguments out of bounds are refused in a person's words, with the
+	// bounds the tool itself holds: a timeout of 0 ms is refused by the
+	// schema, not by the grading.
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"negative variants", map[string]any{"variants": -5}, `"variants" is -5: need 0 or more`},
+		{"zero step timeout", map[string]any{"step_timeout_ms": 0}, `"step_timeout_ms" is 0: need 1 or more`},
+		{"zero start timeout", map[string]any{"start_timeout_ms": 0}, `"start_timeout_ms" is 0: need 1 or more`},
+		{"a fraction", map[string]any{"jobs": 2.5}, `"jobs" is a number (2.5): need an integer`},
+		{"huge wrong type", map[string]any{"seed": strings.Repeat("é", 450_000)}, `"seed" is a string (éé`},
+		{"huge path", map[string]any{"old": strings.Repeat("p", 900<<10)}, `"old": ppp`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := map[string]any{"old": "old", "new": "new", "fixture": "f.kavach"}
+			for k, v := range tc.args {
+				args[k] = v
+			}
+			res, err := w.session.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: args})
+			if err != nil || !res.IsError {
+				t.Fatalf("%v %+v: want a tool error", err, res)
+			}
+			text := res.Content[0].(*mcp.TextContent).Text
+			if !strings.Contains(text, tc.want) || strings.Contains(text, "0.000000") || !utf8.ValidString(text) {
+				t.Errorf("error %.600q, want it to say %q", text, tc.want)
+			}
+			if len(text) > 2000 {
+				t.Errorf("error is %d bytes: the argument is echoed whole", len(text))
+			}
+		})
+	}
+}
+
+// TestMCPPipedThenClosed: requests piped in, then stdin closed, are all
+// answered before kavach mcp exits: the SDK alone drops the answers still
+// being made when the input ends.
+func TestMCPPipedThenClosed(t *testing.T) {
+	bin, err := exec.LookPath("kavach")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "mcp")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}}`,
+		`{"jsonrpc": "2.0", "method": "notifications/initialized"}`,
+		`{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "kavach_grade", "arguments": {}}}`,
+		`hello, kavach`,
+		`{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}`,
+		`{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "kavach_diff", "arguments": {"old": "old", "new": "new", "fixture": "f.kavach"}}}`,
+	}, "\n") + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kavach mcp: %v; stderr:\n%s", err, stderr.String())
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		got[string(m.ID)] = l
+	}
+	// The schema says where relative paths resolve, and holds the
+	// tool's own bounds: a timeout from 1 ms.
+	if l := got["3"]; strings.Count(l, "a relative path is taken from the working directory kavach mcp was started in") < 6 ||
+		!strings.Contains(l, `"step_timeout_ms":{"type":"integer","description":"a step with no reply within this many milliseconds hangs","default":5000,"minimum":1}`) {
+		t.Errorf("tools/list: %.3000s\nwant each path's description to say how a relative one resolves, and step_timeout_ms from 1", l)
+	}
+	for id, want := range map[string]string{"1": `"serverInfo"`, "2": `unknown tool`, "null": `not JSON`, "3": `"kavach_diff"`,
+		"4": `old does not exist (relative paths are taken from kavach's working directory, ` + dir + `)`} {
+		if !strings.Contains(got[id], want) {
+			t.Errorf("answer to %s: %.200q, want one saying %q; all:\n%s", id, got[id], want, out)
+		}
 	}
 }
 

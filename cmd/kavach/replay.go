@@ -256,7 +256,10 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, c.Status, recd, out, r.in.codec.DescribeRequest(st.Request.Data, 48))
 		for _, d := range c.Diffs {
-			fmt.Fprintf(tw, "\t  %s: want %s, got %s\n", d.Path, cutString(d.Want, 80), cutString(d.Got, 80))
+			// Under REQUEST, the last column: a line with fewer cells
+			// would end the columns' block, and the rows after it would
+			// be aligned apart from those before.
+			fmt.Fprintf(tw, "\t\t\t\t  %s: want %s, got %s\n", d.Path, cutString(d.Want, 80), cutString(d.Got, 80))
 		}
 		if c.Step%4096 == 0 {
 			// The table is aligned in blocks of 4,096 steps: a long

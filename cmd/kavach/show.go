@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
@@ -171,7 +172,10 @@ func (v *fixtureView) writeHeader(w io.Writer) {
 		fmt.Fprintf(w, "failure   step %d, oracle %s, signature %s\n", f.Step, f.Oracle, f.Signature)
 		if f.Evidence != "" {
 			first, rest, more := strings.Cut(f.Evidence, "\n")
-			fmt.Fprintf(w, "evidence  %s\n", printable([]byte(first), 200))
+			// Room for kavach mark's evidence (a reply cut to 200 bytes
+			// and its true size) whole: cut again, its size would be the
+			// cut text's.
+			fmt.Fprintf(w, "evidence  %s\n", printable([]byte(first), 320))
 			if more {
 				fmt.Fprintf(w, "          (+%d lines: kavach show %s --step %d)\n", strings.Count(rest, "\n")+1, v.fx.Path, f.Step)
 			}
@@ -500,9 +504,11 @@ func (v *fixtureView) renderSteps(render func([]byte, kavach.Step) ([]byte, erro
 
 // printable renders bytes for a terminal: printable ASCII as is, the rest
 // escaped, cut to about max bytes (max <= 0: no cut).
+// A printable character outside ASCII (the "…" of a cut) is kept as is.
 func printable(b []byte, max int) string {
 	var sb strings.Builder
-	for i, c := range b {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
 		if max > 0 && sb.Len() >= max {
 			fmt.Fprintf(&sb, "… (%d bytes)", len(b))
 			break
@@ -513,6 +519,13 @@ func printable(b []byte, max int) string {
 			sb.WriteString(`\n`)
 		case c >= 0x20 && c < 0x7f:
 			sb.WriteByte(c)
+		case c >= utf8.RuneSelf:
+			if r, n := utf8.DecodeRune(b[i:]); r != utf8.RuneError && unicode.IsPrint(r) {
+				sb.Write(b[i : i+n])
+				i += n - 1
+				continue
+			}
+			fmt.Fprintf(&sb, `\x%02x`, c)
 		default:
 			fmt.Fprintf(&sb, `\x%02x`, c)
 		}

@@ -108,7 +108,7 @@ func variantsCommand() *cli.Command {
 				// The kinds the fixture excludes, as kavach diff leaves them out.
 				Exclude: fx.Failure.ExcludeVariants})
 			if c.Bool("json") {
-				enc := json.NewEncoder(c.App.Writer)
+				enc := jsonEncoder(c.App.Writer)
 				for _, v := range vs {
 					if err := enc.Encode(v); err != nil {
 						return err
@@ -150,7 +150,7 @@ func listReportVariants(c *cli.Context, path string) error {
 	}
 	list := rep.Evidence.Variants.List
 	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
+		enc := jsonEncoder(c.App.Writer)
 		for _, v := range list {
 			if err := enc.Encode(v); err != nil {
 				return err

@@ -114,7 +114,15 @@ type verdictJSON struct {
 
 // printJSON prints v as indented JSON, the shape of every --json output.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := jsonEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// jsonEncoder encodes JSON for a terminal or a program to read, not for
+// an HTML page: "<", ">" and "&" as themselves, not \u003c.
+func jsonEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
 }

@@ -246,6 +246,17 @@ func encodeKeepingFraming(m *Message) []byte {
 	return Encode(m)
 }
 
+// FieldName names a field as HTTP does: "header X-Note", "query page",
+// "path segment 2", "body title" (variants.Wording).
+func (Codec) FieldName(_ int, f kavach.Field) string { return f.Name }
+
+// KeyWords say what a path segment typed as a key (a name in the path)
+// is when varied (variants.Wording): one no request of the recording
+// names, or another the recording's paths show.
+func (Codec) KeyWords() (missing, other string) {
+	return "a path segment no recorded request names", "another path segment the recording shows"
+}
+
 // Fields are a request's mutable parts: the path segments that are
 // numbers (ids), then the other path segments (names, typed as keys), the query parameters, the headers (but Host and those
 // that frame the message), and the leaves of a JSON body (by gjson path). The kind is the method and the path with numbers
