@@ -53,7 +53,7 @@ func verdictCommand() *cli.Command {
 			// ones its evidence explains (a report from before it listed
 			// them has none to check).
 			explainedOff := ""
-			if rep.Explained != nil {
+			if rep.Explained != nil && got == rep.Verdict {
 				if a, b := explainedList(rep.Explained), explainedList(grade.Explain(rep.Evidence)); a != b {
 					explainedOff = fmt.Sprintf("the report explains after the failure %s, its evidence %s", a, b)
 				}
