@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -81,7 +80,7 @@ type probe struct {
 	addr    string
 	timeout time.Duration
 	nc      net.Conn
-	r       *bufio.Reader
+	buf     []byte            // read from nc, not yet a whole reply
 	dbs     map[uint64]string // each connection's SELECTed database
 	db      string            // the probe's own
 	noTime  bool              // PEXPIRETIME unknown (before 7.0): PTTL instead
@@ -107,12 +106,23 @@ func (p *probe) Sent(conn uint64, request []byte) {
 }
 
 func (p *probe) Fingerprint(conn uint64, keys []string) (map[string]string, error) {
+	fp, err := p.fingerprint(conn, keys)
+	if err != nil && !errors.Is(err, errReply) && p.nc != nil {
+		// The connection is in an unknown state (a reply half read): the
+		// next fingerprint starts on a new one.
+		p.nc.Close()
+		p.nc, p.buf, p.db = nil, nil, "0"
+	}
+	return fp, err
+}
+
+func (p *probe) fingerprint(conn uint64, keys []string) (map[string]string, error) {
 	if p.nc == nil {
 		nc, err := net.DialTimeout("tcp", p.addr, p.timeout)
 		if err != nil {
 			return nil, fmt.Errorf("probe: %w", err)
 		}
-		p.nc, p.r = nc, bufio.NewReader(nc)
+		p.nc = nc
 	}
 	p.nc.SetDeadline(time.Now().Add(p.timeout))
 	fp := map[string]string{}
@@ -128,65 +138,117 @@ func (p *probe) Fingerprint(conn uint64, keys []string) (map[string]string, erro
 	if db == "" {
 		db = "0"
 	}
-	if db != p.db {
-		if _, err := p.ask("SELECT", db); err != nil {
-			return nil, err
-		}
-		p.db = db
-	}
 	fp["db"] = db // never empty: an empty fingerprint would read back as none
 	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
-	if len(keys) == 0 {
-		return fp, nil
+	// One round trip: the database, every key's digest, then each key's
+	// object and expiry (a missing key's errors are not looked at).
+	var batch [][]string
+	if db != p.db {
+		batch = append(batch, []string{"SELECT", db})
 	}
-	v, err := p.ask(append([]string{"DEBUG", "DIGEST-VALUE"}, keys...)...)
+	if len(keys) > 0 {
+		batch = append(batch, append([]string{"DEBUG", "DIGEST-VALUE"}, keys...))
+		expire := "PEXPIRETIME"
+		if p.noTime {
+			expire = "PTTL"
+		}
+		for _, k := range keys {
+			batch = append(batch, []string{"DEBUG", "OBJECT", k}, []string{expire, k})
+		}
+	}
+	replies, err := p.askAll(batch)
 	if err != nil {
 		return nil, err
 	}
-	if len(v.Elems) != len(keys) {
-		return nil, fmt.Errorf("probe: DEBUG DIGEST-VALUE gave %d digests for %d keys", len(v.Elems), len(keys))
+	if db != p.db {
+		if err := replyErr(batch[0], replies[0]); err != nil {
+			return nil, err
+		}
+		p.db, batch, replies = db, batch[1:], replies[1:]
+	}
+	if len(keys) == 0 {
+		return fp, nil
+	}
+	digests := replies[0]
+	if err := replyErr(batch[0], digests); err != nil {
+		return nil, err
+	}
+	if len(digests.Elems) != len(keys) {
+		return nil, fmt.Errorf("probe: DEBUG DIGEST-VALUE gave %d digests for %d keys", len(digests.Elems), len(keys))
 	}
 	for i, k := range keys {
-		d := string(v.Elems[i].Str)
+		d := string(digests.Elems[i].Str)
 		if strings.Trim(d, "0") == "" {
 			fp[k+" digest"] = "none" // no such key
 			continue
 		}
 		fp[k+" digest"] = d
-		if o, err := p.ask("DEBUG", "OBJECT", k); err == nil {
-			enc, access := debugObject(string(o.Str))
-			fp[k+" encoding"], fp[k+" access"] = enc, access
-		} else if !errors.Is(err, errReply) {
-			return nil, err
+		if o := replies[1+2*i]; replyErr(nil, o) == nil {
+			fp[k+" encoding"], fp[k+" access"] = debugObject(string(o.Str))
 		}
-		at, err := p.expireTime(k)
-		if err != nil {
-			return nil, err
+		e := replies[2+2*i]
+		if replyErr(nil, e) != nil {
+			// A build before 7.0 has no PEXPIRETIME: its time to live
+			// instead, the clock being the same virtual one on both builds.
+			p.noTime = true
+			if e, err = p.ask("PTTL", k); err != nil {
+				return nil, err
+			}
 		}
-		fp[k+" expire"] = at
+		fp[k+" expire"] = strconv.FormatInt(e.Int, 10)
 	}
 	return fp, nil
 }
 
-// expireTime is a key's expiry as an absolute time (PEXPIRETIME), or its
-// time to live (PTTL) on a build that lacks it, the clock being the same
-// virtual one on both builds at a step.
-func (p *probe) expireTime(k string) (string, error) {
-	if !p.noTime {
-		v, err := p.ask("PEXPIRETIME", k)
-		if err == nil {
-			return strconv.FormatInt(v.Int, 10), nil
+// askAll sends commands in one write and reads their replies in order.
+func (p *probe) askAll(cmds [][]string) ([]Value, error) {
+	var out []byte
+	for _, args := range cmds {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
 		}
-		if !errors.Is(err, errReply) {
-			return "", err
+		out = AppendCommand(out, b...)
+	}
+	if _, err := p.nc.Write(out); err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	replies := make([]Value, len(cmds))
+	for i := range cmds {
+		v, err := p.next()
+		if err != nil {
+			return nil, fmt.Errorf("probe: %s: %w", cmds[i][0], err)
 		}
-		p.noTime = true
+		replies[i] = v
 	}
-	v, err := p.ask("PTTL", k)
-	if err != nil {
-		return "", err
+	return replies, nil
+}
+
+// next reads the next whole reply, keeping what follows it.
+func (p *probe) next() (Value, error) {
+	chunk := make([]byte, 16<<10)
+	for {
+		if m, err := Split(p.buf); err != nil {
+			return Value{}, err
+		} else if m > 0 {
+			v, err := Parse(p.buf[:m])
+			p.buf = p.buf[m:]
+			return v, err
+		}
+		n, err := p.nc.Read(chunk)
+		p.buf = append(p.buf, chunk[:n]...)
+		if err != nil && n == 0 {
+			return Value{}, err
+		}
 	}
-	return strconv.FormatInt(v.Int, 10), nil
+}
+
+// replyErr is an error reply as an error (errReply), naming the command.
+func replyErr(cmd []string, v Value) error {
+	if v.Kind != KindError && v.Kind != KindBulkError {
+		return nil
+	}
+	return fmt.Errorf("probe: %s: %s: %w", strings.Join(cmd[:min(2, len(cmd))], " "), v.Str, errReply)
 }
 
 // debugObject reads DEBUG OBJECT's answer ("Value at:0x... refcount:1
@@ -212,21 +274,11 @@ var errReply = errors.New("error reply")
 
 // ask sends one command on the probe's connection and reads its reply.
 func (p *probe) ask(args ...string) (Value, error) {
-	b := make([][]byte, len(args))
-	for i, a := range args {
-		b[i] = []byte(a)
-	}
-	if _, err := p.nc.Write(AppendCommand(nil, b...)); err != nil {
-		return Value{}, fmt.Errorf("probe: %w", err)
-	}
-	v, err := readReply(p.r)
+	r, err := p.askAll([][]string{args})
 	if err != nil {
-		return Value{}, fmt.Errorf("probe: %s: %w", args[0], err)
+		return Value{}, err
 	}
-	if v.Kind == KindError || v.Kind == KindBulkError {
-		return v, fmt.Errorf("probe: %s %s: %s: %w", args[0], strings.Join(args[1:min(2, len(args))], " "), v.Str, errReply)
-	}
-	return v, nil
+	return r[0], replyErr(args, r[0])
 }
 
 func (p *probe) Close() error {
