@@ -564,11 +564,17 @@ func (r *runner) process(i int) {
 }
 
 // fingerprint reads the state s is about to read, once everything sent
-// before it has been handled (the build is idle): so every replay takes
-// it at the same point of the recording, whatever the machine's load.
+// before it has been handled: so every replay takes it at the same point
+// of the recording, whatever the machine's load. When every step sent so
+// far has its replies, the build has executed them all (a reply is sent
+// once its request has run); else the replay waits until the build is
+// idle (a blocked request waits, a pipelined one is answered).
 func (r *runner) fingerprint(s *StepResult) {
-	r.sent = true
-	r.quiesce()
+	r.poll()
+	if r.blocked() {
+		r.sent = true
+		r.quiesce()
+	}
 	var keys []string
 	if r.opts.Inputs.Keys != nil {
 		keys = r.opts.Inputs.Keys(s.N)
