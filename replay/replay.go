@@ -565,15 +565,15 @@ func (r *runner) process(i int) {
 
 // fingerprint reads the state s is about to read, once everything sent
 // before it has been handled: so every replay takes it at the same point
-// of the recording, whatever the machine's load. When every step sent so
-// far has its replies, the build has executed them all (a reply is sent
-// once its request has run); else the replay waits until the build is
-// idle (a blocked request waits, a pipelined one is answered).
+// of the recording, whatever the machine's load. The replay first waits
+// for every reply still owed (a reply is sent once its request has run),
+// or, for a request that blocks, until the build is idle without it.
 func (r *runner) fingerprint(s *StepResult) {
 	r.poll()
-	if r.blocked() {
-		r.sent = true
-		r.quiesce()
+	for _, c := range r.order {
+		if len(c.pending) > 0 && !r.stop {
+			r.answered(c, c.finished+len(c.pending))
+		}
 	}
 	var keys []string
 	if r.opts.Inputs.Keys != nil {
