@@ -2,6 +2,8 @@ package redis
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -241,7 +243,10 @@ var secretFlags = map[string]bool{"--requirepass": true, "--masterauth": true}
 // RedactArgs replaces the secrets in a build's launch arguments before they
 // are written to a fixture's header: the value of --requirepass and
 // --masterauth, and the password rules of --user (>pass, <pass, #hash,
-// !hash). The second result says whether anything was replaced.
+// !hash), whether each is its own argument or written inside one
+// ("--requirepass S3cret", "--user bob on >pw": Redis reads an argument
+// starting with -- as a whole configuration line). The second result says
+// whether anything was replaced.
 func RedactArgs(args []string) ([]string, bool) {
 	out := append([]string(nil), args...)
 	changed := false
@@ -249,28 +254,104 @@ func RedactArgs(args []string) ([]string, bool) {
 	for i := 0; i < len(out); i++ {
 		a := out[i]
 		if strings.HasPrefix(a, "--") {
-			inUser = strings.EqualFold(a, "--user")
-			if secretFlags[strings.ToLower(a)] && i+1 < len(out) && out[i+1] != Redacted {
+			words := strings.Fields(a)
+			if len(words) == 0 {
+				continue
+			}
+			name := strings.ToLower(words[0])
+			inUser = name == "--user"
+			if len(words) > 1 {
+				// A directive and its values in one argument.
+				switch {
+				case secretFlags[name]:
+					if strings.Join(words[1:], " ") != Redacted {
+						out[i], changed = words[0]+" "+Redacted, true
+					}
+				case inUser:
+					if red, ok := redactRules(words[1:]); ok {
+						out[i], changed = words[0]+" "+red, true
+					}
+				}
+				continue
+			}
+			if secretFlags[name] && i+1 < len(out) && out[i+1] != Redacted {
 				out[i+1], changed = Redacted, true
 				i++
 			}
 			continue
 		}
-		if inUser && len(a) > 1 && strings.IndexByte("><#!", a[0]) >= 0 && a[1:] != Redacted {
-			out[i], changed = a[:1]+Redacted, true
+		if inUser {
+			if red, ok := redactRules(strings.Fields(a)); ok {
+				out[i], changed = red, true
+			}
 		}
 	}
 	return out, changed
 }
 
-// UnredactArgs puts secret back where RedactArgs left Redacted.
+// redactRules replaces the password rules among ACL rule words (>pass,
+// <pass, #hash, !hash) with the rule's sign and Redacted, and joins the
+// words with spaces; the second result says whether any was replaced.
+func redactRules(words []string) (string, bool) {
+	changed := false
+	for i, w := range words {
+		if len(w) > 1 && strings.IndexByte("><#!", w[0]) >= 0 && w[1:] != Redacted {
+			words[i], changed = w[:1]+Redacted, true
+		}
+	}
+	return strings.Join(words, " "), changed
+}
+
+// UnredactArgs puts secret back where RedactArgs left Redacted: as the
+// value of --requirepass and --masterauth, and in the password rules of
+// --user (>secret, <secret; #hash and !hash get the secret's SHA-256).
+// Nowhere else: "--loglevel <redacted>" stays as it is (and fails the
+// start with Redacted quoted, not the secret).
 func UnredactArgs(args []string, secret string) []string {
 	out := append([]string(nil), args...)
-	for i, a := range out {
-		if a == Redacted {
-			out[i] = secret
-		} else if len(a) == len(Redacted)+1 && a[1:] == Redacted {
-			out[i] = a[:1] + secret
+	hash := fmt.Sprintf("%x", sha256.Sum256([]byte(secret)))
+	rule := func(w string) string {
+		if len(w) != len(Redacted)+1 || w[1:] != Redacted {
+			return w
+		}
+		switch w[0] {
+		case '>', '<':
+			return w[:1] + secret
+		case '#', '!':
+			return w[:1] + hash
+		}
+		return w
+	}
+	rules := func(s string) string {
+		words := strings.Fields(s)
+		for i, w := range words {
+			words[i] = rule(w)
+		}
+		return strings.Join(words, " ")
+	}
+	inUser := false
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if strings.HasPrefix(a, "--") {
+			words := strings.Fields(a)
+			if len(words) == 0 {
+				continue
+			}
+			name := strings.ToLower(words[0])
+			inUser = name == "--user"
+			switch {
+			case len(words) == 2 && secretFlags[name] && words[1] == Redacted:
+				out[i] = words[0] + " " + secret
+			case len(words) > 1 && inUser:
+				out[i] = words[0] + " " + rules(strings.Join(words[1:], " "))
+			case len(words) == 1 && secretFlags[name] && i+1 < len(out) && out[i+1] == Redacted:
+				out[i+1] = secret
+				i++
+			}
+			continue
+		}
+		if inUser && strings.Contains(a, Redacted) {
+			out[i] = rules(a)
 		}
 	}
 	return out

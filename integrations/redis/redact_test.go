@@ -2,6 +2,8 @@ package redis
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -128,4 +130,54 @@ func TestRedactArgs(t *testing.T) {
 	if strings.Join(back, " ") != "--requirepass S --hz 10" {
 		t.Errorf("UnredactArgs = %q", back)
 	}
+	back = UnredactArgs(out, "S")
+	wantBack := []string{"--requirepass", "S", "--hz", "10", "--user", "bob", "on", ">S", "#" + sha256hex("S"), "~*", "--masterauth", "S"}
+	if strings.Join(back, "|") != strings.Join(wantBack, "|") {
+		t.Errorf("UnredactArgs = %q, want %q", back, wantBack)
+	}
 }
+
+// TestRedactArgsInOneArgument: Redis reads an argument starting with -- as
+// a whole configuration line, so a password inside one is a password.
+func TestRedactArgsInOneArgument(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"--requirepass S3cret"}, []string{"--requirepass <redacted>"}},
+		{[]string{"--hz", "10", "--REQUIREPASS  S3cret"}, []string{"--hz", "10", "--REQUIREPASS <redacted>"}},
+		{[]string{"--masterauth\tS3cret"}, []string{"--masterauth <redacted>"}},
+		{[]string{"--user bob on >pw ~* +@all"}, []string{"--user bob on ><redacted> ~* +@all"}},
+		{[]string{"--user", "bob on >pw", "<old"}, []string{"--user", "bob on ><redacted>", "<<redacted>"}},
+	} {
+		out, changed := RedactArgs(tc.in)
+		if !changed || strings.Join(out, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("RedactArgs(%q) = %q, %v; want %q", tc.in, out, changed, tc.want)
+		}
+		for _, a := range out {
+			if strings.Contains(a, "S3cret") || strings.Contains(a, "pw") || strings.Contains(a, "old") {
+				t.Errorf("RedactArgs(%q) kept a secret: %q", tc.in, out)
+			}
+		}
+	}
+	if got := UnredactArgs([]string{"--requirepass <redacted>"}, "S"); got[0] != "--requirepass S" {
+		t.Errorf("UnredactArgs of one argument = %q", got)
+	}
+}
+
+// TestUnredactArgsOnlyCredentials: the secret goes only where a password
+// went; a fixture's <redacted> anywhere else stays a literal.
+func TestUnredactArgsOnlyCredentials(t *testing.T) {
+	for _, args := range [][]string{
+		{"--loglevel", "<redacted>"},
+		{"--hz", "<redacted>"},
+		{"--client-output-buffer-limit", "pubsub", "<redacted>", "8mb", "60"},
+		{"--notify-keyspace-events", "><redacted>"},
+		{"--loglevel <redacted>"},
+		{"--requirepass", "x", "<redacted>"},
+	} {
+		got := UnredactArgs(args, "S3cret")
+		if strings.Contains(strings.Join(got, " "), "S3cret") {
+			t.Errorf("UnredactArgs(%q) = %q: the secret went where no password was", args, got)
+		}
+	}
+}
+
+func sha256hex(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
