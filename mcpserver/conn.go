@@ -34,7 +34,7 @@ type lineTransport struct {
 }
 
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{w: t.w, r: t.r, in: make(chan jsonrpc.Message), closed: make(chan struct{}), cancelled: map[any]bool{}}
+	c := &lineConn{w: t.w, r: t.r, in: make(chan jsonrpc.Message), closed: make(chan struct{}), cancelled: map[any]bool{}, inFlight: map[any]bool{}}
 	go c.readLoop()
 	return c, nil
 }
@@ -53,6 +53,7 @@ type lineConn struct {
 
 	cmu       sync.Mutex
 	cancelled map[any]bool // request ids the client cancelled, awaiting their (dropped) response
+	inFlight  map[any]bool // ids of requests not yet answered
 }
 
 func (c *lineConn) SessionID() string { return "" }
@@ -125,6 +126,18 @@ func (c *lineConn) decode(line []byte, tooLong bool) jsonrpc.Message {
 		c.writeError(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 		return nil
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		// A second request with the id of one not yet answered would
+		// leave one of them unanswered: the second is refused.
+		c.cmu.Lock()
+		dup := c.inFlight[req.ID.Raw()]
+		c.inFlight[req.ID.Raw()] = true
+		c.cmu.Unlock()
+		if dup {
+			c.writeError(req.ID.Raw(), jsonrpc.CodeInvalidRequest, fmt.Sprintf("request id %v is in use by a request not yet answered: give each request a new id", req.ID.Raw()))
+			return nil
+		}
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == "notifications/cancelled" {
 		var p struct {
 			RequestID any `json:"requestId"`
@@ -180,6 +193,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.cmu.Lock()
 		dropped := c.cancelled[resp.ID.Raw()]
 		delete(c.cancelled, resp.ID.Raw())
+		delete(c.inFlight, resp.ID.Raw())
 		c.cmu.Unlock()
 		if dropped { // the client cancelled it: no response (MCP cancellation)
 			return nil
