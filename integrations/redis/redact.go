@@ -161,8 +161,8 @@ var rawSecretWords = []string{"AUTH", "AUTH2", "HELLO", "REQUIREPASS", "MASTERAU
 // RedactRaw redacts by pattern in bytes the codec could not frame: from
 // the first word that may introduce a secret (AUTH, AUTH2, HELLO,
 // REQUIREPASS, MASTERAUTH, SETUSER, MIGRATE, any case) to the end of the
-// bytes, every word but RESP headers ("*3", "$5") and the words themselves
-// becomes Redacted; and in any case every ACL password rule ("#" and 64 hex
+// bytes, every word but RESP headers that frame what follows ("*3", "$5":
+// see isFrameHeader) and the words themselves becomes Redacted; and in any case every ACL password rule ("#" and 64 hex
 // digits). It errs towards replacing too much: these bytes are garbage to
 // the codec, kept only to be sent again as they were.
 func (Codec) RedactRaw(data []byte, request bool) ([]byte, string) {
@@ -213,7 +213,7 @@ func (Codec) RedactRaw(data []byte, request bool) ([]byte, string) {
 		}
 		word := rest[:j]
 		rest = rest[j:]
-		if respHeader.Match(word) || isSecretWord(word) {
+		if isFrameHeader(word, rest, request) || isSecretWord(word) {
 			res = append(res, word...)
 		} else {
 			res = append(res, Redacted...)
@@ -222,7 +222,32 @@ func (Codec) RedactRaw(data []byte, request bool) ([]byte, string) {
 	return res, "arguments after a secret word in unframable bytes"
 }
 
-var respHeader = regexp.MustCompile(`^[*$][0-9-]+$`)
+// isFrameHeader says whether word, followed by rest, is a RESP header
+// that frames what follows rather than a value: "*N" followed by CRLF and
+// a bulk string's "$"; "$N" followed by CRLF, N bytes and CRLF; "$-1" and
+// "*-1" (nulls) in a reply only, followed by CRLF. Anything else that
+// merely starts with "$" or "*" ("$2024-11-30", "$5" with no five bytes
+// after it) is a word, which may be a password.
+func isFrameHeader(word, rest []byte, request bool) bool {
+	if len(word) < 2 || (word[0] != '*' && word[0] != '$') || !bytes.HasPrefix(rest, []byte("\r\n")) {
+		return false
+	}
+	digits := word[1:]
+	if string(digits) == "-1" {
+		return !request
+	}
+	n := 0
+	for _, c := range digits {
+		if c < '0' || c > '9' || n > 1<<30 {
+			return false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if word[0] == '*' {
+		return len(rest) > 2 && rest[2] == '$'
+	}
+	return len(rest) >= n+4 && string(rest[n+2:n+4]) == "\r\n"
+}
 
 func isSecretWord(w []byte) bool {
 	for _, s := range rawSecretWords {
@@ -274,7 +299,7 @@ func RedactArgs(args []string) ([]string, bool) {
 				}
 				continue
 			}
-			if secretFlags[name] && i+1 < len(out) && out[i+1] != Redacted {
+			if secretFlags[name] && i+1 < len(out) && out[i+1] != Redacted && !strings.HasPrefix(out[i+1], "--") {
 				out[i+1], changed = Redacted, true
 				i++
 			}
