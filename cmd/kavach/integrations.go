@@ -33,7 +33,7 @@ type integration struct {
 	redactArgs func(args []string) []string
 	// secretParams is the redactor that also redacts these query
 	// parameters (--redact-param); nil: the protocol has none.
-	secretParams func(names []string) kavach.Redactor
+	secretParams func(names []string, base kavach.Codec) kavach.Codec
 }
 
 // integrations lists the protocols Kavach speaks, registered here
@@ -59,8 +59,10 @@ func integrations() map[string]integration {
 			volatile:   func(f []string) kavach.Codec { return axum.Codec{Volatile: f} },
 			checkArgs:  axum.CheckArgs,
 			checkBuild: axum.CheckBuild,
-			secretParams: func(names []string) kavach.Redactor {
-				return axum.Codec{SecretParams: names}
+			secretParams: func(names []string, base kavach.Codec) kavach.Codec {
+				c, _ := base.(axum.Codec)
+				c.SecretParams = names
+				return c
 			},
 		},
 	}

@@ -387,6 +387,9 @@ func integrationOf(path string, h fixtures.Header) (integration, error) {
 	if len(h.Volatile) > 0 && in.volatile != nil {
 		in.codec = in.volatile(h.Volatile)
 	}
+	if len(h.Redact) > 0 && in.secretParams != nil {
+		in.codec = in.secretParams(h.Redact, in.codec)
+	}
 	return in, nil
 }
 
