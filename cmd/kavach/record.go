@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,6 +68,11 @@ func recordCommand() *cli.Command {
 				ReadyFile: c.String("ready-file"),
 				Volatile:  c.StringSlice("volatile"),
 				Proxy:     record.Options{Codec: in.codec, Listen: c.String("listen")},
+			}
+			if s.Upstream != "" {
+				if err := checkAddr(s.Upstream); err != nil {
+					return usagef("", "--upstream %q: %v: give the running service's HOST:PORT, such as 127.0.0.1:6379", s.Upstream, err)
+				}
 			}
 			switch {
 			case s.Upstream != "" && c.NArg() > 0:
@@ -150,4 +158,19 @@ func protocols() []string {
 	}
 	sort.Strings(ps)
 	return ps
+}
+
+// checkAddr says what is wrong with a HOST:PORT address.
+func checkAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("not a HOST:PORT address")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	if host == "" {
+		return errors.New("no host")
+	}
+	return nil
 }
