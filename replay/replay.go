@@ -170,7 +170,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		fakeable, why = false, "asked for real time"
 	}
 	if fakeable {
-		dir, err := os.MkdirTemp(clockDir(), "kavach-clock-")
+		dir, err := os.MkdirTemp(clockDir(), launch.DirPattern("clock"))
 		if err != nil {
 			return nil, false, fmt.Errorf("replay: clock directory: %w", err)
 		}
