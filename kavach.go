@@ -29,7 +29,7 @@ const (
 	Open     Direction = 1 // a client connection was accepted; Data is empty
 	Request  Direction = 2 // bytes sent by the client (one whole frame, or raw bytes marked ParseError)
 	Response Direction = 3 // bytes sent by the service (one whole frame, or raw bytes marked ParseError)
-	Close    Direction = 4 // the connection closed; Data names who closed it ("client", "server", or "proxy" when recording stopped)
+	Close    Direction = 4 // the connection closed; Data names who closed it ("client", "server", "proxy" when recording stopped, "upstream" when the service could not be reached)
 )
 
 func (d Direction) String() string {

@@ -179,7 +179,7 @@ func Parse(file, src string) (*Set, error) {
 		key, value, ok := strings.Cut(line, ":")
 		key = strings.TrimSpace(key)
 		if !ok || (key != "name" && key != "description" && key != "when" && key != "except" && key != "check") {
-			return nil, &CompileError{file, ln, 1, fmt.Sprintf("want \"name:\", \"description:\", \"when:\", \"except:\" or \"check:\", got %.40q", line)}
+			return nil, &CompileError{file, ln, 1, "want \"name:\", \"description:\", \"when:\", \"except:\" or \"check:\" at the start of the line"}
 		}
 		if cur == nil {
 			cur, curLine = map[string]*field{}, ln

@@ -59,6 +59,22 @@ func CheckExecutable(path, what string, want, notWant []string) error {
 		path, what, strings.Join(want, ", "))
 }
 
+// Holds says whether the file at path holds one of markers anywhere in its
+// bytes (a library it links); false when it cannot be read.
+func Holds(path string, markers ...string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	found, err := holds(f, markers)
+	return err == nil && len(found) > 0
+}
+
+// Jemalloc are the marks of a program linked with jemalloc: the shared
+// library's name, or the version string a bundled copy reports.
+var Jemalloc = []string{"libjemalloc.so", "jemalloc-3.", "jemalloc-4.", "jemalloc-5.", "jemalloc-6."}
+
 // holds reads r to its end and says which of the markers it contains.
 func holds(r io.Reader, markers []string) (map[string]bool, error) {
 	found := map[string]bool{}

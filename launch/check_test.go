@@ -42,3 +42,18 @@ func TestCheckExecutable(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldsJemalloc: Debian's server (linked with the system's jemalloc)
+// has the mark; Kavach's test build (MALLOC=libc) and a script do not.
+func TestHoldsJemalloc(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/redis-server"); err == nil && !Holds("/usr/bin/redis-server", Jemalloc...) {
+		t.Error("/usr/bin/redis-server: no jemalloc mark found")
+	}
+	script := filepath.Join(t.TempDir(), "build.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n# uses jemalloc somewhere\nexec sleep 100\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if Holds(script, Jemalloc...) {
+		t.Error("a script that names jemalloc in a comment has the mark")
+	}
+}

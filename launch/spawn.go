@@ -68,6 +68,8 @@ type Spawned struct {
 	stop func(addr string)
 	done chan struct{} // closed when the process has exited
 	exit *kavach.Exit  // set before done is closed
+	// owner is the OwnerEnv value of every process the build starts.
+	owner string
 
 	stopOnce sync.Once
 	// reap is held while the group is signalled and while the leader is
@@ -147,7 +149,8 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	} else if st.IsDir() || st.Mode()&0o111 == 0 {
 		return nil, &StartError{Path: path, Reason: "cannot be started: not an executable file"}
 	}
-	dir, err := os.MkdirTemp(s.Dir, "kavach-build-")
+	Sweep()
+	dir, err := os.MkdirTemp(s.Dir, DirPattern("build"))
 	if err != nil {
 		return nil, fmt.Errorf("build %s: fresh directory: %w", path, err)
 	}
@@ -169,10 +172,14 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), expand(s.Env)...), expand(s.Launch.Env)...)
+	// Marked, with what it forks, so that Stop (or, after a kill -9 of
+	// Kavach, the next Kavach's Sweep) finds processes that left the group.
+	p := &Spawned{owner: ownerValue(dir)}
+	cmd.Env = append(cmd.Env, OwnerEnv+"="+p.owner)
 	// Its own process group, so Stop reaches everything it forks; and
 	// killed with Kavach, so even a kill -9 of Kavach leaves no build behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &Spawned{cmd: cmd, addr: addr, dir: dir, log: newTailBuffer(64 << 10), stop: s.Shutdown, done: make(chan struct{})}
+	p.cmd, p.addr, p.dir, p.log, p.stop, p.done = cmd, addr, dir, newTailBuffer(64<<10), s.Shutdown, make(chan struct{})
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	// ctx done: Stop, which signals the group only while its leader is
 	// unreaped; not here, where Wait waits for this to return.
@@ -440,6 +447,8 @@ func (p *Spawned) Stop() *kavach.Exit {
 			}
 		}
 		<-p.done // and with the leader, its group (wait)
+		// And what left the group (setsid, a daemon's double fork).
+		killMarked(p.owner)
 		os.RemoveAll(p.dir)
 		// libfaketime leaves its shared memory behind when a process using
 		// it is killed, and a later process with the same pid then fails

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -305,5 +307,113 @@ func TestListening(t *testing.T) {
 	defer func() { other.Process.Kill(); other.Wait() }()
 	if Listening(other.Process.Pid, port) {
 		t.Errorf("a process that does not listen on %d: Listening says yes", port)
+	}
+}
+
+// TestStopKillsWhatLeftTheGroup: a build's children that left its
+// process group — a setsid child, a daemon's double fork — are killed
+// with it.
+func TestStopKillsWhatLeftTheGroup(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	path := script(t, "setsid sleep 1000 </dev/null >/dev/null 2>&1 &\necho $! >> "+pids+"\n"+
+		"(setsid sleep 1001 </dev/null >/dev/null 2>&1 & echo $! >> "+pids+")\n"+
+		"exec python3 -m http.server --bind 127.0.0.1 \"$2\" >/dev/null 2>&1\n")
+	spawn := Spawn{Launch: kavach.Launch{Path: path, Args: []string{"--port", "{port}"}}, Ready: tcpReady}
+	p, err := spawn.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var children []int
+	for _, f := range strings.Fields(string(b)) {
+		n, _ := strconv.Atoi(f)
+		children = append(children, n)
+	}
+	if len(children) != 2 || !alive(children[0]) || !alive(children[1]) {
+		t.Fatalf("children %v not running", children)
+	}
+	p.Stop()
+	for _, c := range children {
+		for i := 0; i < 100 && alive(c); i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(c) {
+			syscall.Kill(c, syscall.SIGKILL)
+			t.Errorf("process %d, which left the build's group, outlived Stop", c)
+		}
+	}
+}
+
+// TestSweepAfterKill9: what a Kavach killed with kill -9 left — a
+// wrapper script's server still running, its build directory, its clock
+// directory, libfaketime's files — is removed by the next one's Sweep;
+// what belongs to a running Kavach is not.
+func TestSweepAfterKill9(t *testing.T) {
+	if os.Getenv("KAVACH_SWEEP_HELPER") != "" {
+		// The Kavach to be killed: starts a wrapper build (a script whose
+		// server is its child, not exec'd), says its pids, and waits.
+		path := os.Getenv("KAVACH_SWEEP_HELPER")
+		p, err := Spawn{Launch: kavach.Launch{Path: path, Args: []string{"--port", "{port}"}}, Ready: tcpReady}.Start(context.Background())
+		if err != nil {
+			os.Stdout.WriteString("error " + err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Stdout.WriteString(p.Dir() + "\n")
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	dir := t.TempDir()
+	server := filepath.Join(dir, "server.pid")
+	wrapper := script(t, "python3 -m http.server --bind 127.0.0.1 \"$2\" >/dev/null 2>&1 &\necho $! > "+server+"\nwait\n")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSweepAfterKill9$")
+	cmd.Env = append(os.Environ(), "KAVACH_SWEEP_HELPER="+wrapper)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 4096)
+	n, _ := out.Read(line)
+	buildDir := strings.TrimSpace(string(line[:n]))
+	if !strings.Contains(buildDir, "kavach-build-") {
+		cmd.Process.Kill()
+		t.Fatalf("helper: %q", buildDir)
+	}
+	b, _ := os.ReadFile(server)
+	serverPid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// What the dead Kavach's clock and libfaketime left, beside.
+	gone := cmd.Process.Pid
+	clock := filepath.Join(os.TempDir(), "kavach-clock-"+strconv.Itoa(gone)+"-123")
+	os.Mkdir(clock, 0o755)
+	ours := filepath.Join(os.TempDir(), DirPattern("clock")+"456")
+	os.Mkdir(ours, 0o755)
+	defer os.Remove(ours)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if !alive(serverPid) {
+		t.Fatalf("the wrapper's server (pid %d) died with Kavach: nothing to sweep", serverPid)
+	}
+	sweepOnce = sync.OnceFunc(sweep) // a new Kavach
+	Sweep()
+	for i := 0; i < 100 && alive(serverPid); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(serverPid) {
+		syscall.Kill(serverPid, syscall.SIGKILL)
+		t.Errorf("the wrapper's server outlived the sweep")
+	}
+	for _, d := range []string{buildDir, clock} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			os.RemoveAll(d)
+			t.Errorf("%s left after the sweep (%v)", d, err)
+		}
+	}
+	if _, err := os.Stat(ours); err != nil {
+		t.Errorf("the sweep removed a running Kavach's directory: %v", err)
 	}
 }

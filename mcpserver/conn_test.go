@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -287,4 +288,49 @@ func FuzzLineConn(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLineConnRefusesReusedID: a request reusing the id of one not yet
+// answered gets an error answer (it would otherwise never be answered);
+// once the first is answered, the id may be used again.
+func TestLineConnRefusesReusedID(t *testing.T) {
+	var out syncBuffer
+	pr, pw := io.Pipe()
+	conn, _ := (&lineTransport{r: pr, w: &out}).Connect(context.Background())
+	defer conn.Close()
+	send := func(line string) {
+		t.Helper()
+		if _, err := pw.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() jsonrpc.Message {
+		t.Helper()
+		msg, err := conn.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg
+	}
+	send(`{"jsonrpc": "2.0", "id": 5, "method": "tools/list"}`)
+	if req, ok := read().(*jsonrpc.Request); !ok || fmt.Sprint(req.ID.Raw()) != "5" {
+		t.Fatalf("first request not handed on")
+	}
+	send(`{"jsonrpc": "2.0", "id": 5, "method": "tools/list"}`)
+	send(`{"jsonrpc": "2.0", "id": 6, "method": "tools/list"}`)
+	if req, ok := read().(*jsonrpc.Request); !ok || fmt.Sprint(req.ID.Raw()) != "6" {
+		t.Fatalf("the request after the reused id: %v", req)
+	}
+	if got := out.String(); !strings.Contains(got, `"id":5`) || !strings.Contains(got, `"code":-32600`) || !strings.Contains(got, "not yet answered") {
+		t.Fatalf("written %q: want an error answer to the reused id 5", got)
+	}
+	rid, _ := jsonrpc.MakeID(float64(5))
+	if err := conn.Write(context.Background(), &jsonrpc.Response{ID: rid, Result: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	send(`{"jsonrpc": "2.0", "id": 5, "method": "tools/list"}`)
+	if req, ok := read().(*jsonrpc.Request); !ok || fmt.Sprint(req.ID.Raw()) != "5" {
+		t.Fatalf("id 5, once answered, was not taken again")
+	}
+	pw.Close()
 }

@@ -119,12 +119,13 @@ func Serve(ctx context.Context, t mcp.Transport, cfg Config) error {
 			"recorded, and its verdict is held when it does. Several fixtures (fixture, then fixtures) are graded as a suite: " +
 			"the verdict is the first red fixture's, and fixture_verdicts lists each. " +
 			"The result holds the headline finding with its diff, a hint saying " +
-			"what to do next, what was checked, and the path of the full JSON report. Takes seconds to a few minutes; " +
+			"what to do next, what was checked, and the path of the full JSON report (written to out, which may replace only a " +
+			"Kavach report written there before, or to a new temporary file). Takes seconds to a few minutes; " +
 			"progress is reported when a progress token is given. Relative paths are taken from the working directory " +
 			"kavach mcp was started in (the client's configuration sets it); absolute paths are safest.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
+		Annotations:  &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(true), OpenWorldHint: new(false)},
 	}, func(hctx context.Context, req *mcp.CallToolRequest, input DiffInput) (*mcp.CallToolResult, DiffOutput, error) {
 		if !calls.start() {
 			return nil, DiffOutput{}, errors.New("kavach mcp is shutting down; call again on a new connection")
@@ -538,8 +539,13 @@ func (in DiffInput) check() error {
 		return fmt.Errorf("%q is %q: use \"concise\" (the headline finding, the default) or \"full\" (every finding)", "detail", echo(in.Detail))
 	}
 	if in.Out != "" {
-		if err := pathcheck.Out(in.Out); err != nil {
-			return fmt.Errorf("%q: %w; or leave it out for a temporary file", "out", err)
+		inputs := []pathcheck.Input{{What: "the old build", Path: in.Old}, {What: "the new build", Path: in.New},
+			{What: "the fixture", Path: in.Fixture}, {What: "the invariants file", Path: in.Invariants}}
+		for _, f := range in.Fixtures {
+			inputs = append(inputs, pathcheck.Input{What: "a fixture", Path: f})
+		}
+		if err := pathcheck.Output(`"out"`, in.Out, pathcheck.Report, inputs...); err != nil {
+			return fmt.Errorf("%w; or leave it out for a temporary file", err)
 		}
 	}
 	return nil

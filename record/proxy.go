@@ -246,6 +246,18 @@ func (p *Proxy) serve(client net.Conn) {
 	if err != nil {
 		p.log.Error("dial upstream", "upstream", p.opts.Upstream, "err", err)
 		client.Close()
+		// The client came and was turned away: recorded as a connection
+		// opened and closed by the upstream (kavach.Close's "upstream"),
+		// not dropped unseen.
+		p.mu.Lock()
+		if p.ctx.Err() == nil {
+			p.nextConn++
+			p.stats.Conns++
+			p.stats.Closed++
+			p.event(kavach.Event{Conn: p.nextConn, Dir: kavach.Open})
+			p.event(kavach.Event{Conn: p.nextConn, Dir: kavach.Close, Data: []byte("upstream")})
+		}
+		p.mu.Unlock()
 		return
 	}
 	p.mu.Lock()

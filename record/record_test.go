@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -528,5 +529,34 @@ func TestStoppingMidTrafficIsNoCrash(t *testing.T) {
 	}
 	if proxyCloses == 0 {
 		t.Error("no connection recorded as closed by the proxy")
+	}
+}
+
+// TestUnreachableUpstreamIsRecorded: a client the proxy could not connect
+// to the service is in the fixture (its connection opened, and closed by
+// the upstream), not dropped unseen.
+func TestUnreachableUpstreamIsRecorded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	rec := startRecording(t, addr, nil)
+	c, err := net.Dial("tcp", rec.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte("*1\r\n$4\r\nPING\r\n"))
+	io.ReadAll(c) // the proxy closes it
+	c.Close()
+	fx := rec.finish()
+	var dirs []string
+	for _, ev := range fx.Events {
+		dirs = append(dirs, fmt.Sprintf("%d %s %s", ev.Conn, ev.Dir, ev.Data))
+	}
+	if len(dirs) != 2 || dirs[0] != "1 open " || dirs[1] != "1 close upstream" {
+		t.Errorf("events %q, want the connection opened and closed by the upstream", dirs)
 	}
 }

@@ -35,6 +35,8 @@ type Session struct {
 	Grace time.Duration
 	// Volatile is written into the fixture's header (fixtures.Header.Volatile).
 	Volatile []string
+	// Redact is written into the fixture's header (fixtures.Header.Redact).
+	Redact []string
 	// RedactArgs, when set, removes secrets from the launch arguments
 	// written to the fixture's header (the build gets them as given).
 	RedactArgs func(args []string) []string
@@ -53,7 +55,7 @@ type Result struct {
 // process and goroutine it started is gone when it returns.
 func (s Session) Run(ctx context.Context, protocol string, started func(addr string)) (Result, error) {
 	var res Result
-	h := fixtures.Header{Protocol: protocol, Volatile: s.Volatile}
+	h := fixtures.Header{Protocol: protocol, Volatile: s.Volatile, Redact: s.Redact}
 	upstream := s.Upstream
 	var proc kavach.Process
 	if s.Launch != nil {

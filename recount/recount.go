@@ -9,6 +9,7 @@ package recount
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -303,7 +304,7 @@ func hiddenBeside(dir string) (string, error) {
 	if b, err := os.ReadFile(filepath.Join(dir, "reward.txt")); err == nil {
 		v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
 		if err != nil {
-			return "", fmt.Errorf("reward.txt: %q is not a number", cut(strings.TrimSpace(string(b)), 40))
+			return "", errors.New("reward.txt does not hold a number")
 		}
 		return passFail(v), nil
 	}
@@ -318,7 +319,7 @@ func hiddenBeside(dir string) (string, error) {
 		}
 		v, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
 		if err != nil {
-			return "", fmt.Errorf("reward.json: reward %s is not a number", raw)
+			return "", errors.New("reward.json: its reward is not a number")
 		}
 		return passFail(v), nil
 	}

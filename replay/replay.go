@@ -192,7 +192,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		fakeable, why = false, "asked for real time"
 	}
 	if fakeable {
-		dir, err := os.MkdirTemp(clockDir(), "kavach-clock-")
+		dir, err := os.MkdirTemp(clockDir(), launch.DirPattern("clock"))
 		if err != nil {
 			return nil, false, fmt.Errorf("replay: clock directory: %w", err)
 		}
@@ -220,8 +220,10 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	}
 	if err != nil {
 		var se *launch.StartError
-		// No answer at all under the fake clock: the known deadlock.
-		if clock != nil && errors.As(err, &se) && strings.Contains(se.Reason, "never became ready") && !strings.Contains(se.Reason, "answered") {
+		// No answer at all under the fake clock, from a build that holds
+		// jemalloc: the known deadlock. Any other build is not blamed.
+		if clock != nil && errors.As(err, &se) && strings.Contains(se.Reason, "never became ready") && !strings.Contains(se.Reason, "answered") &&
+			launch.Holds(build.Path, launch.Jemalloc...) {
 			return nil, false, fmt.Errorf("%w\nthe build did not become ready under libfaketime: a build linked with the system's jemalloc deadlocks there (docs/replay.md); build it with MALLOC=libc", err)
 		}
 		return nil, false, err

@@ -24,6 +24,9 @@ type StepCheck struct {
 	Outcome  kavach.Outcome `json:"outcome"`
 	Diffs    []Diff         `json:"diffs,omitempty"` // differences that count
 	Noise    []Diff         `json:"noise,omitempty"` // differences in noise fields
+	// afterFailure marks a step not run after the failing step: shown as
+	// not run, but not judged (the replay stops at a hang or a crash).
+	afterFailure bool
 }
 
 // Verification is a trace judged against the recording.
@@ -39,7 +42,8 @@ type Verification struct {
 // Verify judges a trace against the recording: steps before the failure
 // (all steps, when none is marked) must give the recorded output, noise
 // aside; the failing step must fail with the recorded signature. Steps
-// after the failure are listed but not judged, except that a crash or a
+// after the failure are listed but not judged (those the replay did not
+// reach, after a hang or a crash, as not run), except that a crash or a
 // hang where the recording has neither never reproduces it. The failing
 // step of an invariant failure cannot be judged here: it counts against
 // the replay (see VerifyInvariant).
@@ -71,7 +75,7 @@ func (v *Verification) Add(c StepCheck) {
 // Count counts c, the next step's check, without listing it: whether the
 // replay still reproduces, and where it first did not.
 func (v *Verification) Count(c StepCheck) {
-	if c.Status == StatusDifferent || c.Status == StatusNotFailed || c.Status == StatusNotRun || c.Status == StatusUnjudged {
+	if c.Status == StatusDifferent || c.Status == StatusNotFailed || (c.Status == StatusNotRun && !c.afterFailure) || c.Status == StatusUnjudged {
 		if v.FirstDifferent == 0 {
 			v.FirstDifferent = c.Step
 		}
@@ -89,6 +93,8 @@ func CheckStep(want, got StepResult, failure *kavach.Failure, noise Noise, viola
 	case failure != nil && want.N > failure.Step && broke:
 		c.Status = StatusDifferent
 		c.Diffs = []Diff{{Step: want.N, Path: "outcome", Want: want.Outcome.String(), Got: got.Outcome.String()}}
+	case failure != nil && want.N > failure.Step && !got.Ran:
+		c.Status, c.afterFailure = StatusNotRun, true
 	case failure != nil && want.N > failure.Step:
 		c.Status = StatusAfterFailed
 	case !got.Ran:

@@ -61,3 +61,25 @@ func TestNoiseSaysHowOftenItDiffered(t *testing.T) {
 		t.Fatalf("noise %+v, want one field that differed in 1 of 3 replays", seen)
 	}
 }
+
+// TestStepsAfterAHangAreNotRun: when the failure is a hang, the replay
+// stops there; the steps after it show as not run (never "ok"), and do
+// not count against a replay that reproduced the hang.
+func TestStepsAfterAHangAreNotRun(t *testing.T) {
+	ok := kavach.Outcome{Kind: kavach.OK}
+	hang := kavach.Outcome{Kind: kavach.Hang}
+	rec := []replay.StepResult{
+		{N: 1, Ran: true, Outcome: ok, Output: []any{"a"}},
+		{N: 2, Ran: true, Outcome: hang},
+		{N: 3, Ran: true, Outcome: ok, Output: []any{"c"}},
+	}
+	failure := &kavach.Failure{Step: 2, Oracle: kavach.Oracle{Kind: kavach.Hang}, Signature: "hang"}
+	tr := &replay.Trace{Steps: []replay.StepResult{rec[0], {N: 2, Ran: true, Outcome: hang}}}
+	v := replay.Verify(rec, failure, tr, replay.Noise{})
+	if !v.Reproduced {
+		t.Errorf("the hang recurred, yet not reproduced: %+v", v)
+	}
+	if got := v.Steps[2]; got.Status != replay.StatusNotRun || got.Outcome.Kind == kavach.OK {
+		t.Errorf("the step after the hang: %+v, want not run", got)
+	}
+}

@@ -89,7 +89,7 @@ func diffCommand() *cli.Command {
 				return err
 			}
 			if c.IsSet("html") {
-				if err := checkHTMLOut(c.String("html")); err != nil {
+				if err := checkHTMLOut(c.String("html"), diffInputs(req, fixtures)...); err != nil {
 					return err
 				}
 				if filepath.Clean(c.String("html")) == filepath.Clean(c.String("out")) {

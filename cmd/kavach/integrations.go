@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -28,12 +29,11 @@ type integration struct {
 	// checkBuild refuses, before it starts, a build of another protocol.
 	checkBuild func(path string) error
 	// redactArgs removes secrets from launch arguments written to a
-	// fixture, unredactArgs puts one back for a replay; nil: none.
-	redactArgs   func(args []string) []string
-	unredactArgs func(args []string, secret string) []string
+	// fixture (the launcher puts one back for a replay); nil: none.
+	redactArgs func(args []string) []string
 	// secretParams is the redactor that also redacts these query
 	// parameters (--redact-param); nil: the protocol has none.
-	secretParams func(names []string) kavach.Redactor
+	secretParams func(names []string, base kavach.Codec) kavach.Codec
 }
 
 // integrations lists the protocols Kavach speaks, registered here
@@ -41,8 +41,10 @@ type integration struct {
 func integrations() map[string]integration {
 	return map[string]integration{
 		redis.Protocol: {
-			codec:      redis.Codec{},
-			launcher:   func(d time.Duration) kavach.Launcher { return redis.Launcher{StartTimeout: d} },
+			codec: redis.Codec{},
+			launcher: func(d time.Duration) kavach.Launcher {
+				return redis.Launcher{StartTimeout: d, Secret: os.Getenv("KAVACH_REDIS_SECRET")}
+			},
 			unredact:   redis.Unredact,
 			checkArgs:  redis.CheckArgs,
 			checkBuild: redis.CheckBuild,
@@ -50,7 +52,6 @@ func integrations() map[string]integration {
 				out, _ := redis.RedactArgs(a)
 				return out
 			},
-			unredactArgs: redis.UnredactArgs,
 		},
 		axum.Protocol: {
 			codec:      axum.Codec{},
@@ -58,8 +59,10 @@ func integrations() map[string]integration {
 			volatile:   func(f []string) kavach.Codec { return axum.Codec{Volatile: f} },
 			checkArgs:  axum.CheckArgs,
 			checkBuild: axum.CheckBuild,
-			secretParams: func(names []string) kavach.Redactor {
-				return axum.Codec{SecretParams: names}
+			secretParams: func(names []string, base kavach.Codec) kavach.Codec {
+				c, _ := base.(axum.Codec)
+				c.SecretParams = names
+				return c
 			},
 		},
 	}

@@ -202,7 +202,7 @@ var counterSession = [][]string{
 // "bigreply N" answers step 1 (PING) with a bulk string of N bytes.
 func mkfixtureMain() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: mkfixture OUT [cut N | noend | protocol P]")
+		fmt.Fprintln(os.Stderr, "usage: mkfixture OUT [cut N | noend | protocol P | failstep N]")
 		os.Exit(2)
 	}
 	out, opts := os.Args[1], os.Args[2:]
@@ -220,6 +220,9 @@ func mkfixtureMain() {
 		case "protocol":
 			i++
 			protocol = opts[i]
+		case "failstep":
+			i++
+			sampleFailStep, _ = strconv.Atoi(opts[i])
 		}
 	}
 	data, err := sampleFixture(protocol, end, big)
@@ -237,6 +240,10 @@ func mkfixtureMain() {
 		os.Exit(1)
 	}
 }
+
+// sampleFailStep is the step sampleFixture marks as failing (mkfixture's
+// failstep N changes it, for a fixture whose mark is out of range).
+var sampleFailStep = 6
 
 // sampleFixture is a small incident on conn 1 and 2: a few commands, an
 // error reply, a reply that arrives late on a blocking pop, and a crash.
@@ -277,7 +284,7 @@ func sampleFixture(protocol string, end bool, bigReply int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if err := w.Failure(kavach.Failure{Step: 6, Oracle: kavach.Oracle{Kind: kavach.Crash}, Signature: "crash",
+	if err := w.Failure(kavach.Failure{Step: sampleFailStep, Oracle: kavach.Oracle{Kind: kavach.Crash}, Signature: "crash",
 		Evidence: "connection closed by the server; killed by SIGSEGV"}); err != nil {
 		return nil, err
 	}

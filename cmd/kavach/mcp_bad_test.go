@@ -204,6 +204,75 @@ func TestMCPBadInput(t *testing.T) {
 		}
 		w.alive(t, ctx)
 	})
+	t.Run("out is an input", func(t *testing.T) {
+		dir := t.TempDir()
+		fixture := filepath.Join(dir, "incident.kavach")
+		notes := filepath.Join(dir, "notes.txt")
+		for _, f := range []string{fixture, notes} {
+			if err := os.WriteFile(f, []byte("not to be replaced"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for out, want := range map[string]string{fixture: "is the fixture", "/bin/true": "is the new build", notes: "is not a Kavach report"} {
+			res, err := w.session.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolName,
+				Arguments: map[string]any{"old": "/bin/false", "new": "/bin/true", "fixture": fixture, "out": out}})
+			if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, want) {
+				t.Errorf("out %s: %v %+v; want a tool error saying it %s", out, err, res, want)
+			}
+		}
+		for _, f := range []string{fixture, notes} {
+			if b, _ := os.ReadFile(f); string(b) != "not to be replaced" {
+				t.Errorf("%s was replaced: %q", f, b)
+			}
+		}
+		w.alive(t, ctx)
+	})
+	t.Run("tool annotations", func(t *testing.T) {
+		res, err := w.session.ListTools(ctx, nil)
+		if err != nil || len(res.Tools) != 1 || res.Tools[0].Annotations == nil || res.Tools[0].Annotations.DestructiveHint == nil ||
+			!*res.Tools[0].Annotations.DestructiveHint {
+			t.Errorf("tools/list: %v %+v; want the tool declared destructive (it writes its report to out)", err, res)
+		}
+	})
+	t.Run("errors never quote a file", func(t *testing.T) {
+		// A file the caller could not read itself, given as the fixture or
+		// the invariants: the answer names it and says why, and holds
+		// none of its bytes.
+		dir := t.TempDir()
+		shadow := filepath.Join(dir, "shadow")
+		const secret = "SECRETHASHxyz"
+		if err := os.WriteFile(shadow, []byte("root:$6$"+secret+":19000:0:99999:7:::\ndaemon:*:19000\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fixture := filepath.Join(dir, "f.kavach")
+		data, err := sampleFixture("resp", true, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(fixture, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		build := filepath.Join(dir, "build.sh") // a script: not looked into
+		if err := os.WriteFile(build, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range []map[string]any{
+			{"old": build, "new": build, "fixture": shadow},
+			{"old": build, "new": build, "fixture": fixture, "invariants": shadow},
+		} {
+			res, err := w.session.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: args})
+			if err != nil || !res.IsError {
+				t.Errorf("%v: %v %+v; want a tool error", args, err, res)
+				continue
+			}
+			text := res.Content[0].(*mcp.TextContent).Text
+			t.Logf("%s", text)
+			if strings.Contains(text, "root") || strings.Contains(text, secret) || !strings.Contains(text, shadow) {
+				t.Errorf("%v: answered %q; want the file named, none of its bytes", args, text)
+			}
+		}
+		w.alive(t, ctx)
+	})
 	for _, tc := range []struct {
 		name, line string
 		code       float64

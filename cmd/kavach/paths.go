@@ -27,11 +27,22 @@ func checkDiffPaths(r diffRequest, list []string, out string) error {
 		}
 	}
 	if out != "" {
-		if err := pathcheck.Out(out); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		if err := pathcheck.Output("--out", out, pathcheck.Report, diffInputs(r, list)...); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// diffInputs are the files a diff reads, which none of its outputs may
+// replace: the builds, the fixtures and the invariants file.
+func diffInputs(r diffRequest, list []string) []pathcheck.Input {
+	in := []pathcheck.Input{{What: "the old build", Path: r.Old}, {What: "the new build", Path: r.New},
+		{What: "the invariants file", Path: r.Invariants}}
+	for _, f := range append([]string{r.Fixture}, list...) {
+		in = append(in, pathcheck.Input{What: "a fixture", Path: f})
+	}
+	return in
 }
 
 // checkFixtures checks that each path is a fixture Kavach can read: it

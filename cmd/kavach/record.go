@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +38,8 @@ func recordCommand() *cli.Command {
 			&cli.BoolFlag{Name: "keep-secrets", Usage: "do not redact passwords"},
 			&cli.StringFlag{Name: "ready-file", Usage: "write the listening address to `FILE` once ready"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log every connection"},
-			&cli.StringSliceFlag{Name: "redact-param", Usage: "also redact the HTTP query parameter `NAME` (token, api_key and access_token always are; repeatable)"},
+			&cli.StringSliceFlag{Name: "redact", Usage: "also redact the HTTP header, query parameter or JSON member `NAME` (repeatable; docs/security.md lists those always redacted)"},
+			&cli.StringSliceFlag{Name: "redact-param", Usage: "the same as --redact (kept for scripts)"},
 			&cli.StringSliceFlag{Name: "volatile", Usage: "a response header `NAME` that changes on every response: not compared on replay (repeatable)"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
 			&cli.BoolFlag{Name: "json", Usage: "print what was recorded as JSON on stdout when the recording ends"},
@@ -49,8 +53,14 @@ func recordCommand() *cli.Command {
 			if err := checkTimeouts(map[string]time.Duration{"--start-timeout": c.Duration("start-timeout")}); err != nil {
 				return err
 			}
-			if len(c.StringSlice("redact-param")) > 0 && in.secretParams == nil {
-				return usagef("", "--redact-param: the %s protocol has no query parameters", c.String("protocol"))
+			redact := append(c.StringSlice("redact"), c.StringSlice("redact-param")...)
+			if len(redact) > 0 && in.secretParams == nil {
+				return usagef("", "--redact: the %s protocol has no named fields to redact (its passwords always are)", c.String("protocol"))
+			}
+			for _, n := range redact {
+				if n == "" || strings.ContainsAny(n, " \t\r\n:=&?#\"") {
+					return usagef("", "--redact %q: give a header, query parameter or JSON member name", n)
+				}
 			}
 			s := record.Session{
 				Out:       c.String("out"),
@@ -58,6 +68,11 @@ func recordCommand() *cli.Command {
 				ReadyFile: c.String("ready-file"),
 				Volatile:  c.StringSlice("volatile"),
 				Proxy:     record.Options{Codec: in.codec, Listen: c.String("listen")},
+			}
+			if s.Upstream != "" {
+				if err := checkAddr(s.Upstream); err != nil {
+					return usagef("", "--upstream %q: %v: give the running service's HOST:PORT, such as 127.0.0.1:6379", s.Upstream, err)
+				}
 			}
 			switch {
 			case s.Upstream != "" && c.NArg() > 0:
@@ -73,8 +88,9 @@ func recordCommand() *cli.Command {
 			}
 			if r, ok := in.codec.(kavach.Redactor); ok && !c.Bool("keep-secrets") {
 				s.Proxy.Redactor = r
-				if params := c.StringSlice("redact-param"); len(params) > 0 && in.secretParams != nil {
-					s.Proxy.Redactor = in.secretParams(params)
+				if len(redact) > 0 && in.secretParams != nil {
+					s.Proxy.Redactor = in.secretParams(redact, in.codec).(kavach.Redactor)
+					s.Redact = redact
 				}
 				s.RedactArgs = in.redactArgs
 			}
@@ -142,4 +158,19 @@ func protocols() []string {
 	}
 	sort.Strings(ps)
 	return ps
+}
+
+// checkAddr says what is wrong with a HOST:PORT address.
+func checkAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("not a HOST:PORT address")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	if host == "" {
+		return errors.New("no host")
+	}
+	return nil
 }

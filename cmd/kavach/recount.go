@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/kavach-dev/kavach/internal/pathcheck"
 	"io"
 	"os"
 	"strings"
@@ -46,7 +47,7 @@ func recountCommand() *cli.Command {
 				return err
 			}
 			if c.IsSet("html") {
-				if err := checkHTMLOut(c.String("html")); err != nil {
+				if err := checkHTMLOut(c.String("html"), pathcheck.Input{What: "the summary", Path: c.String("summary")}); err != nil {
 					return err
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kavach-dev/kavach/internal/pathcheck"
 	"io"
 	"os"
 	"slices"
@@ -69,8 +70,22 @@ func replayCommand() *cli.Command {
 			opts := replayOptions(fx, in, c.Duration("step-timeout"), c.Duration("start-timeout"))
 			opts.RealTime = c.Bool("real-time")
 			launch := buildLaunch(fx, a[0])
+			if f := fx.Failure; f != nil && (f.Step < 1 || f.Step > sum.Steps) {
+				return fmt.Errorf("fixture %s: its failure is marked at step %d, but it has %d steps: mark the failing step again with kavach mark",
+					fx.Path, f.Step, sum.Steps)
+			}
 			var violated func(int) bool
 			var set *invariants.Set
+			if file := c.String("invariants"); file != "" {
+				// Given, it is read whether or not the failure needs it: a
+				// wrong path is a mistake to say, not to ignore.
+				if err := pathcheck.File(file); err != nil {
+					return fmt.Errorf("--invariants: %w", err)
+				}
+				if _, err := invariants.Load(file); err != nil {
+					return err
+				}
+			}
 			if f := fx.Failure; f != nil && f.Oracle.Invariant != "" {
 				if set, err = loadInvariants(c.String("invariants"), fx); err != nil {
 					return err
@@ -390,20 +405,20 @@ func integrationOf(path string, h fixtures.Header) (integration, error) {
 	if len(h.Volatile) > 0 && in.volatile != nil {
 		in.codec = in.volatile(h.Volatile)
 	}
+	if len(h.Redact) > 0 && in.secretParams != nil {
+		in.codec = in.secretParams(h.Redact, in.codec)
+	}
 	return in, nil
 }
 
-// buildLaunch starts BUILD the way the fixture's old build was started,
-// with the secret of KAVACH_REDIS_SECRET put back where recording
-// redacted one from the arguments (--requirepass).
+// buildLaunch starts BUILD the way the fixture's old build was started. A
+// password recording redacted from the arguments stays Redacted here (this
+// Launch is shown in outputs and reports): the launcher puts the secret of
+// KAVACH_REDIS_SECRET back as it starts the build.
 func buildLaunch(fx *fixtures.Fixture, build string) kavach.Launch {
 	l := kavach.Launch{Path: build}
 	if fx.Header.Launch != nil {
 		l.Args = fx.Header.Launch.Args
-		in := integrations()[fx.Header.Protocol]
-		if secret := os.Getenv("KAVACH_REDIS_SECRET"); secret != "" && in.unredactArgs != nil {
-			l.Args = in.unredactArgs(l.Args, secret)
-		}
 	}
 	return l
 }

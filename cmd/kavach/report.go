@@ -38,7 +38,7 @@ func reportCommand() *cli.Command {
 				return err
 			}
 			out := c.String("html")
-			if err := checkHTMLOut(out); err != nil {
+			if err := checkHTMLOut(out, pathcheck.Input{What: "the report it is made from", Path: path}); err != nil {
 				return err
 			}
 			st, err := os.Stat(path)
@@ -85,15 +85,13 @@ func htmlFlag() cli.Flag {
 }
 
 // checkHTMLOut says, before any work, what is wrong with where a page is
-// to be written.
-func checkHTMLOut(out string) error {
+// to be written: it must not be one of the command's inputs, nor an
+// existing file that is not a Kavach page (see pathcheck.Output).
+func checkHTMLOut(out string, inputs ...pathcheck.Input) error {
 	if out == "" {
 		return usagef("give the page's file name, such as --html report.html", "--html: empty file name")
 	}
-	if err := pathcheck.Out(out); err != nil {
-		return fmt.Errorf("--html: %w", err)
-	}
-	return nil
+	return pathcheck.Output("--html", out, pathcheck.Page, inputs...)
 }
 
 // writeHTML writes the page of a report, one fixture's or a suite's, when

@@ -213,8 +213,11 @@ func TestSecretCorpusHTTP(t *testing.T) {
 		"token parameter": "planted-token-7a8b", "api_key parameter": "planted-apikey-9c0d",
 		"access_token parameter": "planted-access-1e2f", "added parameter": "planted-session-3a4b",
 		"spaced Authorization": "planted-spaced-5c6d", "spaced cookie": "planted-spaced-cookie-7e8f",
+		"X-Auth-Token header": "planted-xauth-9a8b", "password parameter": "planted-pwparam-7c6d",
+		"secret parameter": "planted-secretparam-5e4f", "session_token parameter": "planted-sesstok-3a2b",
+		"JSON password": "planted-jsonpw-1c0d", "JSON token": "planted-jsontok-8e9f", "added JSON member": "planted-pin-6a7b",
 	}
-	rec := startRecordingCmd(t, "http", "--redact-param", "session_key", "--", build, "--port", "{port}")
+	rec := startRecordingCmd(t, "http", "--redact-param", "session_key", "--redact", "pin", "--", build, "--port", "{port}")
 	client := &http.Client{Timeout: 10 * time.Second}
 	get := func(path string, headers map[string]string) {
 		t.Helper()
@@ -239,6 +242,15 @@ func TestSecretCorpusHTTP(t *testing.T) {
 		"X-Api-Key": secrets["api key header"]})
 	get("/api/v1/items?token="+secrets["token parameter"]+"&api_key="+secrets["api_key parameter"], nil)
 	get("/api/v1/items?page=1&access_token="+secrets["access_token parameter"]+"&session_key="+secrets["added parameter"], nil)
+	get("/api/v1/items?password="+secrets["password parameter"]+"&secret="+secrets["secret parameter"]+
+		"&session_token="+secrets["session_token parameter"], map[string]string{"X-Auth-Token": secrets["X-Auth-Token header"]})
+	body := `{"name":"widget","price_cents":100,"quantity":1,"password":"` + secrets["JSON password"] + `","meta":{"token":"` + secrets["JSON token"] + `","pin":"` + secrets["added JSON member"] + `"}}`
+	resp, err := client.Post("http://"+rec.addr+"/api/v1/items", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 	client.CloseIdleConnections()
 
 	// A space before the colon: not HTTP/1.1 to the codec (nor to the

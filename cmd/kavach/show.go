@@ -151,16 +151,22 @@ func (v *fixtureView) summarize(s kavach.Step, described []string) string {
 
 func (v *fixtureView) writeHeader(w io.Writer) {
 	h := v.fx.Header
-	fmt.Fprintf(w, "fixture   %s\n", v.fx.Path)
-	fmt.Fprintf(w, "protocol  %s\n", h.Protocol)
+	// Every field comes from the fixture, which anyone may have written:
+	// a control character (a terminal escape sequence) is shown escaped.
+	fmt.Fprintf(w, "fixture   %s\n", safe(v.fx.Path))
+	fmt.Fprintf(w, "protocol  %s\n", safe(h.Protocol))
 	switch {
 	case h.Build != nil:
-		fmt.Fprintf(w, "build     %s (sha256 %.12s, version %s)\n", h.Build.Path, h.Build.SHA256, orDash(h.Build.Version))
+		fmt.Fprintf(w, "build     %s (sha256 %.12s, version %s)\n", safe(h.Build.Path), safe(h.Build.SHA256), safe(orDash(h.Build.Version)))
 	case h.Upstream != "":
-		fmt.Fprintf(w, "upstream  %s\n", h.Upstream)
+		fmt.Fprintf(w, "upstream  %s\n", safe(h.Upstream))
 	}
 	if h.Launch != nil {
-		fmt.Fprintf(w, "launch    %s\n", strings.Join(append([]string{h.Launch.Path}, h.Launch.Args...), " "))
+		args := append([]string{h.Launch.Path}, h.Launch.Args...)
+		for i, a := range args {
+			args[i] = safe(a)
+		}
+		fmt.Fprintf(w, "launch    %s\n", strings.Join(args, " "))
 	}
 	dur := "unknown (recording did not end cleanly)"
 	if v.fx.End != nil {
@@ -169,7 +175,7 @@ func (v *fixtureView) writeHeader(w io.Writer) {
 	fmt.Fprintf(w, "recorded  %s, lasting %s\n", h.Start.UTC().Format(time.RFC3339Nano), dur)
 	fmt.Fprintf(w, "events    %d in %d steps\n", v.fx.Events, v.fx.Steps)
 	if f := v.fx.Failure; f != nil {
-		fmt.Fprintf(w, "failure   step %d, oracle %s, signature %s\n", f.Step, f.Oracle, f.Signature)
+		fmt.Fprintf(w, "failure   step %d, oracle %s, signature %s\n", f.Step, safe(f.Oracle.String()), safe(f.Signature))
 		if f.Evidence != "" {
 			first, rest, more := strings.Cut(f.Evidence, "\n")
 			// Room for kavach mark's evidence (a reply cut to 200 bytes
@@ -177,7 +183,7 @@ func (v *fixtureView) writeHeader(w io.Writer) {
 			// cut text's.
 			fmt.Fprintf(w, "evidence  %s\n", printable([]byte(first), 320))
 			if more {
-				fmt.Fprintf(w, "          (+%d lines: kavach show %s --step %d)\n", strings.Count(rest, "\n")+1, v.fx.Path, f.Step)
+				fmt.Fprintf(w, "          (+%d lines: kavach show %s --step %d)\n", strings.Count(rest, "\n")+1, safe(v.fx.Path), f.Step)
 			}
 		}
 	} else {
@@ -187,11 +193,25 @@ func (v *fixtureView) writeHeader(w io.Writer) {
 		fmt.Fprintf(w, "floor     %s\n", floorString(fl))
 	}
 	for _, r := range v.fx.Redactions {
-		fmt.Fprintf(w, "redacted  event %d: %s\n", r.Seq, r.Note)
+		fmt.Fprintf(w, "redacted  event %d: %s\n", r.Seq, safe(r.Note))
 	}
 	for _, inv := range v.fx.Invariants {
-		fmt.Fprintf(w, "invariants %s (%d bytes)\n", inv.Name, len(inv.Source))
+		fmt.Fprintf(w, "invariants %s (%d bytes)\n", safe(inv.Name), len(inv.Source))
 	}
+}
+
+// safe is s as it may go to a terminal: as it is when it holds no control
+// character (C0, DEL, C1) nor invalid UTF-8, else quoted with them escaped.
+func safe(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if r < ' ' || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 func (v *fixtureView) writeTable(w io.Writer) error {
@@ -250,7 +270,7 @@ func (v *fixtureView) writeStep(w io.Writer, n int) error {
 	fmt.Fprintf(w, "offset    %s (event %d)\n", fmtOffset(s.Request.Offset), s.Request.Seq)
 	fmt.Fprintf(w, "outcome   %s\n", v.outcome(s))
 	if f := v.fx.Failure; f != nil && f.Step == n {
-		fmt.Fprintf(w, "failure   oracle %s, signature %s\n", f.Oracle, f.Signature)
+		fmt.Fprintf(w, "failure   oracle %s, signature %s\n", safe(f.Oracle.String()), safe(f.Signature))
 		for i, line := range strings.Split(strings.TrimRight(f.Evidence, "\n"), "\n") {
 			label := "evidence"
 			if i > 0 {

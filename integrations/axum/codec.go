@@ -27,8 +27,9 @@ type Codec struct {
 	// Volatile are more response headers (lower case) that change on
 	// every response and are not compared, beside VolatileHeaders.
 	Volatile []string
-	// SecretParams are more query parameters whose values are secrets,
-	// beside DefaultSecretParams (names compared without case).
+	// SecretParams are more names whose values are secrets, beside
+	// DefaultSecretParams and the secret headers (compared without case):
+	// as headers, query parameters and JSON members.
 	SecretParams []string
 }
 
@@ -198,20 +199,27 @@ func tree(r gjson.Result) any {
 // Redacted replaces secrets.
 const Redacted = "<redacted>"
 
-// secretHeaders are redacted on record.
-var secretHeaders = map[string]bool{"authorization": true, "proxy-authorization": true, "cookie": true, "x-api-key": true}
+// secretHeaders are redacted on record, in requests and (echoed) in
+// responses.
+var secretHeaders = map[string]bool{
+	"authorization": true, "proxy-authorization": true, "cookie": true, "x-api-key": true,
+	"x-auth-token": true, "x-access-token": true, "x-session-token": true, "x-csrf-token": true,
+}
 
-// Redact replaces the values of Authorization, Proxy-Authorization,
-// Cookie and X-Api-Key headers, and of the secret query parameters
-// (DefaultSecretParams and SecretParams) in the request line and headers.
+// Redact replaces the values of the secret headers (Authorization,
+// Proxy-Authorization, Cookie, X-Api-Key, X-Auth-Token... and the names
+// added as SecretParams), of the secret query parameters
+// (DefaultSecretParams and SecretParams) in the request line and headers,
+// and of secret members of a JSON or form body.
 func (c Codec) Redact(request []byte) ([]byte, string) {
 	m, err := Parse(request, true)
 	if err != nil {
 		return request, ""
 	}
+	headers := c.headerNames(false)
 	var what []string
 	for i, h := range m.Headers {
-		if secretHeaders[strings.ToLower(h[0])] {
+		if headers[strings.ToLower(h[0])] && h[1] != Redacted {
 			m.Headers[i][1] = Redacted
 			what = append(what, h[0]+" header")
 		}
@@ -223,6 +231,10 @@ func (c Codec) Redact(request []byte) ([]byte, string) {
 	if red, ok := redactHeadParams(out, c.secretParams()); ok {
 		out = red
 		what = append(what, "secret query parameters")
+	}
+	if red, ok := redactBody(out, true, c.bodyNames()); ok {
+		out = red
+		what = append(what, "secret body fields")
 	}
 	if what == nil {
 		return request, ""

@@ -2,6 +2,7 @@ package axum
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 
 	"github.com/kavach-dev/kavach"
@@ -12,29 +13,64 @@ var (
 	_ kavach.RawRedactor   = Codec{}
 )
 
-// DefaultSecretParams are the query parameters whose values are always
-// redacted on record.
-var DefaultSecretParams = []string{"token", "api_key", "access_token"}
+// DefaultSecretParams are the names whose values are always redacted on
+// record, compared without case: as query parameters (in the request
+// line, a Location header, a form body) and as the members of JSON
+// bodies, in requests and responses alike.
+var DefaultSecretParams = []string{
+	"token", "access_token", "refresh_token", "id_token", "session_token", "auth_token",
+	"api_key", "apikey", "password", "passwd", "pwd", "passphrase", "secret", "client_secret",
+}
 
 func (c Codec) secretParams() []string {
 	return append(append([]string(nil), DefaultSecretParams...), c.SecretParams...)
 }
 
-// secretResponseHeaders are redacted in responses.
-var secretResponseHeaders = map[string]bool{"set-cookie": true}
+// bodyNames are the names of secret body members: the secret parameters
+// and the secret headers' names (a service may echo its request's headers
+// in a JSON body).
+func (c Codec) bodyNames() []string {
+	names := c.secretParams()
+	for n := range secretHeaders {
+		names = append(names, n)
+	}
+	return names
+}
+
+// headerNames are the secret header names (lower case), with the names
+// added (SecretParams) as headers too; response says whether Set-Cookie is
+// one (a response may also echo a request's credentials).
+func (c Codec) headerNames(response bool) map[string]bool {
+	names := make(map[string]bool, len(secretHeaders)+len(c.SecretParams)+1)
+	for n := range secretHeaders {
+		names[n] = true
+	}
+	for _, n := range c.SecretParams {
+		names[strings.ToLower(n)] = true
+	}
+	if response {
+		names["set-cookie"] = true
+	}
+	return names
+}
 
 // ReplyMayHoldSecret is false: responses are redacted without their
 // request.
 func (Codec) ReplyMayHoldSecret([]byte) bool { return false }
 
-// RedactReply replaces the values of Set-Cookie headers and of secret
-// query parameters in the response's head (a Location header); the body is
-// left alone, so the framing holds.
+// RedactReply replaces, in a response, the values of Set-Cookie and of
+// every secret request header it echoes (Authorization, X-Auth-Token...),
+// of secret query parameters in its head (a Location header), and of
+// secret members of a JSON body (the body re-framed to its new length).
 func (c Codec) RedactReply(_, response []byte) ([]byte, string) {
-	out, what := redactLines(response, secretResponseHeaders, true)
+	out, what := redactLines(response, c.headerNames(true), true)
 	if red, ok := redactHeadParams(out, c.secretParams()); ok {
 		out = red
 		what = append(what, "secret query parameters")
+	}
+	if red, ok := redactBody(out, false, c.bodyNames()); ok {
+		out = red
+		what = append(what, "secret body fields")
 	}
 	if what == nil {
 		return response, ""
@@ -47,11 +83,7 @@ func (c Codec) RedactReply(_, response []byte) ([]byte, string) {
 // ("Authorization : Bearer x"), the value; and every secret query
 // parameter's value anywhere in the bytes.
 func (c Codec) RedactRaw(data []byte, request bool) ([]byte, string) {
-	names := secretHeaders
-	if !request {
-		names = secretResponseHeaders
-	}
-	out, what := redactLines(data, names, false)
+	out, what := redactLines(data, c.headerNames(!request), false)
 	if red, ok := redactParams(out, c.secretParams()); ok {
 		out = red
 		what = append(what, "secret query parameters")
@@ -172,4 +204,123 @@ func asciiLower(b []byte) []byte {
 		out[i] = c
 	}
 	return out
+}
+
+// redactBody replaces the values of secret members in a message's body:
+// string members of a JSON body, and parameters of a form body
+// (application/x-www-form-urlencoded). The body is framed again: its
+// Content-Length set to the new length, a chunked body sent as one chunk.
+// A message that does not parse, or holds no such member, is unchanged.
+func redactBody(msg []byte, request bool, names []string) ([]byte, bool) {
+	end := bytes.Index(msg, []byte("\r\n\r\n"))
+	if end < 0 || end+4 == len(msg) {
+		return msg, false
+	}
+	m, err := Parse(msg, request)
+	if err != nil || len(m.Body) == 0 {
+		return msg, false
+	}
+	var body []byte
+	ok := false
+	if t := bytes.TrimLeft(m.Body, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		body, ok = redactJSONMembers(m.Body, names)
+	} else if strings.HasPrefix(strings.ToLower(m.Header("Content-Type")), "application/x-www-form-urlencoded") {
+		var red []byte
+		if red, ok = redactParams(append([]byte("&"), m.Body...), names); ok {
+			body = red[1:]
+		}
+	}
+	if !ok {
+		return msg, false
+	}
+	head := msg[:end+2] // the head's lines, each with its CRLF
+	var out []byte
+	chunked := strings.EqualFold(m.Header("Transfer-Encoding"), "chunked")
+	for len(head) > 0 {
+		i := bytes.Index(head, []byte("\r\n"))
+		line := head[:i+2]
+		head = head[i+2:]
+		if name, _, found := bytes.Cut(line, []byte(":")); found && !chunked && strings.EqualFold(strings.TrimSpace(string(name)), "content-length") {
+			line = fmt.Appendf(nil, "%s: %d\r\n", name, len(body))
+		}
+		out = append(out, line...)
+	}
+	out = append(out, "\r\n"...)
+	if chunked {
+		out = fmt.Appendf(out, "%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+	} else {
+		out = append(out, body...)
+	}
+	return out, true
+}
+
+// redactJSONMembers replaces with Redacted the string value of each member
+// of a JSON text whose name is in names (any case), at any depth. It scans
+// the text as JSON does, so that a name is a member's name, never words
+// inside a string.
+func redactJSONMembers(b []byte, names []string) ([]byte, bool) {
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); i++ {
+		if b[i] != '"' {
+			continue
+		}
+		end := stringEnd(b, i)
+		if end < 0 {
+			break
+		}
+		// A member's name is followed by a colon.
+		j := end + 1
+		for j < len(b) && isJSONSpace(b[j]) {
+			j++
+		}
+		if j < len(b) && b[j] == ':' && nameIn(string(b[i+1:end]), names) {
+			k := j + 1
+			for k < len(b) && isJSONSpace(b[k]) {
+				k++
+			}
+			if k < len(b) && b[k] == '"' {
+				vend := stringEnd(b, k)
+				if vend < 0 {
+					break
+				}
+				if string(b[k+1:vend]) != Redacted {
+					out = append(append(out, b[last:k+1]...), Redacted...)
+					last = vend
+				}
+				i = vend
+				continue
+			}
+		}
+		i = end
+	}
+	if out == nil {
+		return b, false
+	}
+	return append(out, b[last:]...), true
+}
+
+// stringEnd is the index of the quote closing the JSON string opening at
+// b[start], or -1.
+func stringEnd(b []byte, start int) int {
+	for i := start + 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return -1
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+func nameIn(name string, names []string) bool {
+	for _, n := range names {
+		if strings.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
 }

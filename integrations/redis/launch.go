@@ -87,22 +87,30 @@ func refusedWhy(name string) string {
 func CheckArgs(args []string) error {
 	for i := 0; i < len(args); {
 		a := args[i]
-		if strings.ContainsAny(a, "\x00\r\n") {
-			return &launch.LaunchRefused{Arg: a, Why: "it holds a control character"}
+		if hasControl(a) {
+			return &launch.LaunchRefused{Arg: quoted(a), Why: "it holds a control character"}
 		}
 		if !strings.HasPrefix(a, "--") || len(a) == 2 {
 			return &launch.LaunchRefused{Arg: a, Why: "a configuration file or option that is not a --name value directive"}
 		}
+		if strings.ContainsAny(a, " \t") {
+			return &launch.LaunchRefused{Arg: quoted(a), Why: "a directive and its value in one argument (give them as separate arguments)"}
+		}
 		name := strings.ToLower(a[2:])
 		j := i + 1
 		for j < len(args) && !strings.HasPrefix(args[j], "--") {
-			if strings.ContainsAny(args[j], "\x00\r\n") {
-				return &launch.LaunchRefused{Arg: a + " " + args[j], Why: "it holds a control character"}
+			if hasControl(args[j]) {
+				return &launch.LaunchRefused{Arg: a + " " + quoted(args[j]), Why: "it holds a control character"}
 			}
 			j++
 		}
 		values := args[i+1 : j]
 		shown := strings.Join(append([]string{a}, quoteAll(values)...), " ")
+		if len(values) == 0 {
+			// Redis would take the next directive (Kavach's own --port,
+			// say) as its value.
+			return &launch.LaunchRefused{Arg: a, Why: "a directive with no value"}
+		}
 		if name == "requirepass" && len(values) == 1 && values[0] == Redacted {
 			// The password recording redacted: a replay puts the operator's
 			// own back (KAVACH_REDIS_SECRET); the fixture cannot choose it.
@@ -116,6 +124,26 @@ func CheckArgs(args []string) error {
 		i = j
 	}
 	return nil
+}
+
+// hasControl reports a control character (below space, or DEL) in s: Redis
+// reads its arguments as configuration lines, where each may end a line,
+// separate words or reach a terminal.
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// quoted shows an argument with its control characters escaped.
+func quoted(s string) string {
+	if hasControl(s) || strings.ContainsAny(s, " \"'") {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
 }
 
 // quoteAll shows values the way a shell would need them: "" for empty.

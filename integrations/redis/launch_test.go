@@ -57,7 +57,14 @@ func TestCheckArgs(t *testing.T) {
 		{[]string{"/etc/redis/redis.conf"}, "/etc/redis/redis.conf", "configuration file"},
 		{[]string{"-"}, "-", "configuration file"},
 		{[]string{"--test-memory", "10"}, "--test-memory 10", "not a setting"},
-		{[]string{"--hz", "10\nloadmodule /tmp/m.so"}, "--hz 10\nloadmodule /tmp/m.so", "control character"},
+		{[]string{"--hz", "10\nloadmodule /tmp/m.so"}, `--hz "10\nloadmodule /tmp/m.so"`, "control character"},
+		{[]string{"--hz", "10\vx"}, `--hz "10\vx"`, "control character"},
+		{[]string{"--loglevel", "\x1b[2Jwarning"}, `--loglevel "\x1b[2Jwarning"`, "control character"},
+		{[]string{"--hz\x7f", "10"}, `"--hz\x7f"`, "control character"},
+		{[]string{"--maxmemory-policy"}, "--maxmemory-policy", "no value"},
+		{[]string{"--hz", "10", "--maxmemory-policy", "--port", "{port}"}, "--maxmemory-policy", "no value"},
+		{[]string{"--requirepass S3cret"}, `"--requirepass S3cret"`, "one argument"},
+		{[]string{"--hz 10"}, `"--hz 10"`, "one argument"},
 	} {
 		err := CheckArgs(tc.args)
 		var lr *launch.LaunchRefused

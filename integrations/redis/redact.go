@@ -2,6 +2,8 @@ package redis
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -159,8 +161,8 @@ var rawSecretWords = []string{"AUTH", "AUTH2", "HELLO", "REQUIREPASS", "MASTERAU
 // RedactRaw redacts by pattern in bytes the codec could not frame: from
 // the first word that may introduce a secret (AUTH, AUTH2, HELLO,
 // REQUIREPASS, MASTERAUTH, SETUSER, MIGRATE, any case) to the end of the
-// bytes, every word but RESP headers ("*3", "$5") and the words themselves
-// becomes Redacted; and in any case every ACL password rule ("#" and 64 hex
+// bytes, every word but RESP headers that frame what follows ("*3", "$5":
+// see isFrameHeader) and the words themselves becomes Redacted; and in any case every ACL password rule ("#" and 64 hex
 // digits). It errs towards replacing too much: these bytes are garbage to
 // the codec, kept only to be sent again as they were.
 func (Codec) RedactRaw(data []byte, request bool) ([]byte, string) {
@@ -211,7 +213,7 @@ func (Codec) RedactRaw(data []byte, request bool) ([]byte, string) {
 		}
 		word := rest[:j]
 		rest = rest[j:]
-		if respHeader.Match(word) || isSecretWord(word) {
+		if isFrameHeader(word, rest, request) || isSecretWord(word) {
 			res = append(res, word...)
 		} else {
 			res = append(res, Redacted...)
@@ -220,7 +222,32 @@ func (Codec) RedactRaw(data []byte, request bool) ([]byte, string) {
 	return res, "arguments after a secret word in unframable bytes"
 }
 
-var respHeader = regexp.MustCompile(`^[*$][0-9-]+$`)
+// isFrameHeader says whether word, followed by rest, is a RESP header
+// that frames what follows rather than a value: "*N" followed by CRLF and
+// a bulk string's "$"; "$N" followed by CRLF, N bytes and CRLF; "$-1" and
+// "*-1" (nulls) in a reply only, followed by CRLF. Anything else that
+// merely starts with "$" or "*" ("$2024-11-30", "$5" with no five bytes
+// after it) is a word, which may be a password.
+func isFrameHeader(word, rest []byte, request bool) bool {
+	if len(word) < 2 || (word[0] != '*' && word[0] != '$') || !bytes.HasPrefix(rest, []byte("\r\n")) {
+		return false
+	}
+	digits := word[1:]
+	if string(digits) == "-1" {
+		return !request
+	}
+	n := 0
+	for _, c := range digits {
+		if c < '0' || c > '9' || n > 1<<30 {
+			return false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if word[0] == '*' {
+		return len(rest) > 2 && rest[2] == '$'
+	}
+	return len(rest) >= n+4 && string(rest[n+2:n+4]) == "\r\n"
+}
 
 func isSecretWord(w []byte) bool {
 	for _, s := range rawSecretWords {
@@ -241,7 +268,10 @@ var secretFlags = map[string]bool{"--requirepass": true, "--masterauth": true}
 // RedactArgs replaces the secrets in a build's launch arguments before they
 // are written to a fixture's header: the value of --requirepass and
 // --masterauth, and the password rules of --user (>pass, <pass, #hash,
-// !hash). The second result says whether anything was replaced.
+// !hash), whether each is its own argument or written inside one
+// ("--requirepass S3cret", "--user bob on >pw": Redis reads an argument
+// starting with -- as a whole configuration line). The second result says
+// whether anything was replaced.
 func RedactArgs(args []string) ([]string, bool) {
 	out := append([]string(nil), args...)
 	changed := false
@@ -249,28 +279,104 @@ func RedactArgs(args []string) ([]string, bool) {
 	for i := 0; i < len(out); i++ {
 		a := out[i]
 		if strings.HasPrefix(a, "--") {
-			inUser = strings.EqualFold(a, "--user")
-			if secretFlags[strings.ToLower(a)] && i+1 < len(out) && out[i+1] != Redacted {
+			words := strings.Fields(a)
+			if len(words) == 0 {
+				continue
+			}
+			name := strings.ToLower(words[0])
+			inUser = name == "--user"
+			if len(words) > 1 {
+				// A directive and its values in one argument.
+				switch {
+				case secretFlags[name]:
+					if strings.Join(words[1:], " ") != Redacted {
+						out[i], changed = words[0]+" "+Redacted, true
+					}
+				case inUser:
+					if red, ok := redactRules(words[1:]); ok {
+						out[i], changed = words[0]+" "+red, true
+					}
+				}
+				continue
+			}
+			if secretFlags[name] && i+1 < len(out) && out[i+1] != Redacted && !strings.HasPrefix(out[i+1], "--") {
 				out[i+1], changed = Redacted, true
 				i++
 			}
 			continue
 		}
-		if inUser && len(a) > 1 && strings.IndexByte("><#!", a[0]) >= 0 && a[1:] != Redacted {
-			out[i], changed = a[:1]+Redacted, true
+		if inUser {
+			if red, ok := redactRules(strings.Fields(a)); ok {
+				out[i], changed = red, true
+			}
 		}
 	}
 	return out, changed
 }
 
-// UnredactArgs puts secret back where RedactArgs left Redacted.
+// redactRules replaces the password rules among ACL rule words (>pass,
+// <pass, #hash, !hash) with the rule's sign and Redacted, and joins the
+// words with spaces; the second result says whether any was replaced.
+func redactRules(words []string) (string, bool) {
+	changed := false
+	for i, w := range words {
+		if len(w) > 1 && strings.IndexByte("><#!", w[0]) >= 0 && w[1:] != Redacted {
+			words[i], changed = w[:1]+Redacted, true
+		}
+	}
+	return strings.Join(words, " "), changed
+}
+
+// UnredactArgs puts secret back where RedactArgs left Redacted: as the
+// value of --requirepass and --masterauth, and in the password rules of
+// --user (>secret, <secret; #hash and !hash get the secret's SHA-256).
+// Nowhere else: "--loglevel <redacted>" stays as it is (and fails the
+// start with Redacted quoted, not the secret).
 func UnredactArgs(args []string, secret string) []string {
 	out := append([]string(nil), args...)
-	for i, a := range out {
-		if a == Redacted {
-			out[i] = secret
-		} else if len(a) == len(Redacted)+1 && a[1:] == Redacted {
-			out[i] = a[:1] + secret
+	hash := fmt.Sprintf("%x", sha256.Sum256([]byte(secret)))
+	rule := func(w string) string {
+		if len(w) != len(Redacted)+1 || w[1:] != Redacted {
+			return w
+		}
+		switch w[0] {
+		case '>', '<':
+			return w[:1] + secret
+		case '#', '!':
+			return w[:1] + hash
+		}
+		return w
+	}
+	rules := func(s string) string {
+		words := strings.Fields(s)
+		for i, w := range words {
+			words[i] = rule(w)
+		}
+		return strings.Join(words, " ")
+	}
+	inUser := false
+	for i := 0; i < len(out); i++ {
+		a := out[i]
+		if strings.HasPrefix(a, "--") {
+			words := strings.Fields(a)
+			if len(words) == 0 {
+				continue
+			}
+			name := strings.ToLower(words[0])
+			inUser = name == "--user"
+			switch {
+			case len(words) == 2 && secretFlags[name] && words[1] == Redacted:
+				out[i] = words[0] + " " + secret
+			case len(words) > 1 && inUser:
+				out[i] = words[0] + " " + rules(strings.Join(words[1:], " "))
+			case len(words) == 1 && secretFlags[name] && i+1 < len(out) && out[i+1] == Redacted:
+				out[i+1] = secret
+				i++
+			}
+			continue
+		}
+		if inUser && strings.Contains(a, Redacted) {
+			out[i] = rules(a)
 		}
 	}
 	return out

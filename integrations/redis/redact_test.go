@@ -2,6 +2,8 @@ package redis
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -64,6 +66,13 @@ func TestRedactRaw(t *testing.T) {
 		{"-ERR unknown command '$-5', with args beginning with: 'auth' 'hunter2' \r\n",
 			"-ERR unknown command '$-5', with args beginning with: '<redacted> <redacted> \r\n"},
 		{"user x #" + strings.Repeat("0f", 32), "user x #<redacted>"},
+		// A password that looks like a RESP header but frames nothing.
+		{"$-5\r\nAUTH $2024-11-30\r\n", "$-5\r\nAUTH <redacted>\r\n"},
+		{"$-5\r\nAUTH $5\r\n", "$-5\r\nAUTH <redacted>\r\n"},
+		{"$-5\r\nAUTH *3\r\n", "$-5\r\nAUTH <redacted>\r\n"},
+		{"$-5\r\nAUTH $-1\r\n", "$-5\r\nAUTH <redacted>\r\n"},
+		// Headers that frame what follows are kept.
+		{"$-5\r\nAUTH\r\n*2\r\n$4\r\nAUTH\r\n$7\r\nhunter2\r\n", "$-5\r\nAUTH\r\n*2\r\n$4\r\nAUTH\r\n$7\r\n<redacted>\r\n"},
 	} {
 		out, note := Codec{}.RedactRaw([]byte(tc.in), true)
 		if string(out) != tc.want || note == "" {
@@ -80,11 +89,15 @@ func TestRedactRaw(t *testing.T) {
 func FuzzRedactRaw(f *testing.F) {
 	f.Add([]byte("$-5\r\n"), "hunter2")
 	f.Add([]byte("*2\r\n$4\r\nauth\r\n"), "pw")
+	f.Add([]byte("$-5\r\n"), "$2024-11-30")
+	f.Add([]byte("$-5\r\n"), "$5")
+	f.Add([]byte("$-5\r\n"), "*3")
+	f.Add([]byte("x"), "a\vb")
 	f.Fuzz(func(t *testing.T, prefix []byte, secret string) {
-		if len(secret) < 2 || strings.ContainsAny(secret, " \t\r\n") || strings.Contains(Redacted, secret) {
+		if len(secret) < 2 || strings.ContainsAny(secret, " \t\r\n\v\f") || strings.Contains(Redacted, secret) {
 			return
 		}
-		if isSecretWord([]byte(secret)) || respHeader.MatchString(secret) || bytes.Contains(prefix, []byte(secret)) {
+		if isSecretWord([]byte(secret)) || bytes.Contains(prefix, []byte(secret)) || strings.Contains("AUTH", secret) {
 			return
 		}
 		data := append(append(bytes.Clone(prefix), " AUTH "...), secret+"\r\n"...)
@@ -128,4 +141,87 @@ func TestRedactArgs(t *testing.T) {
 	if strings.Join(back, " ") != "--requirepass S --hz 10" {
 		t.Errorf("UnredactArgs = %q", back)
 	}
+	back = UnredactArgs(out, "S")
+	wantBack := []string{"--requirepass", "S", "--hz", "10", "--user", "bob", "on", ">S", "#" + sha256hex("S"), "~*", "--masterauth", "S"}
+	if strings.Join(back, "|") != strings.Join(wantBack, "|") {
+		t.Errorf("UnredactArgs = %q, want %q", back, wantBack)
+	}
+}
+
+// TestRedactArgsInOneArgument: Redis reads an argument starting with -- as
+// a whole configuration line, so a password inside one is a password.
+func TestRedactArgsInOneArgument(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"--requirepass S3cret"}, []string{"--requirepass <redacted>"}},
+		{[]string{"--hz", "10", "--REQUIREPASS  S3cret"}, []string{"--hz", "10", "--REQUIREPASS <redacted>"}},
+		{[]string{"--masterauth\tS3cret"}, []string{"--masterauth <redacted>"}},
+		{[]string{"--user bob on >pw ~* +@all"}, []string{"--user bob on ><redacted> ~* +@all"}},
+		{[]string{"--user", "bob on >pw", "<old"}, []string{"--user", "bob on ><redacted>", "<<redacted>"}},
+	} {
+		out, changed := RedactArgs(tc.in)
+		if !changed || strings.Join(out, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("RedactArgs(%q) = %q, %v; want %q", tc.in, out, changed, tc.want)
+		}
+		for _, a := range out {
+			if strings.Contains(a, "S3cret") || strings.Contains(a, "pw") || strings.Contains(a, "old") {
+				t.Errorf("RedactArgs(%q) kept a secret: %q", tc.in, out)
+			}
+		}
+	}
+	if got := UnredactArgs([]string{"--requirepass <redacted>"}, "S"); got[0] != "--requirepass S" {
+		t.Errorf("UnredactArgs of one argument = %q", got)
+	}
+}
+
+// TestUnredactArgsOnlyCredentials: the secret goes only where a password
+// went; a fixture's <redacted> anywhere else stays a literal.
+func TestUnredactArgsOnlyCredentials(t *testing.T) {
+	for _, args := range [][]string{
+		{"--loglevel", "<redacted>"},
+		{"--hz", "<redacted>"},
+		{"--client-output-buffer-limit", "pubsub", "<redacted>", "8mb", "60"},
+		{"--notify-keyspace-events", "><redacted>"},
+		{"--loglevel <redacted>"},
+		{"--requirepass", "x", "<redacted>"},
+	} {
+		got := UnredactArgs(args, "S3cret")
+		if strings.Contains(strings.Join(got, " "), "S3cret") {
+			t.Errorf("UnredactArgs(%q) = %q: the secret went where no password was", args, got)
+		}
+	}
+}
+
+func sha256hex(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
+
+// FuzzRedactArgs: never panics, and a password given to --requirepass, as
+// its own argument or inside the directive's, or as a --user rule, never
+// survives, whatever arguments come before it.
+func FuzzRedactArgs(f *testing.F) {
+	f.Add("--hz\x0010", "S3cret", uint8(0))
+	f.Add("--user\x00bob", "pw", uint8(2))
+	f.Add("", "x y", uint8(1))
+	f.Add("--hz\x0010\x00--requirepass", "S3cret", uint8(0))
+	f.Fuzz(func(t *testing.T, joined, secret string, form uint8) {
+		if len(secret) < 2 || strings.ContainsAny(secret, " \t\r\n\v\f\x00") || strings.Contains(Redacted, secret) ||
+			strings.Contains(joined, secret) || strings.HasPrefix(secret, "-") {
+			return
+		}
+		args := strings.Split(joined, "\x00")
+		switch form % 4 {
+		case 0:
+			args = append(args, "--requirepass", secret)
+		case 1:
+			args = append(args, "--requirepass "+secret)
+		case 2:
+			args = append(args, "--user", "bob", "on", ">"+secret)
+		case 3:
+			args = append(args, "--user bob on >"+secret+" ~*")
+		}
+		out, _ := RedactArgs(args)
+		for _, a := range out {
+			if strings.Contains(a, secret) && !strings.Contains("--requirepass --user bob on ~*", secret) {
+				t.Fatalf("RedactArgs(%q) = %q: the secret survived", args, out)
+			}
+		}
+	})
 }

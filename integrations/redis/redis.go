@@ -204,25 +204,42 @@ func secretArgs(c Command) (map[int]bool, []string) {
 		hide[len(args)-1] = true // AUTH pass, or AUTH user pass
 		what = append(what, "AUTH password")
 	case "HELLO":
-		for i := 2; i+2 < len(args); i++ {
-			if strings.EqualFold(string(args[i]), "AUTH") {
+		// HELLO [protover [AUTH username password] [SETNAME name]], read
+		// as Redis reads it: SETNAME's value is a name, never a password.
+		for i := 2; i < len(args); {
+			switch {
+			case strings.EqualFold(string(args[i]), "AUTH") && i+2 < len(args):
 				hide[i+2] = true
 				what = append(what, "HELLO AUTH password")
+				i += 3
+			case strings.EqualFold(string(args[i]), "SETNAME") && i+1 < len(args):
+				i += 2
+			default:
+				i++
 			}
 		}
 	case "MIGRATE":
-		for i := 6; i < len(args); i++ {
+		// MIGRATE host port key db timeout [COPY] [REPLACE] [AUTH pw]
+		// [AUTH2 user pw] [KEYS key...]: what follows KEYS are keys.
+	options:
+		for i := 6; i < len(args); {
 			switch strings.ToUpper(string(args[i])) {
 			case "AUTH":
 				if i+1 < len(args) {
 					hide[i+1] = true
 					what = append(what, "MIGRATE AUTH password")
 				}
+				i += 2
 			case "AUTH2":
 				if i+2 < len(args) {
 					hide[i+2] = true
 					what = append(what, "MIGRATE AUTH2 password")
 				}
+				i += 3
+			case "KEYS":
+				break options
+			default:
+				i++
 			}
 		}
 	case "CONFIG":
@@ -247,23 +264,36 @@ func secretArgs(c Command) (map[int]bool, []string) {
 	return hide, what
 }
 
-// Unredact puts secret back where Redact left Redacted, for replaying a
-// redacted fixture against a build that has a password. Requests without
-// the marker are returned unchanged.
+// Unredact puts secret back where Redact left Redacted as a credential the
+// client presented to the build: the password of AUTH and of HELLO ...
+// AUTH. Anywhere else (ECHO <redacted>, a key, a value, CONFIG SET
+// requirepass, an ACL rule) Redacted stays a literal: a fixture cannot make
+// a replay write the operator's secret where it can be read back. Nor does
+// MIGRATE ... AUTH/AUTH2 get it: that password is for the target instance,
+// which in a replay is whatever host the fixture names, never the build.
+// Requests without the marker are returned unchanged.
 func Unredact(request []byte, secret string) []byte {
 	if !bytes.Contains(request, []byte(Redacted)) {
 		return request
 	}
-	c, err := ParseCommand(request)
-	if err != nil {
+	if name, ok := peekName(request); ok && !nameIn(name, "AUTH", "HELLO") {
 		return request
 	}
+	c, err := ParseCommand(request)
+	if err != nil || !nameIn([]byte(c.Name), "AUTH", "HELLO") {
+		return request
+	}
+	hide, _ := secretArgs(c)
+	changed := false
 	out := make([][]byte, len(c.Args))
 	for i, a := range c.Args {
 		out[i] = a
-		if s := string(a); s == Redacted || (len(s) == len(Redacted)+1 && s[1:] == Redacted) {
-			out[i] = []byte(s[:len(s)-len(Redacted)] + secret)
+		if hide[i] && string(a) == Redacted {
+			out[i], changed = []byte(secret), true
 		}
+	}
+	if !changed {
+		return request
 	}
 	return AppendCommand(nil, out...)
 }
@@ -280,6 +310,11 @@ type Launcher struct {
 	Env []string
 	// StartTimeout bounds start-up; zero means 10 s.
 	StartTimeout time.Duration
+	// Secret is put back where recording redacted a password from the
+	// launch arguments (see UnredactArgs), at the moment the build is
+	// started: the Launch a report shows keeps Redacted, and a start-up
+	// error shows Redacted where the build's output quoted the secret.
+	Secret string
 }
 
 // DefaultArgs are the arguments Kavach starts every Redis build with,
@@ -302,6 +337,20 @@ func (l Launcher) Start(build kavach.Launch) (kavach.Process, error) {
 // StartContext is Start bounded by ctx; the build is stopped once ctx is
 // done (kavach.ContextStarter).
 func (l Launcher) StartContext(ctx context.Context, build kavach.Launch) (kavach.Process, error) {
+	if l.Secret != "" {
+		build.Args = UnredactArgs(build.Args, l.Secret)
+	}
+	p, err := l.start(ctx, build)
+	var se *launch.StartError
+	if l.Secret != "" && errors.As(err, &se) && se.Exit != nil && strings.Contains(se.Exit.LogTail, l.Secret) {
+		exit := *se.Exit
+		exit.LogTail = strings.ReplaceAll(exit.LogTail, l.Secret, Redacted)
+		err = &launch.StartError{Path: se.Path, Reason: se.Reason, Exit: &exit}
+	}
+	return p, err
+}
+
+func (l Launcher) start(ctx context.Context, build kavach.Launch) (kavach.Process, error) {
 	sp := l.spawn(build)
 	sp.Defaults = append(slices.Clone(DefaultArgs), fastCrash...)
 	p, err := sp.Start(ctx)

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -98,17 +99,18 @@ func TestSplitResponseRejectsInline(t *testing.T) {
 func TestRedactAndUnredact(t *testing.T) {
 	for _, tt := range []struct {
 		req, want, note string
+		credential      bool // a password the client presented: Unredact puts it back
 	}{
-		{"AUTH hunter2", `AUTH "<redacted>"`, "AUTH password"},
-		{"AUTH ada hunter2", `AUTH "ada" "<redacted>"`, "AUTH password"},
-		{"HELLO 3 AUTH ada hunter2 SETNAME x", `HELLO "3" "AUTH" "ada" "<redacted>" "SETNAME" "x"`, "HELLO AUTH password"},
-		{"MIGRATE h 6379 k 0 100 COPY AUTH hunter2", `MIGRATE "h" "6379" "k" "0" "100" "COPY" "AUTH" "<redacted>"`, "MIGRATE AUTH password"},
-		{"MIGRATE h 6379 k 0 100 AUTH2 ada hunter2", `MIGRATE "h" "6379" "k" "0" "100" "AUTH2" "ada" "<redacted>"`, "MIGRATE AUTH2 password"},
-		{"CONFIG SET maxmemory 1mb requirepass hunter2", `CONFIG "SET" "maxmemory" "1mb" "requirepass" "<redacted>"`, "CONFIG SET requirepass"},
-		{"config set masterauth hunter2", `CONFIG "set" "masterauth" "<redacted>"`, "CONFIG SET masterauth"},
-		{"ACL SETUSER ada on >hunter2 ~* +@all", `ACL "SETUSER" "ada" "on" "><redacted>" "~*" "+@all"`, "ACL SETUSER password rule"},
-		{"SET AUTH hunter2", `SET "AUTH" "hunter2"`, ""},
-		{"GET k", `GET "k"`, ""},
+		{"AUTH hunter2", `AUTH "<redacted>"`, "AUTH password", true},
+		{"AUTH ada hunter2", `AUTH "ada" "<redacted>"`, "AUTH password", true},
+		{"HELLO 3 AUTH ada hunter2 SETNAME x", `HELLO "3" "AUTH" "ada" "<redacted>" "SETNAME" "x"`, "HELLO AUTH password", true},
+		{"MIGRATE h 6379 k 0 100 COPY AUTH hunter2", `MIGRATE "h" "6379" "k" "0" "100" "COPY" "AUTH" "<redacted>"`, "MIGRATE AUTH password", false},
+		{"MIGRATE h 6379 k 0 100 AUTH2 ada hunter2", `MIGRATE "h" "6379" "k" "0" "100" "AUTH2" "ada" "<redacted>"`, "MIGRATE AUTH2 password", false},
+		{"CONFIG SET maxmemory 1mb requirepass hunter2", `CONFIG "SET" "maxmemory" "1mb" "requirepass" "<redacted>"`, "CONFIG SET requirepass", false},
+		{"config set masterauth hunter2", `CONFIG "set" "masterauth" "<redacted>"`, "CONFIG SET masterauth", false},
+		{"ACL SETUSER ada on >hunter2 ~* +@all", `ACL "SETUSER" "ada" "on" "><redacted>" "~*" "+@all"`, "ACL SETUSER password rule", false},
+		{"SET AUTH hunter2", `SET "AUTH" "hunter2"`, "", false},
+		{"GET k", `GET "k"`, "", false},
 	} {
 		req := []byte(tt.req + "\r\n") // inline, as a person would type it
 		out, note := Codec{}.Redact(req)
@@ -127,8 +129,47 @@ func TestRedactAndUnredact(t *testing.T) {
 		back := Unredact(out, "hunter2")
 		c, _ := ParseCommand(back)
 		orig, _ := ParseCommand(req)
-		if c.String() != orig.String() {
+		if tt.credential && c.String() != orig.String() {
 			t.Errorf("Unredact(Redact(%q)) = %s", tt.req, c)
+		}
+		if !tt.credential && string(back) != string(out) {
+			t.Errorf("Unredact(%q) = %q: only a credential gets the secret", out, back)
+		}
+	}
+}
+
+// TestUnredactOnlyCredentials: a fixture's <redacted> anywhere but where a
+// client presented a password stays a literal, so the operator's secret is
+// never echoed, stored or sent on.
+func TestUnredactOnlyCredentials(t *testing.T) {
+	for _, req := range []string{
+		"ECHO <redacted>",
+		"SET <redacted> <redacted>",
+		"AUTH <redacted> x",
+		"CONFIG SET requirepass <redacted>",
+		"ACL SETUSER bob on ><redacted>",
+		"HELLO 3 SETNAME <redacted>",
+		"HELLO 3 SETNAME AUTH a <redacted>",
+		"MIGRATE 127.0.0.1 6380 <redacted> 0 1000",
+		"MIGRATE 127.0.0.1 6380 \"\" 0 1000 KEYS <redacted>",
+		"MIGRATE 127.0.0.1 6380 \"\" 0 1000 KEYS AUTH <redacted>",
+		"MIGRATE 127.0.0.1 6380 k 0 1000 AUTH <redacted>",
+		"MIGRATE 127.0.0.1 6380 k 0 1000 AUTH2 u <redacted>",
+		"CLIENT SETNAME <redacted>",
+		"EVAL \"return ARGV[1]\" 0 <redacted>",
+	} {
+		out := Unredact([]byte(req+"\r\n"), "S3cret")
+		if bytes.Contains(out, []byte("S3cret")) {
+			t.Errorf("Unredact(%q) = %q: the secret went where no password was", req, out)
+		}
+	}
+	for req, want := range map[string]string{
+		"AUTH <redacted>":                       `AUTH "S3cret"`,
+		"AUTH bob <redacted>":                   `AUTH "bob" "S3cret"`,
+		"HELLO 3 SETNAME x AUTH bob <redacted>": `HELLO "3" "SETNAME" "x" "AUTH" "bob" "S3cret"`,
+	} {
+		if got := (Codec{}).DescribeRequest(Unredact([]byte(req+"\r\n"), "S3cret"), 0); got != want {
+			t.Errorf("Unredact(%q) = %s, want %s", req, got, want)
 		}
 	}
 }

@@ -39,3 +39,48 @@ func TestChecks(t *testing.T) {
 		t.Errorf("Out left files: %v", entries)
 	}
 }
+
+// TestOutput: an output may replace only an output of its kind that
+// Kavach wrote; never an input, by any name.
+func TestOutput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fixture := write("f.kavach", "(zstd)")
+	report := write("r.json", "{\n  \"schema_version\": 1,\n  \"verdict\": \"fixed\"\n}\n")
+	page := write("p.html", "<!DOCTYPE html>\n<html>...<footer>"+PageMark+" from the report's evidence</footer></html>\n")
+	notes := write("notes.txt", "mine")
+	empty := write("empty", "")
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(fixture, link); err != nil {
+		t.Fatal(err)
+	}
+	inputs := []Input{{"the fixture", fixture}, {"the build", ""}}
+	for _, tc := range []struct {
+		path string
+		kind Kind
+		want string
+	}{
+		{filepath.Join(dir, "new.json"), Report, ""},
+		{report, Report, ""},
+		{page, Page, ""},
+		{empty, Page, ""},
+		{fixture, Report, "is the fixture"},
+		{link, Page, "is the fixture"},
+		{filepath.Join(dir, ".", "f.kavach"), Report, "is the fixture"},
+		{notes, Report, "is not a Kavach report"},
+		{page, Report, "is not a Kavach report"},
+		{report, Page, "is not a Kavach page"},
+		{notes, Page, "is not a Kavach page"},
+	} {
+		err := Output("--out", tc.path, tc.kind, inputs...)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("Output(%s, %v) = %v, want %q", tc.path, tc.kind, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package launch
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// OwnerEnv marks every process a build starts: its value names the Kavach
+// process that started the build (pid and start time) and the build's
+// directory. It is inherited by what the build forks, so a child that left
+// the build's process group (setsid, a daemon's double fork) is still
+// found: by Stop, and, after a kill -9 of Kavach, by the next Kavach's
+// Sweep.
+const OwnerEnv = "KAVACH_OWNER"
+
+// owner is this process's pid and start time ("pid:start"), "" if /proc
+// cannot tell.
+var owner = sync.OnceValue(func() string { return procOwner(os.Getpid()) })
+
+// procOwner is "pid:start" for a running process (start: its start time in
+// clock ticks since boot, which tells it from a later process given the
+// same pid), or "".
+func procOwner(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command may hold spaces and parentheses: fields count from the
+	// last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return strconv.Itoa(pid) + ":" + f[19] // field 22, starttime
+}
+
+// ownerValue is OwnerEnv's value for a build in dir.
+func ownerValue(dir string) string { return owner() + ":" + dir }
+
+// marked lists the processes of this user whose environment holds
+// OwnerEnv, with its value.
+func marked() map[int]string {
+	out := map[int]string{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	key := []byte(OwnerEnv + "=")
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue // another user's, or gone
+		}
+		for _, kv := range bytes.Split(b, []byte{0}) {
+			if bytes.HasPrefix(kv, key) {
+				out[pid] = string(kv[len(key):])
+				break
+			}
+		}
+	}
+	return out
+}
+
+// killMarked kills every process marked with value: what a build started,
+// wherever it went.
+func killMarked(value string) {
+	for pid, v := range marked() {
+		if v == value {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// Sweep removes what an earlier Kavach that could not clean up (kill -9)
+// left: processes its builds started, still running; the builds' fresh
+// directories (kavach-build-PID-*) and the clocks' (kavach-clock-PID-*) in
+// the temporary directory and /dev/shm; and libfaketime's files in
+// /dev/shm (faketime_shm_PID, sem.faketime_sem_PID) of processes gone.
+// Only what belongs to a Kavach (or a build) no longer running is
+// touched. It runs once per process, before the first build starts.
+func Sweep() { sweepOnce() }
+
+var sweepOnce = sync.OnceFunc(sweep)
+
+func sweep() {
+	for pid, v := range marked() {
+		kavachPid, start, _ := strings.Cut(v, ":")
+		start, _, _ = strings.Cut(start, ":")
+		n, err := strconv.Atoi(kavachPid)
+		if err != nil {
+			continue
+		}
+		if procOwner(n) != kavachPid+":"+start {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	uid := os.Getuid()
+	for _, dir := range []string{os.TempDir(), "/dev/shm"} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			name := e.Name()
+			var pidText string
+			named := true // a directory named PID-RANDOM (DirPattern): others are left alone
+			switch {
+			case strings.HasPrefix(name, "kavach-build-") && e.IsDir():
+				pidText, _, named = strings.Cut(strings.TrimPrefix(name, "kavach-build-"), "-")
+			case strings.HasPrefix(name, "kavach-clock-") && e.IsDir():
+				pidText, _, named = strings.Cut(strings.TrimPrefix(name, "kavach-clock-"), "-")
+			case dir == "/dev/shm" && strings.HasPrefix(name, "faketime_shm_"):
+				pidText = strings.TrimPrefix(name, "faketime_shm_")
+			case dir == "/dev/shm" && strings.HasPrefix(name, "sem.faketime_sem_"):
+				pidText = strings.TrimPrefix(name, "sem.faketime_sem_")
+			default:
+				continue
+			}
+			pid, err := strconv.Atoi(pidText)
+			if !named || err != nil || pid <= 0 || processExists(pid) {
+				continue
+			}
+			path := filepath.Join(dir, name)
+			if st, err := os.Lstat(path); err != nil || !ownedBy(st, uid) {
+				continue
+			}
+			os.RemoveAll(path)
+		}
+	}
+}
+
+// processExists reports whether a process (or a zombie) has pid.
+func processExists(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}
+
+func ownedBy(st os.FileInfo, uid int) bool {
+	s, ok := st.Sys().(*syscall.Stat_t)
+	return ok && int(s.Uid) == uid
+}
+
+// DirPattern is the pattern of a build's fresh directory, for
+// os.MkdirTemp: it names this process, so that Sweep can tell whether its
+// owner is gone.
+func DirPattern(kind string) string { return fmt.Sprintf("kavach-%s-%d-", kind, os.Getpid()) }
