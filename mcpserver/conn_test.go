@@ -291,8 +291,9 @@ func FuzzLineConn(f *testing.F) {
 }
 
 // TestLineConnRefusesReusedID: a request reusing the id of one not yet
-// answered gets an error answer (it would otherwise never be answered);
-// once the first is answered, the id may be used again.
+// answered gets an error answer (it would otherwise never be answered),
+// with id null so that no client takes it for the first request's answer,
+// naming the id; once the first is answered, the id may be used again.
 func TestLineConnRefusesReusedID(t *testing.T) {
 	var out syncBuffer
 	pr, pw := io.Pipe()
@@ -321,7 +322,7 @@ func TestLineConnRefusesReusedID(t *testing.T) {
 	if req, ok := read().(*jsonrpc.Request); !ok || fmt.Sprint(req.ID.Raw()) != "6" {
 		t.Fatalf("the request after the reused id: %v", req)
 	}
-	if got := out.String(); !strings.Contains(got, `"id":5`) || !strings.Contains(got, `"code":-32600`) || !strings.Contains(got, "not yet answered") {
+	if got := out.String(); !strings.Contains(got, `"id":null`) || !strings.Contains(got, "request id 5 ") || !strings.Contains(got, `"code":-32600`) || !strings.Contains(got, "not yet answered") {
 		t.Fatalf("written %q: want an error answer to the reused id 5", got)
 	}
 	rid, _ := jsonrpc.MakeID(float64(5))
