@@ -283,8 +283,12 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			// kept: an explained step shows them beside the new build's.
 			oe.Output, oe.Inputs = o.Output, o.Inputs
 			se.Inputs, se.InputsError, se.InputsNoise = n.Inputs, n.InputsError, inputsNoise(oldSteps)
-			if se.InputsError == "" && o.InputsError != "" {
-				se.InputsError = "old build: " + o.InputsError
+			for j, oj := range oldSteps {
+				if oj.Ran && oj.Inputs == nil && se.InputsError == "" {
+					// An old replay without a fingerprint cannot say which
+					// fields are its noise: the step is not compared by them.
+					se.Inputs, se.InputsError = nil, fmt.Sprintf("old build, replay %d: %s", j+1, cmp.Or(oj.InputsError, "no fingerprint"))
+				}
 			}
 		}
 		ev.Old.Steps = append(ev.Old.Steps, oe)
@@ -422,7 +426,10 @@ func inputsNoise(olds []replay.StepResult) []string {
 	for _, a := range olds {
 		for k, v := range a.Inputs {
 			for _, b := range olds {
-				if w, ok := b.Inputs[k]; (b.Inputs != nil && !ok || w != v) && !slices.Contains(noise, k) {
+				if b.Inputs == nil {
+					continue // none to compare (the step is then not judged by fingerprints)
+				}
+				if w, ok := b.Inputs[k]; (!ok || w != v) && !slices.Contains(noise, k) {
 					noise = append(noise, k)
 				}
 			}
