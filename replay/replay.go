@@ -104,7 +104,8 @@ type StepResult struct {
 	// (zero when it got none, or the clock is real).
 	Answered time.Time `json:"answered_at,omitzero"`
 	// Inputs is the fingerprint of the state the step was about to read,
-	// taken once the build was idle, right before it was sent (Options.Inputs);
+	// taken once every earlier reply came (or the build was idle without
+	// it), right before the step was sent (Options.Inputs);
 	// InputsError says why there is none where one was asked for.
 	Inputs      map[string]string `json:"inputs,omitempty"`
 	InputsError string            `json:"inputs_error,omitempty"`
@@ -560,7 +561,9 @@ func (r *runner) process(i int) {
 	}
 	r.step(e.step).batched = e.batched
 	if n := r.step(e.step).N; r.probe != nil && n > r.opts.Inputs.From && (r.opts.Inputs.Until == 0 || n <= r.opts.Inputs.Until) {
-		r.fingerprint(r.step(e.step))
+		if r.fingerprint(r.step(e.step)); r.stop {
+			return // a reply owed before it never came: the replay hung there
+		}
 	}
 	r.send(ev, e.step, true)
 }
