@@ -275,8 +275,10 @@ func TestFaults(t *testing.T) {
 		os.WriteFile(fake, []byte("#!/bin/sh\necho listening soon\nexec sleep 60\n"), 0o755)
 		_, err := replay.Run(context.Background(), kavach.Launch{Path: fake},
 			events(step{1, 0, args("PING"), "+PONG\r\n", false}), options(redis.Launcher{StartTimeout: 500 * time.Millisecond}))
-		if err == nil || !strings.Contains(err.Error(), "never became ready within 500ms") || !strings.Contains(err.Error(), "libfaketime") {
-			t.Fatalf("err = %v, want never ready, with the libfaketime hint", err)
+		// A script holds no jemalloc: never ready, and not blamed on the
+		// jemalloc deadlock under libfaketime (a build that links it is).
+		if err == nil || !strings.Contains(err.Error(), "never became ready within 500ms") || strings.Contains(err.Error(), "jemalloc") {
+			t.Fatalf("err = %v, want never ready, without the jemalloc hint", err)
 		}
 	})
 
