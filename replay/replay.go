@@ -248,6 +248,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	defer r.src.Close()
 	if p, ok := proc.(interface{ Pid() int }); ok {
 		r.watch = watch{pid: p.Pid()}
+		r.standing = r.watch.members()
 	}
 	if opts.Perturb {
 		r.rng = rand.New(rand.NewPCG(uint64(pl.events), 0x6b617661))
@@ -274,12 +275,17 @@ type runner struct {
 	opts  Options
 	proc  kavach.Process
 	watch watch
-	clock *Clock
-	tr    *Trace
-	plan  *plan
-	conns map[uint64]*conn
-	order []*conn        // conns in order of opening: deterministic iteration
-	last  map[uint64]int // conn -> index of its latest step
+	// standing is the build's process tree as last seen whole and alive:
+	// a connection the build closes while that tree still stands, none of
+	// it exiting, was closed on purpose (docs/replay.md, "Closed
+	// connections").
+	standing []int
+	clock    *Clock
+	tr       *Trace
+	plan     *plan
+	conns    map[uint64]*conn
+	order    []*conn        // conns in order of opening: deterministic iteration
+	last     map[uint64]int // conn -> index of its latest step
 
 	// The window: the recording is read as it is played, and only the
 	// events from the oldest one still to be played (held back, or the
@@ -1217,7 +1223,25 @@ func (r *runner) crashed(c *conn, why string) {
 // crash report being written, however slowly on a loaded machine) is
 // waited for, up to the step timeout; one that is idle with the
 // connection closed (it closed it on purpose) is not.
+//
+// A connection closes when the process holding it exits, and only after
+// the kernel marked it exiting: so when every process of the tree seen
+// last is still there and none is exiting, the build closed the
+// connection itself and is not waited for (a server that closes
+// connections costs nothing beyond their steps). Anything else — a process
+// gone, exiting, or a tree that changed — is waited for as above.
 func (r *runner) exitSoon() *kavach.Exit {
+	if e := r.proc.Exited(); e != nil {
+		return e
+	}
+	if r.standing != nil && r.watch.stands(r.standing) {
+		return nil
+	}
+	defer func() {
+		if r.proc.Exited() == nil {
+			r.standing = r.watch.members()
+		}
+	}()
 	bound := time.NewTimer(r.opts.StepTimeout)
 	defer bound.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)

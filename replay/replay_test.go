@@ -374,3 +374,47 @@ func TestDeterministicTraces(t *testing.T) {
 		}
 	}
 }
+
+// A build that closes connections on purpose (CLIENT KILL here) is alive:
+// every step is judged, the replay runs to its end, and no exit is
+// blamed. docs/replay.md, "Closed connections".
+func TestServerClosedConnections(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	tl := &tracker{Launcher: redis.Launcher{}}
+	defer tl.checkGone(t)
+	const n = 150
+	var steps []step
+	for i := range n {
+		at := time.Duration(i) * 10 * time.Millisecond
+		conn := uint64(i + 2)
+		steps = append(steps,
+			step{conn, at, args("CLIENT SETNAME c" + strconv.Itoa(i)), "+OK\r\n", false},
+			step{conn, at, args("BLPOP q 0"), "", false},
+			step{1, at + time.Millisecond, args("CLIENT KILL TYPE normal SKIPME yes"), ":1\r\n", false},
+		)
+	}
+	steps = append(steps, step{1, n * 10 * time.Millisecond, args("PING"), "+PONG\r\n", false})
+	tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, events(steps...), options(tl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Stopped != "" || tr.Exit != nil {
+		t.Fatalf("stopped %q, exit %+v: the build closed connections on purpose", tr.Stopped, tr.Exit)
+	}
+	for _, s := range tr.Steps {
+		if !s.Ran || s.Outcome.Kind == "" {
+			t.Fatalf("step %d not judged: %+v", s.N, s)
+		}
+		if s.Outcome.Kind == kavach.Crash && s.Outcome.Detail != "connection closed by the build" {
+			t.Errorf("step %d: %q, want the close, and no exit blamed", s.N, s.Outcome.Detail)
+		}
+	}
+	if got := reply(tr, len(tr.Steps)); got != "PONG" {
+		t.Errorf("last PING = %s", got)
+	}
+	for i := range n {
+		if o := tr.Steps[3*i+1].Outcome; o.Kind != kavach.Crash {
+			t.Errorf("BLPOP on killed connection %d: %+v, want its close", i, o)
+		}
+	}
+}
