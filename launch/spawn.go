@@ -431,7 +431,8 @@ func (p *Spawned) Stop() *kavach.Exit {
 			steps = append(steps, func() { p.stop(p.addr) })
 		}
 		steps = append(steps,
-			func() { syscall.Kill(-pgid, syscall.SIGTERM) },
+			// SIGCONT: a stopped build (SIGSTOP) handles its SIGTERM.
+			func() { syscall.Kill(-pgid, syscall.SIGTERM); syscall.Kill(-pgid, syscall.SIGCONT) },
 			func() { syscall.Kill(-pgid, syscall.SIGKILL) })
 		for _, step := range steps {
 			p.reap.Lock()

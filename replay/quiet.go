@@ -50,8 +50,15 @@ func tasks(pid int) []string {
 
 // busy reports whether a thread of the build is running or runnable.
 func (w watch) busy() bool {
+	busy, _ := w.look()
+	return busy
+}
+
+// look reports whether a thread of the build is running or runnable, and
+// whether one is stopped (by SIGSTOP or a tracer) while none runs.
+func (w watch) look() (busy, stopped bool) {
 	if w.pid <= 0 {
-		return false
+		return false, false
 	}
 	for _, pid := range w.tree() {
 		for _, tid := range tasks(pid) {
@@ -65,11 +72,13 @@ func (w watch) busy() bool {
 			}
 			switch b[i+2] {
 			case 'R', 'D':
-				return true
+				return true, false
+			case 'T', 't':
+				stopped = true
 			}
 		}
 	}
-	return false
+	return false, stopped
 }
 
 // sleeps is the number of times the build's threads went to sleep.

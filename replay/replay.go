@@ -684,6 +684,11 @@ func (r *runner) turns(n int) {
 		time.Sleep(25 * time.Millisecond)
 		return
 	}
+	if _, stopped := r.watch.look(); stopped {
+		// A stopped build turns no loop: waiting for it is the hang's
+		// business (answered, drain), not every clock move's.
+		return
+	}
 	start := r.watch.sleeps()
 	bound := time.Now().Add(min(r.opts.StepTimeout, 2*time.Second))
 	pause := 50 * time.Microsecond
@@ -705,7 +710,15 @@ func (r *runner) quiesce() {
 	}
 	began := time.Now()
 	for !r.idle() {
-		if r.proc.Exited() != nil || time.Since(began) > r.opts.StepTimeout || r.ctx.Err() != nil {
+		if r.proc.Exited() != nil || r.ctx.Err() != nil {
+			break
+		}
+		if time.Since(began) > r.opts.StepTimeout {
+			if _, stopped := r.watch.look(); stopped {
+				// Stopped, not working: it hangs what waits on it, and
+				// every later clock move would wait for it again.
+				r.hung(r.unanswered(), r.outstandingSteps()...)
+			}
 			break
 		}
 		r.wait(100 * time.Microsecond)
@@ -747,10 +760,19 @@ func (r *runner) answered(c *conn, want int) bool {
 			return len(c.pending) == 0
 		}
 		if time.Since(busy) > r.opts.StepTimeout {
-			r.hung(fmt.Sprintf("the build worked for %s of real time without answering", r.opts.StepTimeout), r.oldest())
+			r.hung(r.unanswered(), r.oldest())
 			return true
 		}
 	}
+}
+
+// unanswered is why a build that did not answer for the step timeout of
+// real time hangs the replay: it worked all along, or it was stopped.
+func (r *runner) unanswered() string {
+	if _, stopped := r.watch.look(); stopped {
+		return fmt.Sprintf("the build was stopped (SIGSTOP or a tracer) for %s of real time without answering", r.opts.StepTimeout)
+	}
+	return fmt.Sprintf("the build worked for %s of real time without answering", r.opts.StepTimeout)
 }
 
 // wait waits up to d of real time for a reader to frame a reply or end;
@@ -778,7 +800,9 @@ func (r *runner) idle() bool {
 	}
 	for range 2 {
 		n := r.frames.Load()
-		if r.watch.busy() || r.unread() {
+		if busy, stopped := r.watch.look(); busy || stopped || r.unread() {
+			// A stopped build (SIGSTOP, a tracer) is not idle: what it
+			// was sent is not done, and it answers nothing until it runs.
 			return false
 		}
 		time.Sleep(100 * time.Microsecond)
@@ -825,7 +849,7 @@ func (r *runner) drain(ctx context.Context) {
 		}
 		if !r.idle() {
 			if time.Since(busy) > r.opts.StepTimeout {
-				r.hung(fmt.Sprintf("the build worked for %s of real time without answering", r.opts.StepTimeout), r.outstandingSteps()...)
+				r.hung(r.unanswered(), r.outstandingSteps()...)
 			}
 			continue
 		}

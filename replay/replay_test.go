@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -416,5 +417,55 @@ func TestServerClosedConnections(t *testing.T) {
 		if o := tr.Steps[3*i+1].Outcome; o.Kind != kavach.Crash {
 			t.Errorf("BLPOP on killed connection %d: %+v, want its close", i, o)
 		}
+	}
+}
+
+// stopper starts builds and stops them (SIGSTOP) once they are ready.
+type stopper struct{ tracker }
+
+func (s *stopper) Start(l kavach.Launch) (kavach.Process, error) {
+	p, err := s.tracker.Start(l)
+	if err == nil {
+		syscall.Kill(p.(*launch.Spawned).Pid(), syscall.SIGSTOP)
+	}
+	return p, err
+}
+
+// A stopped build hangs the first step it does not answer within the step
+// timeout, and the replay stops there: no later clock move waits for it.
+func TestStoppedBuildHangs(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	for _, tc := range []struct {
+		name  string
+		conns [4]uint64
+	}{
+		{"one connection", [4]uint64{1, 1, 1, 1}},
+		{"a connection per step", [4]uint64{1, 2, 3, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := &stopper{tracker{Launcher: redis.Launcher{}}}
+			defer tl.checkGone(t)
+			opts := options(tl)
+			opts.StepTimeout = 500 * time.Millisecond
+			var steps []step
+			for i, c := range tc.conns {
+				steps = append(steps, step{c, time.Duration(i) * time.Second, args("PING"), "+PONG\r\n", false})
+			}
+			tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, events(steps...), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := tr.Steps[0].Outcome; o.Kind != kavach.Hang || !strings.Contains(o.Detail, "stopped") {
+				t.Errorf("step 1 = %+v, want a hang of a stopped build", o)
+			}
+			if !strings.HasPrefix(tr.Stopped, "step 1 hung") {
+				t.Errorf("stopped = %q", tr.Stopped)
+			}
+			for _, s := range tr.Steps[1:] {
+				if s.Ran && s.Outcome.Kind != kavach.Hang {
+					t.Errorf("step %d after the hang: ran, %+v", s.N, s.Outcome)
+				}
+			}
+		})
 	}
 }
