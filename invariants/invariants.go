@@ -453,6 +453,10 @@ func eval(prg cel.Program, vars map[string]any) (verdict, string, uint64) {
 		cost = *det.ActualCost()
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped by the time limit: as costly as the cost limit.
+			cost = max(cost, CostLimit)
+		}
 		return verdictError, err.Error(), max(cost, 1)
 	}
 	if b, ok := out.Value().(bool); ok {
