@@ -323,7 +323,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	}
 	for _, r := range newInv.results {
 		ie := InvariantEvidence{Name: r.Name, Held: r.Held, FirstStep: r.FirstStep, Message: r.Message,
-			NotEvaluable: r.NotEvaluable, NotEvaluableMessage: r.NotEvaluableMessage}
+			NotEvaluable: r.NotEvaluable, NotEvaluableMessage: r.NotEvaluableMessage, TooCostly: r.TooCostly}
 		for _, inv := range opts.Invariants.Invariants {
 			if inv.Name == r.Name {
 				ie.Except = inv.Except

@@ -491,6 +491,12 @@ func TestDeriveAfterTheFailure(t *testing.T) {
 		{"not evaluable at the failing step, and first before it", func(e *grade.Evidence) {
 			e.Invariants = []grade.InvariantEvidence{{Name: "inv", Held: true, NotEvaluable: []int{1, 2}, NotEvaluableMessage: "inv: not evaluable: no such overload at step 1"}}
 		}, "unverified(not-evaluable: inv: not evaluable at step 2 (first: inv: not evaluable: no such overload at step 1))"},
+		{"the invariants' budget ran out", func(e *grade.Evidence) {
+			e.Invariants = []grade.InvariantEvidence{{Name: "cheap", Held: true}, {Name: "inv", Held: true, TooCostly: "inv: spent it by step 1"}}
+		}, "unverified(invariants-too-costly: inv: spent it by step 1)"},
+		{"a violation before the budget ran out", func(e *grade.Evidence) {
+			e.Invariants = []grade.InvariantEvidence{{Name: "inv", FirstStep: 1, TooCostly: "inv: spent it by step 1"}}
+		}, "invariant_violated(inv)@1"},
 		{"not evaluable elsewhere", func(e *grade.Evidence) {
 			e.Invariants = []grade.InvariantEvidence{{Name: "inv", Held: true, NotEvaluable: []int{3}}}
 		}, "fixed"},

@@ -29,6 +29,7 @@ const (
 	Unverified         = "unverified"
 	reasonNotReproduce = "not-reproduced"
 	reasonBelowFloor   = "below-floor"
+	reasonTooCostly    = "invariants-too-costly"
 )
 
 // Green reports whether a verdict kind passes: fixed, or held (a contract
@@ -329,6 +330,9 @@ type InvariantEvidence struct {
 	// violation there); NotEvaluableMessage says why at the first.
 	NotEvaluable        []int  `json:"not_evaluable,omitempty"`
 	NotEvaluableMessage string `json:"not_evaluable_message,omitempty"`
+	// TooCostly: the invariants' budget for the replay ran out, this one
+	// having spent the most; the message says where.
+	TooCostly string `json:"too_costly,omitempty"`
 	// Except are the variant kinds it does not speak for.
 	Except []string `json:"except,omitempty"`
 }
@@ -393,6 +397,13 @@ func Derive(ev Evidence) (Parts, []Finding) {
 	findings = append(findings, variantFindings(ev)...)
 	if len(findings) > 0 {
 		return findings[0].Parts, findings
+	}
+	for _, inv := range ev.Invariants {
+		if inv.TooCostly != "" {
+			// Not checked past where the budget ran out: nothing says
+			// they hold there.
+			return Parts{Kind: Unverified, Reason: reasonTooCostly + ": " + inv.TooCostly}, findings
+		}
 	}
 	for _, inv := range ev.Invariants {
 		if slices.Contains(inv.NotEvaluable, F) {

@@ -25,6 +25,13 @@ import (
 // about one per operation), so that an invariant cannot hang a diff.
 const CostLimit = 1_000_000
 
+// ReplayBudget bounds every evaluation of every invariant on one replay
+// together (the same units): a file of invariants cheap enough one step at
+// a time cannot make a long replay's check cost minutes. Once it is spent,
+// nothing more is evaluated on that replay, and the result says so
+// (Result.TooCostly).
+const ReplayBudget = 100 * CostLimit
+
 // Step is what an invariant sees of one step of a replay.
 type Step struct {
 	N       int
@@ -57,6 +64,9 @@ type Invariant struct {
 type Set struct {
 	File       string
 	Invariants []*Invariant
+
+	// Budget is the cost one replay's check may spend; 0: ReplayBudget.
+	Budget uint64
 
 	mu  sync.Mutex // guards cur, read by the helper functions during Check
 	cur *state
@@ -317,6 +327,12 @@ type Result struct {
 	// Applied are the steps where it applied (its when held, or it has
 	// none): checked there, whatever the check gave.
 	Applied []int `json:"-"`
+	// TooCostly, on the invariant that spent the most, says that the
+	// replay's budget (Set.Budget) ran out and at which step: no invariant
+	// was evaluated from there on.
+	TooCostly string `json:"too_costly,omitempty"`
+	// Cost is what its evaluations spent on the replay.
+	Cost uint64 `json:"-"`
 }
 
 // Check evaluates every invariant on every step that ran. A check that
@@ -337,12 +353,29 @@ func (s *Set) CheckVariant(steps []Step, kind string) []Result {
 	for i, inv := range s.Invariants {
 		results[i] = Result{Name: inv.Name, Held: true, Excepted: kind != "" && slices.Contains(inv.Except, kind)}
 	}
+	budget := s.Budget
+	if budget == 0 {
+		budget = ReplayBudget
+	}
+	var spent uint64
+	last := 0 // the last step evaluated
 	var history []any
 	for i, p := range steps {
 		if !p.Ran {
 			continue
 		}
-		st.at = i
+		if spent > budget {
+			costliest := &results[0]
+			for j := range results {
+				if results[j].Cost > costliest.Cost {
+					costliest = &results[j]
+				}
+			}
+			costliest.TooCostly = fmt.Sprintf("%s: the invariants spent their budget of %d cost units for one replay by step %d, %d of them on %s; no invariant was evaluated from step %d on",
+				costliest.Name, budget, last, costliest.Cost, costliest.Name, p.N)
+			break
+		}
+		st.at, last = i, p.N
 		vars := map[string]any{
 			"step": int64(p.N), "time": p.Time, "req": p.Request, "reply": nil, "replies": p.Replies,
 			"outcome": p.Outcome, "steps": history,
@@ -361,12 +394,16 @@ func (s *Set) CheckVariant(steps []Step, kind string) []Result {
 			if r.Excepted {
 				continue
 			}
-			v, why := verdictTrue, ""
+			v, why, cost := verdictTrue, "", uint64(0)
 			if inv.when != nil {
-				v, why = eval(inv.when, vars)
+				v, why, cost = eval(inv.when, vars)
+				r.Cost += cost
+				spent += cost
 			}
 			if v == verdictTrue {
-				v, why = eval(inv.check, vars)
+				v, why, cost = eval(inv.check, vars)
+				r.Cost += cost
+				spent += cost
 			} else if v == verdictFalse {
 				continue // the invariant does not apply here
 			}
@@ -405,21 +442,30 @@ const (
 )
 
 // eval runs a program and says whether it gave true, false or could not
-// be evaluated, and, if not true, why.
-func eval(prg cel.Program, vars map[string]any) (verdict, string) {
+// be evaluated, and, if not true, why; and what it cost (CostLimit when
+// it was stopped before it could say).
+func eval(prg cel.Program, vars map[string]any) (verdict, string, uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	out, _, err := prg.ContextEval(ctx, vars)
+	out, det, err := prg.ContextEval(ctx, vars)
+	cost := uint64(CostLimit)
+	if det != nil && det.ActualCost() != nil {
+		cost = *det.ActualCost()
+	}
 	if err != nil {
-		return verdictError, err.Error()
+		if ctx.Err() != nil {
+			// Stopped by the time limit: as costly as the cost limit.
+			cost = max(cost, CostLimit)
+		}
+		return verdictError, err.Error(), max(cost, 1)
 	}
 	if b, ok := out.Value().(bool); ok {
 		if b {
-			return verdictTrue, ""
+			return verdictTrue, "", cost
 		}
-		return verdictFalse, "the check is false"
+		return verdictFalse, "the check is false", cost
 	}
-	return verdictError, fmt.Sprintf("the expression gave %v, not a bool", out.Value())
+	return verdictError, fmt.Sprintf("the expression gave %v, not a bool", out.Value()), cost
 }
 
 // Names lists the invariants' names.

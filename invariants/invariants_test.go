@@ -226,3 +226,43 @@ func TestDocExamplesCompile(t *testing.T) {
 		t.Errorf("found %d invariant blocks, want the doc's examples", n)
 	}
 }
+
+// The invariants of one replay share a budget: once it is spent, nothing
+// more is evaluated, and the costliest invariant's result says so.
+func TestReplayBudget(t *testing.T) {
+	s, err := Parse("costly.inv", `name: cheap
+check: true
+
+name: costly
+check: [1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, a+b > 0))
+
+name: late
+when: step == 5
+check: false
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := strlenSteps()
+	one := s.Check(steps[:1])[1].Cost
+	if one == 0 {
+		t.Fatal("the costly invariant cost nothing")
+	}
+	s.Budget = 2*one + one/2 // enough for steps 1 to 3
+	r := s.Check(steps)
+	if r[0].TooCostly != "" || r[2].TooCostly != "" {
+		t.Errorf("the budget blamed %q / %q, want the costly invariant", r[0].TooCostly, r[2].TooCostly)
+	}
+	if msg := r[1].TooCostly; !strings.HasPrefix(msg, "costly: ") || !strings.Contains(msg, "by step 3") || !strings.Contains(msg, "from step 4 on") {
+		t.Errorf("TooCostly = %q", msg)
+	}
+	if !r[2].Held {
+		t.Error("an invariant was evaluated after the budget ran out")
+	}
+	s.Budget = 0 // the default: plenty for five steps
+	for _, r := range s.Check(steps) {
+		if r.TooCostly != "" {
+			t.Errorf("default budget: %s", r.TooCostly)
+		}
+	}
+}

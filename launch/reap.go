@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // OwnerEnv marks every process a build starts: its value names the Kavach
@@ -74,16 +75,6 @@ func marked() map[int]string {
 		}
 	}
 	return out
-}
-
-// killMarked kills every process marked with value: what a build started,
-// wherever it went.
-func killMarked(value string) {
-	for pid, v := range marked() {
-		if v == value {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
 }
 
 // Sweep removes what an earlier Kavach that could not clean up (kill -9)
@@ -156,3 +147,102 @@ func ownedBy(st os.FileInfo, uid int) bool {
 // os.MkdirTemp: it names this process, so that Sweep can tell whether its
 // owner is gone.
 func DirPattern(kind string) string { return fmt.Sprintf("kavach-%s-%d-", kind, os.Getpid()) }
+
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER.
+const prSetChildSubreaper = 36
+
+// Subreaper makes this process the child subreaper of what it starts,
+// once, before its first build: a process a build forks whose parent
+// exits (a wrapper script's server, a double fork) is re-parented to
+// Kavach rather than to init, so it stays in reach until Stop kills and
+// reaps it (killAndReap). It reports whether the kernel agreed.
+var Subreaper = sync.OnceValue(func() bool {
+	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+	return errno == 0
+})
+
+// killAndReap kills what a stopped build left — every process marked
+// with value, wherever it went, and what is still in its process group
+// pgid (a process that cleared its environment) — and reaps those of them
+// that became this process's children (Subreaper). Only those: a child
+// os/exec started (leader among them, already reaped by its Wait) is
+// never waited for here, so no exit status is taken from it.
+func killAndReap(value string, pgid, leader int) {
+	victims := map[int]bool{}
+	for pid, v := range marked() {
+		if v == value && pid != leader {
+			victims[pid] = true
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	self := os.Getpid()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		waiting := false
+		for _, c := range children(self) {
+			if c.pid == leader || !victims[c.pid] && c.pgrp != pgid {
+				continue
+			}
+			victims[c.pid] = true
+			syscall.Kill(c.pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			if n, _ := syscall.Wait4(c.pid, &ws, syscall.WNOHANG, nil); n != c.pid {
+				waiting = true
+			}
+		}
+		// A victim still under another victim that is dying comes to this
+		// process next.
+		for pid := range victims {
+			if st, ok := readStat(pid); ok && victims[st.ppid] {
+				waiting = true
+			}
+		}
+		if !waiting || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// procStat is what killAndReap reads of /proc/PID/stat.
+type procStat struct{ pid, ppid, pgrp int }
+
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 3 {
+		return procStat{}, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
+	}
+	return procStat{pid: pid, ppid: ppid, pgrp: pgrp}, true
+}
+
+// children lists the processes whose parent is pid (zombies included).
+func children(pid int) []procStat {
+	var out []procStat
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(n); ok && st.ppid == pid {
+			out = append(out, st)
+		}
+	}
+	return out
+}

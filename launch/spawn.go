@@ -150,6 +150,7 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 		return nil, &StartError{Path: path, Reason: "cannot be started: not an executable file"}
 	}
 	Sweep()
+	Subreaper()
 	dir, err := os.MkdirTemp(s.Dir, DirPattern("build"))
 	if err != nil {
 		return nil, fmt.Errorf("build %s: fresh directory: %w", path, err)
@@ -431,7 +432,8 @@ func (p *Spawned) Stop() *kavach.Exit {
 			steps = append(steps, func() { p.stop(p.addr) })
 		}
 		steps = append(steps,
-			func() { syscall.Kill(-pgid, syscall.SIGTERM) },
+			// SIGCONT: a stopped build (SIGSTOP) handles its SIGTERM.
+			func() { syscall.Kill(-pgid, syscall.SIGTERM); syscall.Kill(-pgid, syscall.SIGCONT) },
 			func() { syscall.Kill(-pgid, syscall.SIGKILL) })
 		for _, step := range steps {
 			p.reap.Lock()
@@ -448,7 +450,7 @@ func (p *Spawned) Stop() *kavach.Exit {
 		}
 		<-p.done // and with the leader, its group (wait)
 		// And what left the group (setsid, a daemon's double fork).
-		killMarked(p.owner)
+		killAndReap(p.owner, pgid, pgid)
 		os.RemoveAll(p.dir)
 		// libfaketime leaves its shared memory behind when a process using
 		// it is killed, and a later process with the same pid then fails

@@ -417,3 +417,47 @@ func TestSweepAfterKill9(t *testing.T) {
 		t.Errorf("the sweep removed a running Kavach's directory: %v", err)
 	}
 }
+
+// TestWrapperOrphansReaped: a wrapper script that exits leaving its
+// server running re-parents it to Kavach, the subreaper; Stop
+// kills it and reaps it — nothing is left, not even a zombie — and takes
+// no exit status from a child os/exec started.
+func TestWrapperOrphansReaped(t *testing.T) {
+	server, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found (make test installs it): %v", err)
+	}
+	tmp := t.TempDir()
+	pidFile, quit := filepath.Join(tmp, "pid"), filepath.Join(tmp, "quit")
+	// The wrapper runs the server, and exits when told, leaving it.
+	path := script(t, "\""+server+"\" --port \"$2\" --save '' --appendonly no >/dev/null 2>&1 &\necho $! > "+pidFile+"\n"+
+		"while [ ! -e "+quit+" ]; do sleep 0.02; done\n")
+	// A child of this process's own, started before and waited for after.
+	own := exec.Command("sleep", "1000")
+	if err := own.Start(); err != nil {
+		t.Fatal(err)
+	}
+	spawn := Spawn{Launch: kavach.Launch{Path: path, Args: []string{"--port", "{port}"}}, Ready: tcpReady}
+	p, err := spawn.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(quit, nil, 0o644)
+	<-p.Done()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if st, ok := readStat(orphan); !ok || st.ppid != os.Getpid() {
+		t.Fatalf("the wrapper's server %d has parent %d, want this process (the subreaper %v)", orphan, st.ppid, Subreaper())
+	}
+	p.Stop()
+	if _, ok := readStat(orphan); ok {
+		t.Errorf("the wrapper's server %d is still there after Stop (alive %v, else a zombie)", orphan, alive(orphan))
+	}
+	own.Process.Kill()
+	if err := own.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("this process's own child's exit: %v, want its own status (killed)", err)
+	}
+}

@@ -398,6 +398,12 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 				// The stream ended inside a message: keep what there was.
 				p.record(c, dir, []message{p.rawMessage(dir, &rs, pending, mode == rawRest)})
 			}
+			if cap(pending) > largePending {
+				// A large message cut short: its memory goes back now,
+				// not whenever the runtime gets to it.
+				pending = nil
+				debug.FreeOSMemory()
+			}
 			if errors.Is(rerr, net.ErrClosed) && p.ctx.Err() != nil {
 				return proxyClosed
 			}
@@ -406,10 +412,12 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 	}
 }
 
-// room makes room in pending for more bytes of a message: at once for
-// the whole message when the codec tells its length (kavach.FrameSizer)
-// and it is within the size limit, so that a large value is held once,
-// not in a series of ever larger copies.
+// room makes room in pending for more bytes of a message: for the whole
+// message at once when the codec tells its length (kavach.FrameSizer), it
+// is within the size limit, and an eighth of it has come, so that a large
+// value is held in few copies. Before that, room for twice what has come:
+// a length is a client's word, and a client that declares a large value
+// and stalls costs the recorder what it sent, not what it declared.
 func (p *Proxy) room(pending []byte, more int, dir kavach.Direction) []byte {
 	if len(pending)+more <= cap(pending) || len(pending) == 0 {
 		return pending
@@ -418,11 +426,19 @@ func (p *Proxy) room(pending []byte, more int, dir kavach.Direction) []byte {
 	if !ok {
 		return pending
 	}
-	if want := fs.MinFrameLen(pending, dir == kavach.Request); want > len(pending)+more && want <= p.opts.MaxFrame {
+	have := len(pending) + more
+	if want := fs.MinFrameLen(pending, dir == kavach.Request); want > have && want <= p.opts.MaxFrame {
+		if want > trustDeclared*have {
+			want = 2 * have
+		}
 		return slices.Grow(pending, want-len(pending))
 	}
 	return pending
 }
+
+// trustDeclared: the recorder makes room for a declared length once it
+// has this fraction of it (1/trustDeclared).
+const trustDeclared = 8
 
 // largePending is the buffer a copier keeps between messages at most.
 const largePending = 1 << 20

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -559,4 +560,88 @@ func TestUnreachableUpstreamIsRecorded(t *testing.T) {
 	if len(dirs) != 2 || dirs[0] != "1 open " || dirs[1] != "1 close upstream" {
 		t.Errorf("events %q, want the connection opened and closed by the upstream", dirs)
 	}
+}
+
+// Clients that declare a large value and stall cost the recorder what
+// they sent, not what they declared, and nothing once they are gone.
+func TestStalledLargeDeclarations(t *testing.T) {
+	srv := startRedis(t)
+	rec := startRecording(t, srv.Addr(), nil)
+	const clients, declared = 20, 67_000_000
+	heap := func() (inUse, held uint64) {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc, m.HeapSys - m.HeapReleased
+	}
+	base, baseHeld := heap()
+	head := fmt.Sprintf("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n", declared)
+	body := strings.Repeat("x", 64<<10)
+	var conns []net.Conn
+	for range clients {
+		c, err := net.Dial("tcp", rec.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+		// Two reads at least: room is made when more comes to a message
+		// already begun.
+		c.Write([]byte(head + body))
+	}
+	for _, c := range conns {
+		c.Write([]byte(body))
+	}
+	// Everything sent has gone through the proxy once the server has read it.
+	direct, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	br := bufio.NewReader(direct)
+	want := clients * (len(head) + 2*len(body))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		direct.Write([]byte("*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n"))
+		n := infoField(t, br, "total_net_input_bytes")
+		if n >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server read %d of the %d bytes sent", n, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if now, _ := heap(); now > base+50<<20 {
+		t.Errorf("%d stalled clients declaring %d bytes each: the recorder's heap grew by %d MB", clients, declared, (now-base)>>20)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	rec.idle()
+	if _, held := heap(); held > baseHeld+50<<20 {
+		t.Errorf("after the clients left, the recorder holds %d MB more than before", (held-baseHeld)>>20)
+	}
+}
+
+// infoField reads an INFO reply from br and returns the integer field name.
+func infoField(t *testing.T, br *bufio.Reader, name string) int {
+	t.Helper()
+	head, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(head, "$") {
+		t.Fatalf("INFO answered %q, %v", head, err)
+	}
+	size, _ := strconv.Atoi(strings.TrimSpace(head[1:]))
+	body := make([]byte, size+2)
+	if _, err := io.ReadFull(br, body); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\r\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	t.Fatalf("INFO has no %s", name)
+	return 0
 }

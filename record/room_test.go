@@ -27,9 +27,19 @@ func TestRoomForLargeValue(t *testing.T) {
 		if cap(pending) != before {
 			grown++
 		}
+		// Room for what was declared only once an eighth of it has come.
+		if have := len(pending); cap(pending) > 8*have && cap(pending) > 2*have+len(chunk) {
+			t.Fatalf("buffer of %d bytes with %d come", cap(pending), have)
+		}
 	}
-	if cap(pending) < whole || grown > 2 {
-		t.Errorf("buffer of %d bytes after growing %d times for a message of %d; want it grown twice (the first read, then the whole message)", cap(pending), grown, whole)
+	if cap(pending) < whole || grown > 6 {
+		t.Errorf("buffer of %d bytes after growing %d times for a message of %d; want it grown by doubling up to an eighth, then once for the whole message", cap(pending), grown, whole)
+	}
+	// A client that declares a large value and stalls: no room for what
+	// it only declared.
+	stalled := append(make([]byte, 0, len(chunk)), chunk...)
+	if got := p.room(stalled, len(chunk), kavach.Request); cap(got) > 4*len(chunk) {
+		t.Errorf("room of %d bytes for %d come and %d declared", cap(got), 2*len(chunk), whole)
 	}
 	// Past the size limit, no room is made: the message is recorded raw.
 	p.opts.MaxFrame = size / 2

@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,8 +50,15 @@ func tasks(pid int) []string {
 
 // busy reports whether a thread of the build is running or runnable.
 func (w watch) busy() bool {
+	busy, _ := w.look()
+	return busy
+}
+
+// look reports whether a thread of the build is running or runnable, and
+// whether one is stopped (by SIGSTOP or a tracer) while none runs.
+func (w watch) look() (busy, stopped bool) {
 	if w.pid <= 0 {
-		return false
+		return false, false
 	}
 	for _, pid := range w.tree() {
 		for _, tid := range tasks(pid) {
@@ -64,11 +72,13 @@ func (w watch) busy() bool {
 			}
 			switch b[i+2] {
 			case 'R', 'D':
-				return true
+				return true, false
+			case 'T', 't':
+				stopped = true
 			}
 		}
 	}
-	return false
+	return false, stopped
 }
 
 // sleeps is the number of times the build's threads went to sleep.
@@ -97,4 +107,55 @@ func (w watch) sleeps() int {
 		}
 	}
 	return n
+}
+
+// members is the tree's pids, sorted.
+func (w watch) members() []int {
+	if w.pid <= 0 {
+		return nil
+	}
+	t := w.tree()
+	slices.Sort(t)
+	return t
+}
+
+// pfExiting is the kernel's flag of a task in its exit (PF_EXITING, set
+// before the task's files, sockets among them, are closed).
+const pfExiting = 0x4
+
+// stands reports whether the tree is still exactly the processes in want
+// (sorted), every thread of them there, none of them exiting or a zombie.
+func (w watch) stands(want []int) bool {
+	if !slices.Equal(w.members(), want) {
+		return false
+	}
+	for _, pid := range want {
+		tids := tasks(pid)
+		if len(tids) == 0 {
+			return false
+		}
+		for _, tid := range tids {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/stat")
+			if err != nil {
+				return false
+			}
+			i := bytes.LastIndexByte(b, ')')
+			if i < 0 {
+				return false
+			}
+			f := strings.Fields(string(b[i+1:]))
+			if len(f) < 7 {
+				return false
+			}
+			switch f[0] {
+			case "Z", "X", "x":
+				return false
+			}
+			flags, err := strconv.ParseUint(f[6], 10, 64)
+			if err != nil || flags&pfExiting != 0 {
+				return false
+			}
+		}
+	}
+	return true
 }

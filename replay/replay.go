@@ -249,6 +249,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	defer r.src.Close()
 	if p, ok := proc.(interface{ Pid() int }); ok {
 		r.watch = watch{pid: p.Pid()}
+		r.standing = r.watch.members()
 	}
 	if opts.Perturb {
 		r.rng = rand.New(rand.NewPCG(uint64(pl.events), 0x6b617661))
@@ -275,12 +276,17 @@ type runner struct {
 	opts  Options
 	proc  kavach.Process
 	watch watch
-	clock *Clock
-	tr    *Trace
-	plan  *plan
-	conns map[uint64]*conn
-	order []*conn        // conns in order of opening: deterministic iteration
-	last  map[uint64]int // conn -> index of its latest step
+	// standing is the build's process tree as last seen whole and alive:
+	// a connection the build closes while that tree still stands, none of
+	// it exiting, was closed on purpose (docs/replay.md, "Closed
+	// connections").
+	standing []int
+	clock    *Clock
+	tr       *Trace
+	plan     *plan
+	conns    map[uint64]*conn
+	order    []*conn        // conns in order of opening: deterministic iteration
+	last     map[uint64]int // conn -> index of its latest step
 
 	// The window: the recording is read as it is played, and only the
 	// events from the oldest one still to be played (held back, or the
@@ -681,6 +687,11 @@ func (r *runner) turns(n int) {
 		time.Sleep(25 * time.Millisecond)
 		return
 	}
+	if _, stopped := r.watch.look(); stopped {
+		// A stopped build turns no loop: waiting for it is the hang's
+		// business (answered, drain), not every clock move's.
+		return
+	}
 	start := r.watch.sleeps()
 	bound := time.Now().Add(min(r.opts.StepTimeout, 2*time.Second))
 	pause := 50 * time.Microsecond
@@ -702,7 +713,15 @@ func (r *runner) quiesce() {
 	}
 	began := time.Now()
 	for !r.idle() {
-		if r.proc.Exited() != nil || time.Since(began) > r.opts.StepTimeout || r.ctx.Err() != nil {
+		if r.proc.Exited() != nil || r.ctx.Err() != nil {
+			break
+		}
+		if time.Since(began) > r.opts.StepTimeout {
+			if _, stopped := r.watch.look(); stopped {
+				// Stopped, not working: it hangs what waits on it, and
+				// every later clock move would wait for it again.
+				r.hung(r.unanswered(), r.outstandingSteps()...)
+			}
 			break
 		}
 		r.wait(100 * time.Microsecond)
@@ -744,10 +763,19 @@ func (r *runner) answered(c *conn, want int) bool {
 			return len(c.pending) == 0
 		}
 		if time.Since(busy) > r.opts.StepTimeout {
-			r.hung(fmt.Sprintf("the build worked for %s of real time without answering", r.opts.StepTimeout), r.oldest())
+			r.hung(r.unanswered(), r.oldest())
 			return true
 		}
 	}
+}
+
+// unanswered is why a build that did not answer for the step timeout of
+// real time hangs the replay: it worked all along, or it was stopped.
+func (r *runner) unanswered() string {
+	if _, stopped := r.watch.look(); stopped {
+		return fmt.Sprintf("the build was stopped (SIGSTOP or a tracer) for %s of real time without answering", r.opts.StepTimeout)
+	}
+	return fmt.Sprintf("the build worked for %s of real time without answering", r.opts.StepTimeout)
 }
 
 // wait waits up to d of real time for a reader to frame a reply or end;
@@ -775,7 +803,9 @@ func (r *runner) idle() bool {
 	}
 	for range 2 {
 		n := r.frames.Load()
-		if r.watch.busy() || r.unread() {
+		if busy, stopped := r.watch.look(); busy || stopped || r.unread() {
+			// A stopped build (SIGSTOP, a tracer) is not idle: what it
+			// was sent is not done, and it answers nothing until it runs.
 			return false
 		}
 		time.Sleep(100 * time.Microsecond)
@@ -822,7 +852,7 @@ func (r *runner) drain(ctx context.Context) {
 		}
 		if !r.idle() {
 			if time.Since(busy) > r.opts.StepTimeout {
-				r.hung(fmt.Sprintf("the build worked for %s of real time without answering", r.opts.StepTimeout), r.outstandingSteps()...)
+				r.hung(r.unanswered(), r.outstandingSteps()...)
 			}
 			continue
 		}
@@ -1220,7 +1250,25 @@ func (r *runner) crashed(c *conn, why string) {
 // crash report being written, however slowly on a loaded machine) is
 // waited for, up to the step timeout; one that is idle with the
 // connection closed (it closed it on purpose) is not.
+//
+// A connection closes when the process holding it exits, and only after
+// the kernel marked it exiting: so when every process of the tree seen
+// last is still there and none is exiting, the build closed the
+// connection itself and is not waited for (a server that closes
+// connections costs nothing beyond their steps). Anything else — a process
+// gone, exiting, or a tree that changed — is waited for as above.
 func (r *runner) exitSoon() *kavach.Exit {
+	if e := r.proc.Exited(); e != nil {
+		return e
+	}
+	if r.standing != nil && r.watch.stands(r.standing) {
+		return nil
+	}
+	defer func() {
+		if r.proc.Exited() == nil {
+			r.standing = r.watch.members()
+		}
+	}()
 	bound := time.NewTimer(r.opts.StepTimeout)
 	defer bound.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)

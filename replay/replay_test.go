@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -374,5 +375,99 @@ func TestDeterministicTraces(t *testing.T) {
 		if c.Name != "XADD" && c.Name != "XRANGE" && c.Name != "TIME" {
 			t.Errorf("step %d (%s) %s differs between the recording and its replay", f.Step, c, f.Path)
 		}
+	}
+}
+
+// A build that closes connections on purpose (CLIENT KILL here) is alive:
+// every step is judged, the replay runs to its end, and no exit is
+// blamed. docs/replay.md, "Closed connections".
+func TestServerClosedConnections(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	tl := &tracker{Launcher: redis.Launcher{}}
+	defer tl.checkGone(t)
+	const n = 150
+	var steps []step
+	for i := range n {
+		at := time.Duration(i) * 10 * time.Millisecond
+		conn := uint64(i + 2)
+		steps = append(steps,
+			step{conn, at, args("CLIENT SETNAME c" + strconv.Itoa(i)), "+OK\r\n", false},
+			step{conn, at, args("BLPOP q 0"), "", false},
+			step{1, at + time.Millisecond, args("CLIENT KILL TYPE normal SKIPME yes"), ":1\r\n", false},
+		)
+	}
+	steps = append(steps, step{1, n * 10 * time.Millisecond, args("PING"), "+PONG\r\n", false})
+	tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, events(steps...), options(tl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Stopped != "" || tr.Exit != nil {
+		t.Fatalf("stopped %q, exit %+v: the build closed connections on purpose", tr.Stopped, tr.Exit)
+	}
+	for _, s := range tr.Steps {
+		if !s.Ran || s.Outcome.Kind == "" {
+			t.Fatalf("step %d not judged: %+v", s.N, s)
+		}
+		if s.Outcome.Kind == kavach.Crash && s.Outcome.Detail != "connection closed by the build" {
+			t.Errorf("step %d: %q, want the close, and no exit blamed", s.N, s.Outcome.Detail)
+		}
+	}
+	if got := reply(tr, len(tr.Steps)); got != "PONG" {
+		t.Errorf("last PING = %s", got)
+	}
+	for i := range n {
+		if o := tr.Steps[3*i+1].Outcome; o.Kind != kavach.Crash {
+			t.Errorf("BLPOP on killed connection %d: %+v, want its close", i, o)
+		}
+	}
+}
+
+// stopper starts builds and stops them (SIGSTOP) once they are ready.
+type stopper struct{ tracker }
+
+func (s *stopper) Start(l kavach.Launch) (kavach.Process, error) {
+	p, err := s.tracker.Start(l)
+	if err == nil {
+		syscall.Kill(p.(*launch.Spawned).Pid(), syscall.SIGSTOP)
+	}
+	return p, err
+}
+
+// A stopped build hangs the first step it does not answer within the step
+// timeout, and the replay stops there: no later clock move waits for it.
+func TestStoppedBuildHangs(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	for _, tc := range []struct {
+		name  string
+		conns [4]uint64
+	}{
+		{"one connection", [4]uint64{1, 1, 1, 1}},
+		{"a connection per step", [4]uint64{1, 2, 3, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := &stopper{tracker{Launcher: redis.Launcher{}}}
+			defer tl.checkGone(t)
+			opts := options(tl)
+			opts.StepTimeout = 500 * time.Millisecond
+			var steps []step
+			for i, c := range tc.conns {
+				steps = append(steps, step{c, time.Duration(i) * time.Second, args("PING"), "+PONG\r\n", false})
+			}
+			tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, events(steps...), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := tr.Steps[0].Outcome; o.Kind != kavach.Hang || !strings.Contains(o.Detail, "stopped") {
+				t.Errorf("step 1 = %+v, want a hang of a stopped build", o)
+			}
+			if !strings.HasPrefix(tr.Stopped, "step 1 hung") {
+				t.Errorf("stopped = %q", tr.Stopped)
+			}
+			for _, s := range tr.Steps[1:] {
+				if s.Ran && s.Outcome.Kind != kavach.Hang {
+					t.Errorf("step %d after the hang: ran, %+v", s.N, s.Outcome)
+				}
+			}
+		})
 	}
 }
