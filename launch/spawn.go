@@ -154,12 +154,21 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build %s: fresh directory: %w", path, err)
 	}
-	port, err := FreePort()
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("build %s: %w", path, err)
+	isolated := Isolation() == "netns"
+	var port int
+	var addr string
+	for {
+		if port, err = FreePort(); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("build %s: %w", path, err)
+		}
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		// In namespaces of their own, two builds may be given the same
+		// port: the address must name one build for Dial.
+		if !isolated || !registered(addr) {
+			break
+		}
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	expand := func(args []string) []string {
 		out := make([]string, len(args))
 		for i, a := range args {
@@ -190,7 +199,7 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	// A process of the group that keeps the build's output open does not
 	// hold Wait past this.
 	cmd.WaitDelay = waitDelay
-	if err := cmd.Start(); err != nil {
+	if err := p.startIn(isolated); err != nil {
 		os.RemoveAll(dir)
 		return nil, &StartError{Path: path, Reason: "cannot be started: " + err.Error()}
 	}
@@ -243,6 +252,36 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 			return nil, &StartError{Path: path, Reason: fmt.Sprintf("never became ready within %s (last probe: %v)", timeout, err), Exit: exit}
 		}
 	}
+}
+
+// startIn starts the build's process: when isolated, in a network
+// namespace of its own (forked from a thread inside it, its loopback up)
+// registered under the build's address for Dial.
+func (p *Spawned) startIn(isolated bool) error {
+	if !isolated {
+		return p.cmd.Start()
+	}
+	var err, nsErr error
+	inNewNetns(func(ns int) {
+		keep, derr := syscall.Dup(ns)
+		if derr != nil {
+			err = fmt.Errorf("network namespace: %w", derr)
+			return
+		}
+		syscall.CloseOnExec(keep)
+		if !register(p.addr, keep) {
+			syscall.Close(keep)
+			err = fmt.Errorf("address %s is another build's", p.addr)
+			return
+		}
+		if err = p.cmd.Start(); err != nil {
+			unregister(p.addr)
+		}
+	}, &nsErr)
+	if nsErr != nil {
+		return nsErr
+	}
+	return err
 }
 
 func (p *Spawned) wait() {
@@ -309,7 +348,7 @@ func ProcessTree(pid int) []int {
 
 // Listening reports whether a process of the tree rooted at pid holds a
 // listening TCP socket on the loopback port: the sockets listening there
-// (/proc/net/tcp and tcp6) matched against the processes' open files. It
+// (/proc/PID/net/tcp and tcp6, the tables of the build's network namespace) matched against the processes' open files. It
 // sends nothing: a probe that connected without it could reach another
 // process that took the port between FreePort and the build's bind.
 func Listening(pid, port int) bool {
@@ -336,7 +375,8 @@ func Listening(pid, port int) bool {
 		return false
 	}
 	local := []byte(fmt.Sprintf(":%04X ", port)) // the local address's port, as the tables write it
-	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+	// The build's own tables: those of its network namespace.
+	for _, table := range []string{"/proc/" + strconv.Itoa(pid) + "/net/tcp", "/proc/" + strconv.Itoa(pid) + "/net/tcp6"} {
 		b, err := os.ReadFile(table)
 		if err != nil {
 			continue
@@ -447,6 +487,7 @@ func (p *Spawned) Stop() *kavach.Exit {
 			}
 		}
 		<-p.done // and with the leader, its group (wait)
+		unregister(p.addr)
 		// And what left the group (setsid, a daemon's double fork).
 		killMarked(p.owner)
 		os.RemoveAll(p.dir)
