@@ -132,14 +132,6 @@ var namespaces = struct {
 	fds map[string]int
 }{fds: map[string]int{}}
 
-// registered reports whether addr belongs to a running build's namespace.
-func registered(addr string) bool {
-	namespaces.Lock()
-	defer namespaces.Unlock()
-	_, ok := namespaces.fds[addr]
-	return ok
-}
-
 // register records addr's namespace (an fd the registry now owns). It
 // returns false, and closes nothing, if addr is already taken.
 func register(addr string, fd int) bool {
@@ -218,4 +210,24 @@ func DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return Dial(ctx, addr)
+}
+
+// reservePort binds a TCP socket to a free loopback port of Kavach's own
+// network, without listening, and returns it: held for a build's life,
+// the port is no other process's there, so the build's address (the same
+// port, in the build's namespace) names that build alone for Dial. A
+// connection to it in Kavach's network is refused.
+func reservePort() (fd, port int, err error) {
+	fd, err = linux.Socket(linux.AF_INET, linux.SOCK_STREAM|linux.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, fmt.Errorf("reserve a loopback port: %w", err)
+	}
+	if err = linux.Bind(fd, &linux.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err == nil {
+		var sa linux.Sockaddr
+		if sa, err = linux.Getsockname(fd); err == nil {
+			return fd, sa.(*linux.SockaddrInet4).Port, nil
+		}
+	}
+	linux.Close(fd)
+	return -1, 0, fmt.Errorf("reserve a loopback port: %w", err)
 }

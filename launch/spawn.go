@@ -70,6 +70,9 @@ type Spawned struct {
 	exit *kavach.Exit  // set before done is closed
 	// owner is the OwnerEnv value of every process the build starts.
 	owner string
+	// reserved holds the build's port in Kavach's network while the build
+	// runs in a namespace of its own (reservePort); -1 if none.
+	reserved int
 
 	stopOnce sync.Once
 	// reap is held while the group is signalled and while the leader is
@@ -155,20 +158,18 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 		return nil, fmt.Errorf("build %s: fresh directory: %w", path, err)
 	}
 	isolated := Isolation() == "netns"
+	p := &Spawned{owner: ownerValue(dir), reserved: -1}
 	var port int
-	var addr string
-	for {
-		if port, err = FreePort(); err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("build %s: %w", path, err)
-		}
-		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		// In namespaces of their own, two builds may be given the same
-		// port: the address must name one build for Dial.
-		if !isolated || !registered(addr) {
-			break
-		}
+	if isolated {
+		p.reserved, port, err = reservePort()
+	} else {
+		port, err = FreePort()
 	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("build %s: %w", path, err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	expand := func(args []string) []string {
 		out := make([]string, len(args))
 		for i, a := range args {
@@ -183,7 +184,6 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	cmd.Env = append(append(os.Environ(), expand(s.Env)...), expand(s.Launch.Env)...)
 	// Marked, with what it forks, so that Stop (or, after a kill -9 of
 	// Kavach, the next Kavach's Sweep) finds processes that left the group.
-	p := &Spawned{owner: ownerValue(dir)}
 	cmd.Env = append(cmd.Env, OwnerEnv+"="+p.owner)
 	// Its own process group, so Stop reaches everything it forks; and
 	// killed with Kavach, so even a kill -9 of Kavach leaves no build behind.
@@ -200,6 +200,7 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	// hold Wait past this.
 	cmd.WaitDelay = waitDelay
 	if err := p.startIn(isolated); err != nil {
+		p.release()
 		os.RemoveAll(dir)
 		return nil, &StartError{Path: path, Reason: "cannot be started: " + err.Error()}
 	}
@@ -276,12 +277,21 @@ func (p *Spawned) startIn(isolated bool) error {
 		}
 		if err = p.cmd.Start(); err != nil {
 			unregister(p.addr)
+			p.release()
 		}
 	}, &nsErr)
 	if nsErr != nil {
 		return nsErr
 	}
 	return err
+}
+
+// release gives back the port reserved for the build.
+func (p *Spawned) release() {
+	if p.reserved >= 0 {
+		syscall.Close(p.reserved)
+		p.reserved = -1
+	}
 }
 
 func (p *Spawned) wait() {
@@ -488,6 +498,7 @@ func (p *Spawned) Stop() *kavach.Exit {
 		}
 		<-p.done // and with the leader, its group (wait)
 		unregister(p.addr)
+		p.release()
 		// And what left the group (setsid, a daemon's double fork).
 		killMarked(p.owner)
 		os.RemoveAll(p.dir)
