@@ -39,6 +39,15 @@ func Isolation() string {
 	return "netns"
 }
 
+// Network says, for a person, how builds are kept off the network:
+// "isolated (...)" or "shared: REASON".
+func Network() string {
+	if err := netnsErr(); err != nil {
+		return "shared with this machine: " + err.Error()
+	}
+	return "isolated (a network namespace of its own, loopback only)"
+}
+
 // IsolationReason is why builds are not isolated ("" when they are).
 func IsolationReason() string {
 	if err := netnsErr(); err != nil {
