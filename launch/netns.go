@@ -33,7 +33,7 @@ import (
 // network namespace of its own) or "none" (the kernel refused one: builds
 // share Kavach's network).
 func Isolation() string {
-	if netnsErr() != nil {
+	if isolationErr() != nil {
 		return "none"
 	}
 	return "netns"
@@ -42,7 +42,7 @@ func Isolation() string {
 // Network says, for a person, how builds are kept off the network:
 // "isolated (...)" or "shared: REASON".
 func Network() string {
-	if err := netnsErr(); err != nil {
+	if err := isolationErr(); err != nil {
 		return "shared with this machine: " + err.Error()
 	}
 	return "isolated (a network namespace of its own, loopback only)"
@@ -50,18 +50,24 @@ func Network() string {
 
 // IsolationReason is why builds are not isolated ("" when they are).
 func IsolationReason() string {
-	if err := netnsErr(); err != nil {
+	if err := isolationErr(); err != nil {
 		return err.Error()
 	}
 	return ""
 }
 
-// netnsErr is nil when a network namespace can be made here: tried once,
-// on a thread that is then thrown away.
-var netnsErr = sync.OnceValue(func() error {
+// isolationErr is nil when builds are to run in network namespaces of
+// their own: KAVACH_NO_NETNS is not set (it is read at each start), and
+// the kernel allows one.
+func isolationErr() error {
 	if os.Getenv("KAVACH_NO_NETNS") != "" {
 		return errors.New("KAVACH_NO_NETNS is set")
 	}
+	return netnsErr()
+}
+
+// netnsErr is nil when a network namespace can be made here: tried once.
+var netnsErr = sync.OnceValue(func() error {
 	var err error
 	inNewNetns(func(int) { err = nil }, &err)
 	return err
