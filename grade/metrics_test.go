@@ -15,6 +15,7 @@ import (
 	"github.com/kavach-dev/kavach/integrations/axum"
 	"github.com/kavach-dev/kavach/internal/axumbuild"
 	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 // metricsBuilds are the axum service with the split bug, the correct fix,
@@ -28,7 +29,7 @@ func metricsBuilds(t *testing.T) (old, fixed, itemsOff string) {
 
 func metricsPage(t *testing.T, addr string) string {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	c, err := launch.DialTimeout(addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

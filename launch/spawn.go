@@ -70,6 +70,9 @@ type Spawned struct {
 	exit *kavach.Exit  // set before done is closed
 	// owner is the OwnerEnv value of every process the build starts.
 	owner string
+	// reserved holds the build's port in Kavach's network while the build
+	// runs in a namespace of its own (reservePort); -1 if none.
+	reserved int
 
 	stopOnce sync.Once
 	// reap is held while the group is signalled and while the leader is
@@ -155,7 +158,14 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build %s: fresh directory: %w", path, err)
 	}
-	port, err := FreePort()
+	isolated := Isolation() == "netns"
+	p := &Spawned{owner: ownerValue(dir), reserved: -1}
+	var port int
+	if isolated {
+		p.reserved, port, err = reservePort()
+	} else {
+		port, err = FreePort()
+	}
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("build %s: %w", path, err)
@@ -175,7 +185,6 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	cmd.Env = append(append(os.Environ(), expand(s.Env)...), expand(s.Launch.Env)...)
 	// Marked, with what it forks, so that Stop (or, after a kill -9 of
 	// Kavach, the next Kavach's Sweep) finds processes that left the group.
-	p := &Spawned{owner: ownerValue(dir)}
 	cmd.Env = append(cmd.Env, OwnerEnv+"="+p.owner)
 	// Its own process group, so Stop reaches everything it forks; and
 	// killed with Kavach, so even a kill -9 of Kavach leaves no build behind.
@@ -191,7 +200,8 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	// A process of the group that keeps the build's output open does not
 	// hold Wait past this.
 	cmd.WaitDelay = waitDelay
-	if err := cmd.Start(); err != nil {
+	if err := p.startIn(isolated); err != nil {
+		p.release()
 		os.RemoveAll(dir)
 		return nil, &StartError{Path: path, Reason: "cannot be started: " + err.Error()}
 	}
@@ -243,6 +253,45 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 		default:
 			return nil, &StartError{Path: path, Reason: fmt.Sprintf("never became ready within %s (last probe: %v)", timeout, err), Exit: exit}
 		}
+	}
+}
+
+// startIn starts the build's process: when isolated, in a network
+// namespace of its own (forked from a thread inside it, its loopback up)
+// registered under the build's address for Dial.
+func (p *Spawned) startIn(isolated bool) error {
+	if !isolated {
+		return p.cmd.Start()
+	}
+	var err, nsErr error
+	inNewNetns(func(ns int) {
+		keep, derr := syscall.Dup(ns)
+		if derr != nil {
+			err = fmt.Errorf("network namespace: %w", derr)
+			return
+		}
+		syscall.CloseOnExec(keep)
+		if !register(p.addr, keep) {
+			syscall.Close(keep)
+			err = fmt.Errorf("address %s is another build's", p.addr)
+			return
+		}
+		if err = p.cmd.Start(); err != nil {
+			unregister(p.addr)
+			p.release()
+		}
+	}, &nsErr)
+	if nsErr != nil {
+		return nsErr
+	}
+	return err
+}
+
+// release gives back the port reserved for the build.
+func (p *Spawned) release() {
+	if p.reserved >= 0 {
+		syscall.Close(p.reserved)
+		p.reserved = -1
 	}
 }
 
@@ -310,7 +359,7 @@ func ProcessTree(pid int) []int {
 
 // Listening reports whether a process of the tree rooted at pid holds a
 // listening TCP socket on the loopback port: the sockets listening there
-// (/proc/net/tcp and tcp6) matched against the processes' open files. It
+// (/proc/PID/net/tcp and tcp6, the tables of the build's network namespace) matched against the processes' open files. It
 // sends nothing: a probe that connected without it could reach another
 // process that took the port between FreePort and the build's bind.
 func Listening(pid, port int) bool {
@@ -337,7 +386,8 @@ func Listening(pid, port int) bool {
 		return false
 	}
 	local := []byte(fmt.Sprintf(":%04X ", port)) // the local address's port, as the tables write it
-	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+	// The build's own tables: those of its network namespace.
+	for _, table := range []string{"/proc/" + strconv.Itoa(pid) + "/net/tcp", "/proc/" + strconv.Itoa(pid) + "/net/tcp6"} {
 		b, err := os.ReadFile(table)
 		if err != nil {
 			continue
@@ -449,6 +499,8 @@ func (p *Spawned) Stop() *kavach.Exit {
 			}
 		}
 		<-p.done // and with the leader, its group (wait)
+		unregister(p.addr)
+		p.release()
 		// And what left the group (setsid, a daemon's double fork).
 		killAndReap(p.owner, pgid, pgid)
 		os.RemoveAll(p.dir)

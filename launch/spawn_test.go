@@ -29,8 +29,7 @@ func script(t *testing.T, body string) string {
 }
 
 func tcpReady(ctx context.Context, addr string) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := Dial(ctx, addr)
 	if err == nil {
 		c.Close()
 	}

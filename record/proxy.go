@@ -16,6 +16,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 // Options configure a recording proxy. The zero value of every optional
@@ -241,8 +242,7 @@ type proxyConn struct {
 }
 
 func (p *Proxy) serve(client net.Conn) {
-	var d net.Dialer
-	server, err := d.DialContext(p.ctx, "tcp", p.opts.Upstream)
+	server, err := launch.Dial(p.ctx, p.opts.Upstream)
 	if err != nil {
 		p.log.Error("dial upstream", "upstream", p.opts.Upstream, "err", err)
 		client.Close()

@@ -20,6 +20,7 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/record"
 )
 
@@ -303,7 +304,7 @@ func TestBlockingAndPubSubRecordedWhereTheyArrive(t *testing.T) {
 func TestNothingLostUnderLoad(t *testing.T) {
 	srv := startRedis(t)
 	rec := startRecording(t, srv.Addr(), nil)
-	direct := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), Protocol: 2})
+	direct := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), Protocol: 2, Dialer: func(ctx context.Context, _, addr string) (net.Conn, error) { return launch.Dial(ctx, addr) }})
 	defer direct.Close()
 	ctx := context.Background()
 	if err := direct.ConfigResetStat(ctx).Err(); err != nil {

@@ -1031,7 +1031,7 @@ func (r *runner) dial(id uint64) *conn {
 	c := &conn{id: id}
 	r.conns[id] = c
 	r.order = append(r.order, c)
-	nc, err := net.DialTimeout("tcp", r.proc.Addr(), r.opts.StepTimeout)
+	nc, err := launch.DialTimeout(r.proc.Addr(), r.opts.StepTimeout)
 	if err != nil {
 		c.err, c.broken = err, true
 		return c

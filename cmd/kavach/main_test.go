@@ -25,6 +25,7 @@ import (
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -156,6 +157,13 @@ func TestScripts(t *testing.T) {
 	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
+		// [netns]: builds run in network namespaces of their own here.
+		Condition: func(cond string) (bool, error) {
+			if cond == "netns" {
+				return launch.Isolation() == "netns", nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(env *testscript.Env) error {
 			for k, v := range builds {
 				env.Setenv(k, v)

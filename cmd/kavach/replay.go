@@ -20,6 +20,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/invariants"
+	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -248,8 +249,8 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 	if sum.End != nil {
 		dur = sum.End.Duration.Round(time.Millisecond).String()
 	}
-	fmt.Fprintf(w, "replay    %s\nfixture   %s (%d steps, recorded over %s)\nclock     %s\nwall      %s\n",
-		tr.Build.Path, sum.Path, sum.Steps, dur, tr.Clock, tr.Wall.Round(time.Millisecond))
+	fmt.Fprintf(w, "replay    %s\nfixture   %s (%d steps, recorded over %s)\nclock     %s\nnetwork   %s\nwall      %s\n",
+		tr.Build.Path, sum.Path, sum.Steps, dur, tr.Clock, launch.Network(), tr.Wall.Round(time.Millisecond))
 	if tr.Stopped != "" {
 		fmt.Fprintf(w, "stopped   %s\n", tr.Stopped)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
 	"sort"
 	"strconv"
@@ -484,8 +483,7 @@ func (l Launcher) StartContext(ctx context.Context, build kavach.Launch) (kavach
 // ready is a TCP connection accepted, closed without a byte sent: an HTTP
 // server answers nothing and counts no request for it.
 func ready(ctx context.Context, addr string) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := launch.Dial(ctx, addr)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 // FingerprintLaunch allows debug commands on loopback connections
@@ -118,7 +119,7 @@ func (p *probe) Fingerprint(conn uint64, keys []string) (map[string]string, erro
 
 func (p *probe) fingerprint(conn uint64, keys []string) (map[string]string, error) {
 	if p.nc == nil {
-		nc, err := net.DialTimeout("tcp", p.addr, p.timeout)
+		nc, err := launch.DialTimeout(p.addr, p.timeout)
 		if err != nil {
 			return nil, fmt.Errorf("probe: %w", err)
 		}

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"net"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 var _ kavach.KeyFinder = Launcher{}
@@ -30,8 +30,7 @@ func (Launcher) Keys(ctx context.Context, addr string, requests [][]byte) (keys,
 	keys, writes = make([][]string, len(requests)), make([][]string, len(requests))
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := launch.Dial(ctx, addr)
 	if err != nil {
 		return keys, writes
 	}

@@ -3,17 +3,18 @@ package redis
 import (
 	"bufio"
 	"bytes"
-	"net"
 	"testing"
+	"time"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 func TestOrderFreeRepliesAcrossProcesses(t *testing.T) {
 	// Two processes of one build answer COMMAND and its listings in the
 	// order of their own hash tables: normalized, the replies are equal.
 	ask := func(addr string, reqs [][]byte) [][]byte {
-		conn, err := net.Dial("tcp", addr)
+		conn, err := launch.DialTimeout(addr, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

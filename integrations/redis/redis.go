@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -389,8 +388,7 @@ func (l Launcher) spawn(build kavach.Launch) launch.Spawn {
 // number of connections received moves, in INFO, which replays do not
 // compare).
 func ready(ctx context.Context, addr string, pid int) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	c, err := launch.Dial(ctx, addr)
 	if err != nil {
 		return err
 	}
@@ -480,8 +478,7 @@ func (Launcher) Version(ctx context.Context, addr string) string {
 
 // call sends one command on a new connection and reads one reply.
 func call(ctx context.Context, addr string, args ...string) (Value, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := launch.Dial(ctx, addr)
 	if err != nil {
 		return Value{}, err
 	}

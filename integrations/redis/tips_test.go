@@ -6,13 +6,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/launch"
 )
 
 // orderProbes are requests whose replies the server orders by a hash
@@ -62,7 +62,7 @@ func orderData(t *testing.T, addr string) {
 // rawCall sends one command and returns its reply's bytes.
 func rawCall(t *testing.T, addr string, args ...string) []byte {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	conn, err := launch.DialTimeout(addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
