@@ -594,7 +594,7 @@ func TestStalledLargeDeclarations(t *testing.T) {
 		c.Write([]byte(body))
 	}
 	// Everything sent has gone through the proxy once the server has read it.
-	direct, err := net.Dial("tcp", srv.Addr())
+	direct, err := launch.DialTimeout(srv.Addr(), 5*time.Second) // the server is in a network namespace of its own
 	if err != nil {
 		t.Fatal(err)
 	}
