@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -171,16 +172,31 @@ func TestLineConnDuplicateID(t *testing.T) {
 	if len(msgs) != 1 || len(answers(out)) != 0 {
 		t.Fatalf("one call: %v %q", msgs, out)
 	}
+	// The duplicate is sent while the first is in flight (not yet
+	// answered), and the first is answered only once the duplicate has
+	// been refused: a duplicate read after the answer would be a new
+	// request, rightly handed on.
 	var w syncBuffer
-	conn, _ := (&lineTransport{r: io.NopCloser(strings.NewReader(strings.Repeat(`{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}`+"\n", 2))), w: &w}).Connect(context.Background())
+	pr, pw := io.Pipe()
+	conn, _ := (&lineTransport{r: pr, w: &w}).Connect(context.Background())
 	defer conn.Close()
+	line := []byte(`{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}` + "\n")
+	go pw.Write(line)
 	msg, err := conn.Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	go pw.Write(line)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(w.String(), "already in use"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the duplicate sent while id 1 was in flight was not refused: %q", w.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if err := conn.Write(context.Background(), &jsonrpc.Response{ID: msg.(*jsonrpc.Request).ID, Result: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
+	pw.Close()
 	if _, err := conn.Read(context.Background()); !errors.Is(err, io.EOF) {
 		t.Fatalf("second Read: %v, want the end (the duplicate refused, not handed on)", err)
 	}
