@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,7 +132,7 @@ func reasons(ex []grade.Explained) []string {
 	return out
 }
 
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // explainedAs reports the reason step n is explained for in rep, or "".
 func explainedAs(rep *grade.Report, n int) string {

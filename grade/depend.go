@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/launch"
@@ -48,18 +47,6 @@ func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.La
 	return keys, writes
 }
 
-// relate reports whether two keys name the same state: equal, or one a
-// path and the other a path below it ("/items" and "/items/2").
-func relate(a, b string) bool {
-	if a == b {
-		return true
-	}
-	if len(a) > len(b) {
-		a, b = b, a
-	}
-	return strings.HasPrefix(a, "/") && strings.HasPrefix(b, a) && (strings.HasSuffix(a, "/") || b[len(a)] == '/')
-}
-
 // dependsOn reports whether a step with keys k depends on state a step
 // writing keys c changed. Unknown keys (kUnknown) depend on every write;
 // unknown writes (cUnknown) may have changed anything. A step that wrote
@@ -76,7 +63,7 @@ func dependsOn(k []string, kUnknown bool, c []string, cUnknown bool) bool {
 	}
 	for _, a := range k {
 		for _, b := range c {
-			if relate(a, b) {
+			if kavach.KeysRelate(a, b) {
 				return true
 			}
 		}
@@ -109,6 +96,10 @@ const (
 	ReasonShown   = "failure-shown"     // the recording or the old build showed a failure at the step
 	ReasonDepends = "depends-on-change" // the step touches state a changed step wrote (inferred)
 )
+
+// DetailRefusedAfter is the detail of a finding after the failure where
+// the new build refuses a request the old build answered.
+const DetailRefusedAfter = "after the failing step, the new build refuses a request the old build answered"
 
 // InputField is one field of a fingerprint on the two builds.
 type InputField struct {
@@ -281,7 +272,7 @@ func afterFailure(ev Evidence, noise replay.Noise) ([]Finding, []Explained) {
 		case showedFailure:
 			ex.Reason = ReasonShown
 		case s.Outcome.Kind == kavach.Error && o.Outcome.Kind == kavach.OK:
-			diverged("after the failing step, the new build refuses a request the old build answered", nil)
+			diverged(DetailRefusedAfter, nil)
 			continue
 		case observed && len(differ) > 0:
 			ex.Reason, ex.Inputs = ReasonInputs, differ

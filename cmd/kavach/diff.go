@@ -493,7 +493,7 @@ func diffHint(rep *grade.Report, a []string, report string) string {
 		if f.Step > ev.Failure.Step {
 			why := "the step touches no state a changed step wrote"
 			switch {
-			case strings.Contains(f.Detail, "refuses a request the old build answered"):
+			case f.Detail == grade.DetailRefusedAfter:
 				why = "it refuses a request the old build answered"
 			case f.Rule == grade.RuleObserved:
 				why = "the state the step read is the same on both builds, so the answer should be too"
