@@ -491,6 +491,7 @@ func (g *gen) incident() []Variant {
 			out = g.add(out, v)
 		}
 	}
+	out = g.writerValues(out, affecting)
 	// Moving the failing request before a step that cannot affect it is
 	// moving it before the next one that can.
 	for _, j := range affecting {
@@ -635,7 +636,7 @@ func (g *gen) regression() []Variant {
 			out = g.add(out, v)
 		}
 	}
-	return out
+	return g.readBacks(out, cut)
 }
 
 type substitution struct {

@@ -1,0 +1,27 @@
+package variants
+
+import "fmt"
+
+// writerValues are the incident's variants that vary the values of the
+// earlier steps writing a key the failing request names (PlaceWriter):
+// each value kind the failing request gets (number forms, structured
+// values) and its script kinds (script sites, runners), put on the
+// writer instead, the failing step kept. The failure may live in what
+// was stored (a stream's entries written with a gap between their ids
+// that a range then walks), which the failing request's own arguments
+// never reach. Kind "writer-value", kept like every variant of the
+// incident: when the old build then fails at the failing step
+// (docs/variants.md, "On the writers").
+func (g *gen) writerValues(out []Variant, affecting []int) []Variant {
+	for _, j := range affecting {
+		if g.place[j] != PlaceWriter {
+			continue
+		}
+		for _, sub := range g.values(j) {
+			v := g.substituted(j, sub.Substitution, fmt.Sprintf("step %d (writes the failing request's key): %s, %s", j, sub.kind, sub.What), false)
+			v.group, v.Kind, v.Place = fmt.Sprintf("step %d writer-value %s", j, sub.kind), "writer-value", PlaceWriter
+			out = g.add(out, v)
+		}
+	}
+	return out
+}
