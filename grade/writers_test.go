@@ -76,23 +76,27 @@ func checkCaughtBy(t *testing.T, fx *fixtures.Fixture, old, fixed, wrong string,
 // large gap between their ids still fail. The failing request's own
 // variants keep the recorded entries 1 ms apart; only the stream ids of
 // the earlier XADDs, varied (writer-value), put a gap between entries.
+// A budget of 200 keeps every writer's forms: the default keeps the first
+// of some writers only (their ms part past 2^63, which this old build
+// refuses), and which ones is the seed's choice.
 func TestWriterValuesCatchStateWrittenEarlier(t *testing.T) {
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WritersOld)...)
 	fixed := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StreamGapFixed)...)
 	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WritersWrong)...)
 	fx := recordValues(t, old, incidents.RecordStreamGap)
-	if want := "error:ERR stream range span past 2^32 ms"; fx.Failure.Signature != want {
-		t.Fatalf("recorded %q, want %q", fx.Failure.Signature, want)
+	if !strings.HasPrefix(fx.Failure.Signature, "error:ERR stream range span past") {
+		t.Fatalf("recorded %q, want the refusal of the range", fx.Failure.Signature)
 	}
-	checkCaughtBy(t, fx, old, fixed, wrong, 64, "writer-value")
+	checkCaughtBy(t, fx, old, fixed, wrong, 200, "writer-value")
 }
 
 // A lossy round trip: the wrong fix of INCRBYFLOAT's refusal of negative
 // increments also writes a fractional result through a double, 17
-// digits: 10.1 reads back as 10.099999999999999. The incident's own
+// digits: 2.6 reads back as 2.6000000000000001. The incident's own
 // numbers (12.5) read back exactly, and the failing step's key is
 // another one; only a fraction written where the recording later reads
-// the value back (read-back) compares the two builds on it.
+// the value back (read-back) compares the two builds on it, within the
+// default budget.
 func TestReadBackCatchesALossyRoundTrip(t *testing.T) {
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WritersOld)...)
 	fixed := redisbuild.MustBuild(t)

@@ -131,4 +131,16 @@ func TestReadBackVariants(t *testing.T) {
 	if len(small) != 16 || n == 0 {
 		t.Errorf("budget 16: %d variants, %d read-back; want 16 with some read-back", len(small), n)
 	}
+	// Each write's first read-back variants are numbers no binary float
+	// holds exactly; an integer written otherwise is none of them.
+	for _, v := range vs {
+		if v.Kind == "read-back" && (strings.Contains(v.Description, `→ "010"`) || strings.Contains(v.Description, `→ "+10"`)) {
+			t.Errorf("%s: an integer written otherwise", v.Description)
+		}
+	}
+	for _, v := range small {
+		if v.Kind == "read-back" && !strings.Contains(v.Description, `"0.1"`) && !strings.Contains(v.Description, `"1e-3"`) && !strings.Contains(v.Description, `"2.51"`) && !strings.Contains(v.Description, `"5e-324"`) {
+			t.Errorf("budget 16 kept %s, want a number no binary float holds exactly first", v.Description)
+		}
+	}
 }

@@ -15,8 +15,8 @@ var (
 	// the incident's own range passes, entries written with a large gap
 	// between their ids still fail. INCRBYFLOAT's refusal of negative
 	// increments lifted, and a fractional result below 1e15 now written
-	// through a double with 17 digits: 10.1 reads back as
-	// 10.099999999999999.
+	// through a double with 17 digits: 3.3 reads back as
+	// 3.2999999999999998.
 	WritersWrong = []string{"values-old.patch", "writers-old.patch", "writers-fix-wrong.patch"}
 	// StreamGapFixed is the correct fix of the XRANGE incident: WritersOld
 	// without the XRANGE fault (XADD still refuses an id part past 2^63,
