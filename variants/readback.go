@@ -22,15 +22,17 @@ import (
 // says, the keys it writes (kavach.Inspector); a step whose keys are
 // unknown is neither.
 func (g *gen) readBacks(out []Variant, cut int) []Variant {
+	if _, ok := g.opts.Variator.(kavach.ValueVariator); !ok || g.opts.Keys == nil {
+		return out
+	}
+	readAt := g.readBack()
 	var steps []int
-	readAt := map[int]int{}
 	for j := 1; j < g.F && j <= len(g.steps); j++ {
-		if k := g.readBack(j); k > 0 {
+		if readAt[j] > 0 {
 			steps = append(steps, j)
-			readAt[j] = k
 		}
 	}
-	for _, j := range g.pick(steps) {
+	for _, j := range spread(g.pick(steps), max(1, g.opts.Budget/4)) {
 		for _, sub := range g.readBackForms(j) {
 			v := g.substituted(j, sub.Substitution, fmt.Sprintf("read-back: step %d: %s, read back at step %d", j, sub.What, readAt[j]), true)
 			v.group, v.Kind, v.Place = fmt.Sprintf("step %d read-back", j), "read-back", PlaceRegression
@@ -41,30 +43,82 @@ func (g *gen) readBacks(out []Variant, cut int) []Variant {
 	return out
 }
 
-// readBack is the first step after step j, and before the failing one,
-// that names a key step j writes; 0 for none, or when the keys are
-// unknown.
-func (g *gen) readBack(j int) int {
-	keysOf := func(n int) []string {
-		if n-1 < len(g.opts.Keys) {
-			return g.opts.Keys[n-1]
-		}
-		return nil
+// spread keeps n of steps, evenly spaced from the first, when they are
+// more: the regression variants' share of the budget is a quarter of it,
+// and each write read back is one group there, so more writes than that
+// would only cost the making of variants no budget keeps.
+func spread(steps []int, n int) []int {
+	if len(steps) <= n {
+		return steps
 	}
-	written := keysOf(j)
-	if ins, ok := g.opts.Codec.(kavach.Inspector); ok && len(written) > 0 && g.steps[j-1].Request.Flags&kavach.ParseError == 0 {
-		w, _ := ins.Writes(g.steps[j-1].Request.Data)
-		written = w
+	out := make([]int, n)
+	for i := range out {
+		out[i] = steps[i*len(steps)/n]
 	}
-	if len(written) == 0 {
-		return 0
-	}
-	for k := j + 1; k < g.F && k <= len(g.steps); k++ {
-		if anyRelate(keysOf(k), written) {
+	return out
+}
+
+// readBack is, for each step j before the failing one that writes a key
+// (kavach.Inspector; without one, every key it names), the first later
+// step before the failing one that names a key related to it
+// (kavach.KeysRelate); 0 for none. A step whose keys are unknown is
+// neither a write nor a read. One pass from the failing step back: each
+// key maps to the nearest later step naming it, and each path to the
+// nearest later step naming a path below it.
+func (g *gen) readBack() []int {
+	out := make([]int, g.F)
+	named := map[string]int{} // key -> nearest later step naming it
+	below := map[string]int{} // path -> nearest later step naming a path below it
+	ins, hasIns := g.opts.Codec.(kavach.Inspector)
+	nearest := func(best, k int) int {
+		if k > 0 && (best == 0 || k < best) {
 			return k
 		}
+		return best
 	}
-	return 0
+	for j := min(g.F-1, len(g.steps), len(g.opts.Keys)); j >= 1; j-- {
+		keys := g.opts.Keys[j-1]
+		written := keys
+		if hasIns && len(keys) > 0 && g.steps[j-1].Request.Flags&kavach.ParseError == 0 {
+			written, _ = ins.Writes(g.steps[j-1].Request.Data)
+		}
+		for _, w := range written {
+			out[j] = nearest(out[j], named[w])
+			out[j] = nearest(out[j], below[w])
+			for _, a := range ancestors(w) {
+				out[j] = nearest(out[j], named[a])
+			}
+		}
+		for _, k := range keys {
+			named[k] = j
+			for _, a := range ancestors(k) {
+				below[a] = j
+			}
+		}
+	}
+	return out
+}
+
+// ancestors are the paths a path key is below, as kavach.KeysRelate
+// relates them ("/items/2": "/", "/items", "/items/"); none for a key
+// that is no path.
+func ancestors(key string) []string {
+	if !strings.HasPrefix(key, "/") {
+		return nil
+	}
+	var out []string
+	for i := 0; i < len(key); i++ {
+		if key[i] != '/' {
+			continue
+		}
+		if i > 0 {
+			out = append(out, key[:i])
+		}
+		if i+1 < len(key) {
+			out = append(out, key[:i+1])
+		}
+	}
+	return out
 }
 
 // readBackForms are step j's number forms a read back can show changed:
@@ -75,16 +129,18 @@ func (g *gen) readBack(j int) int {
 // first: a lossy round trip changes them, so a budget that keeps a few
 // of a write's keeps those.
 func (g *gen) readBackForms(j int) []substitution {
-	_, before, ok := g.opts.Variator.Fields(g.steps[j-1].Request.Data, g.opts.Schema)
+	_, before, ok := g.opts.Variator.Fields(g.steps[j-1].Request.Data, nil)
 	if !ok {
 		return nil
 	}
+	// Only the argument that changed is looked at: the fields are split
+	// without the schema, which costs less and places them alike.
 	var inexact, exact []substitution
-	for _, sub := range g.values(j) {
+	for _, sub := range g.valuesOf(j) {
 		if sub.kind != "number-form" {
 			continue
 		}
-		_, after, ok := g.opts.Variator.Fields(sub.Request, g.opts.Schema)
+		_, after, ok := g.opts.Variator.Fields(sub.Request, nil)
 		if !ok || len(after) != len(before) {
 			continue
 		}

@@ -1,6 +1,11 @@
 package variants
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+
+	"github.com/kavach-dev/kavach"
+)
 
 // Which decimal numbers a binary fraction holds exactly: the read-back
 // variants put the others first.
@@ -13,6 +18,28 @@ func TestBinaryHolds(t *testing.T) {
 	} {
 		if got := binaryHolds(v); got != want {
 			t.Errorf("binaryHolds(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// A path's ancestors are the keys it relates to as a path below them.
+func TestAncestors(t *testing.T) {
+	for key, want := range map[string][]string{
+		"/items/2": {"/", "/items", "/items/"},
+		"/items/":  {"/", "/items"},
+		"/":        nil,
+		"counter":  nil,
+		"a/b":      nil,
+		"/a//b":    {"/", "/a", "/a/", "/a/", "/a//"},
+	} {
+		got := ancestors(key)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("ancestors(%q) = %q, want %q", key, got, want)
+		}
+		for _, a := range got {
+			if !kavach.KeysRelate(a, key) {
+				t.Errorf("%q is no ancestor of %q by KeysRelate", a, key)
+			}
 		}
 	}
 }

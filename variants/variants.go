@@ -329,6 +329,8 @@ type gen struct {
 	rank  []int                 // step -> its place in the seeded order pick keeps
 	types map[string][]seenType // kind and field key -> its types (typedAs)
 	mu    sync.Mutex            // deferred builds (finish)
+	// stepValues are earlier steps' value variants (valuesOf).
+	stepValues map[int][]substitution
 }
 
 func newGen(events []kavach.Event, failing int, opts Options) *gen {

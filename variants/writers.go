@@ -17,11 +17,24 @@ func (g *gen) writerValues(out []Variant, affecting []int) []Variant {
 		if g.place[j] != PlaceWriter {
 			continue
 		}
-		for _, sub := range g.values(j) {
+		for _, sub := range g.valuesOf(j) {
 			v := g.substituted(j, sub.Substitution, fmt.Sprintf("step %d (writes the failing request's key): %s, %s", j, sub.kind, sub.What), false)
 			v.group, v.Kind, v.Place = fmt.Sprintf("step %d writer-value %s", j, sub.kind), "writer-value", PlaceWriter
 			out = g.add(out, v)
 		}
 	}
 	return out
+}
+
+// valuesOf are step j's value variants (values), made once for the
+// writers' variants and the read-back ones.
+func (g *gen) valuesOf(j int) []substitution {
+	if subs, ok := g.stepValues[j]; ok {
+		return subs
+	}
+	if g.stepValues == nil {
+		g.stepValues = map[int][]substitution{}
+	}
+	g.stepValues[j] = g.values(j)
+	return g.stepValues[j]
 }
