@@ -858,9 +858,12 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 			return what
 		}
 		build := func() []byte {
-			f := slices.Clone(fields)
-			f[i].Value = value
-			return g.opts.Variator.Rebuild(req.Data, f)
+			// In place and back, not on a copy: a wide request's fields
+			// are many. Builds take turns (finish).
+			old := fields[i].Value
+			fields[i].Value = value
+			defer func() { fields[i].Value = old }()
+			return g.opts.Variator.Rebuild(req.Data, fields)
 		}
 		group := groups[i]
 		if from != "" && strings.HasPrefix(from, "taken from") {
