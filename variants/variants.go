@@ -966,7 +966,8 @@ const pickFields = 4
 // both, each candidate is built and told from the others by its bytes;
 // past either, each is told by the field and value it changes and built
 // only when kept, so that generating stays linear in the request's size.
-const (
+// Variables only so that a test can compare both ways on one request.
+var (
 	exactFields = 64
 	exactCost   = 1 << 20
 )
