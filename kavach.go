@@ -586,6 +586,18 @@ type Substitution struct {
 	// group get their turns round by round. Both are empty for a type or
 	// grammar substitution.
 	Kind, Group string
+	// Edit, when set, says the substitution is the request with one field
+	// (as the Variator's Fields numbers them) set to another value, and
+	// Setup before it. Request may then be nil: the variants package
+	// makes it with Rebuild only when the variant is kept, so that a
+	// request of many arguments is not copied once per candidate.
+	Edit *FieldEdit
+}
+
+// FieldEdit is one field of a request set to another value.
+type FieldEdit struct {
+	Field int
+	Value string
 }
 
 // ValueVariator is an optional Variator interface: the request with one
