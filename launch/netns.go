@@ -60,11 +60,20 @@ func IsolationReason() string {
 // their own: KAVACH_NO_NETNS is not set (it is read at each start), and
 // the kernel allows one.
 func isolationErr() error {
+	if TrustNetwork() {
+		return errors.New("KAVACH_NO_NETNS=trust is set")
+	}
 	if os.Getenv("KAVACH_NO_NETNS") != "" {
 		return errors.New("KAVACH_NO_NETNS is set")
 	}
 	return netnsErr()
 }
+
+// TrustNetwork reports whether KAVACH_NO_NETNS=trust asks for builds in
+// Kavach's network with nothing of a fixture's withheld (no containment,
+// no Spawn.Shared arguments): for a fixture one made oneself, as
+// --trust-fixture-launch is for its launch (docs/security.md).
+func TrustNetwork() bool { return os.Getenv("KAVACH_NO_NETNS") == "trust" }
 
 // netnsErr is nil when a network namespace can be made here: tried once.
 var netnsErr = sync.OnceValue(func() error {

@@ -188,7 +188,9 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	args := append(append(expand(s.Defaults), expand(s.Launch.Args)...), expand(s.Safety)...)
 	if !isolated {
 		p.shared = true
-		args = append(args, expand(s.Shared)...)
+		if !TrustNetwork() {
+			args = append(args, expand(s.Shared)...)
+		}
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = dir

@@ -249,10 +249,11 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	if sh, ok := proc.(interface{ Shared() bool }); ok {
 		tr.Network = NetworkIsolated
 		if sh.Shared() {
-			tr.Network = NetworkShared + " (namespaces refused: " + launch.IsolationReason() + ")"
-			if c, ok := opts.Codec.(kavach.Container); ok {
+			why := " (namespaces refused: " + launch.IsolationReason() + ")"
+			tr.Network = NetworkShared + why
+			if c, ok := opts.Codec.(kavach.Container); ok && !launch.TrustNetwork() {
 				contain = c.NewContainment()
-				tr.Network = NetworkContained + " (namespaces refused: " + launch.IsolationReason() + ")"
+				tr.Network = NetworkContained + why
 			}
 		}
 	}
