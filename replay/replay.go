@@ -1181,7 +1181,7 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 		s.Virtual = r.clock.Now()
 	}
 	r.last[ev.Conn] = i
-	if r.contain != nil && write && ev.Flags&kavach.Inserted == 0 {
+	if r.contain != nil && write {
 		action, reply, why := r.contain.Contain(ev.Conn, ev.Data, ev.Flags&kavach.ParseError != 0)
 		switch action {
 		case kavach.Withhold:

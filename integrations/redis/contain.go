@@ -90,12 +90,14 @@ func containedSetting(name string) bool {
 }
 
 func (c *containment) Contain(conn uint64, request []byte, raw bool) (kavach.ContainAction, []byte, string) {
-	why := c.why(request, raw)
-	name := ""
-	if !raw {
-		if cmd, err := ParseCommand(request); err == nil {
-			name = cmd.Name
-		}
+	if name, ok := peekName(request); ok && !raw && !nameIn(name, containNames...) {
+		return kavach.Send, nil, "" // the common case, decided without parsing the arguments
+	}
+	var why, name string
+	if cmd, err := ParseCommand(request); raw || err != nil {
+		why = rawWhy(request)
+	} else {
+		why, name = c.why(cmd), cmd.Name
 	}
 	switch {
 	case why != "":
@@ -116,15 +118,8 @@ func (c *containment) Contain(conn uint64, request []byte, raw bool) (kavach.Con
 	return kavach.Send, nil, ""
 }
 
-// why says why request is withheld, or "".
-func (c *containment) why(request []byte, raw bool) string {
-	if raw {
-		return rawWhy(request)
-	}
-	cmd, err := ParseCommand(request)
-	if err != nil {
-		return rawWhy(request)
-	}
+// why says why cmd is withheld, or "".
+func (c *containment) why(cmd Command) string {
 	sub := ""
 	if len(cmd.Args) > 1 {
 		sub = strings.ToUpper(string(cmd.Args[1]))
@@ -180,6 +175,10 @@ func (c *containment) why(request []byte, raw bool) string {
 	}
 	return ""
 }
+
+// containNames are the commands Contain looks into: the others are sent.
+var containNames = []string{"CONFIG", "REPLICAOF", "SLAVEOF", "MIGRATE", "FAILOVER", "CLUSTER", "MODULE",
+	"EVAL", "EVAL_RO", "EVALSHA", "EVALSHA_RO", "SCRIPT", "FUNCTION", "FCALL", "FCALL_RO", "MULTI", "EXEC", "DISCARD", "RESET"}
 
 func namesMigrate(body []byte) bool { return bytes.Contains(bytes.ToLower(body), []byte("migrate")) }
 

@@ -104,3 +104,20 @@ func FuzzContain(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkContain is the cost of one decision on a request that is sent
+// (the common case) and on one withheld, per request of a contained replay.
+func BenchmarkContain(b *testing.B) {
+	c := Codec{}.NewContainment()
+	get, bind := cmd("GET", "greeting"), cmd("CONFIG", "SET", "bind", "0.0.0.0")
+	b.Run("sent", func(b *testing.B) {
+		for range b.N {
+			c.Contain(1, get, false)
+		}
+	})
+	b.Run("withheld", func(b *testing.B) {
+		for range b.N {
+			c.Contain(1, bind, false)
+		}
+	})
+}
