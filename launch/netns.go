@@ -27,7 +27,10 @@ import (
 // an unprivileged Go program cannot enter a user namespace (the kernel
 // refuses it to a process with more than one thread), and without one it
 // cannot make or enter a network namespace. Where the kernel refuses,
-// builds run in Kavach's namespace (Isolation says which).
+// builds run in Kavach's namespace (Isolation says which), with the
+// integration's Spawn.Shared arguments, and the replay withholds the
+// fixture's requests that would open them to the network
+// (kavach.Container; docs/security.md, "Contained").
 
 // Isolation names how builds are kept off the network: "netns" (each in a
 // network namespace of its own) or "none" (the kernel refused one: builds
