@@ -129,30 +129,15 @@ func ancestors(key string) []string {
 // first: a lossy round trip changes them, so a budget that keeps a few
 // of a write's keeps those.
 func (g *gen) readBackForms(j int) []substitution {
-	_, before, ok := g.opts.Variator.Fields(g.steps[j-1].Request.Data, nil)
-	if !ok {
-		return nil
-	}
-	// Only the argument that changed is looked at: the fields are split
-	// without the schema, which costs less and places them alike.
+	var before []kavach.Field // split when a form does not say what it sets (Edit)
 	var inexact, exact []substitution
 	for _, sub := range g.valuesOf(j) {
 		if sub.kind != "number-form" {
 			continue
 		}
-		_, after, ok := g.opts.Variator.Fields(sub.Request, nil)
-		if !ok || len(after) != len(before) {
-			continue
-		}
-		i := 0
-		for i < len(after) && after[i].Value == before[i].Value {
-			i++
-		}
-		if i == len(after) {
-			continue
-		}
-		switch v := after[i].Value; {
-		case !strings.ContainsAny(v, ".eE") && !strings.HasPrefix(v, "-0"):
+		v, ok := g.newValue(j, sub, &before)
+		switch {
+		case !ok, !strings.ContainsAny(v, ".eE") && !strings.HasPrefix(v, "-0"):
 		case binaryHolds(v):
 			exact = append(exact, sub)
 		default:
@@ -160,6 +145,32 @@ func (g *gen) readBackForms(j int) []substitution {
 		}
 	}
 	return append(inexact, exact...)
+}
+
+// newValue is the value sub sets in step j's request: its Edit's, or
+// the one field that differs from the recorded request's (before, split
+// once, without the schema: it costs less and places the fields alike).
+func (g *gen) newValue(j int, sub substitution, before *[]kavach.Field) (string, bool) {
+	if sub.Edit != nil {
+		return sub.Edit.Value, true
+	}
+	if *before == nil {
+		_, f, ok := g.opts.Variator.Fields(g.steps[j-1].Request.Data, nil)
+		if !ok {
+			return "", false
+		}
+		*before = f
+	}
+	_, after, ok := g.opts.Variator.Fields(sub.Request, nil)
+	if !ok || len(after) != len(*before) {
+		return "", false
+	}
+	for i := range after {
+		if after[i].Value != (*before)[i].Value {
+			return after[i].Value, true
+		}
+	}
+	return "", false
 }
 
 // binaryHolds reports whether a binary fraction holds the decimal number
