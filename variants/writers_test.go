@@ -59,9 +59,36 @@ func TestWriterValues(t *testing.T) {
 		t.Errorf("no variant %q among:\n%s", want, strings.Join(descriptions(vs), "\n"))
 	}
 
+	// A script that names the key (its writes unknown to the codec: an
+	// "other" step) gets them too: its call sites, runners and ARGV.
+	evs, keys = session(
+		[]string{"HSET", "stock", "n", "1"},
+		[]string{"EVAL", "return redis.call('HINCRBY', KEYS[1], 'n', ARGV[1])", "1", "stock", "5"},
+		[]string{"HGET", "stock", "n"},
+	)
+	keys[1] = []string{"stock"}
+	kinds := map[string]bool{}
+	for _, v := range variants.Generate(evs, 3, variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}) {
+		if v.Kind == "writer-value" && strings.HasPrefix(v.Description, "step 2 (a script naming the failing request's key): ") {
+			kinds[strings.SplitN(strings.TrimPrefix(v.Description, "step 2 (a script naming the failing request's key): "), ",", 2)[0]] = true
+			if v.Place != variants.PlaceOther {
+				t.Errorf("%s: place %s, want other (a script's writes are unknown)", v.Description, v.Place)
+			}
+		}
+	}
+	if !kinds["script-site"] || !kinds["runner"] || !kinds["number-form"] {
+		t.Errorf("the script's writer-value variants are of kinds %v, want script sites, runners and its ARGV's number forms", kinds)
+	}
+
 	// Switched off, none; and none when the keys are unknown (no step is
 	// known to write the failing request's key).
 	o.Exclude = []string{"writer-value"}
+	evs, _ = session(
+		[]string{"XADD", "events", "5000000000-1", "name", "a"},
+		[]string{"XADD", "other", "7-1", "name", "x"},
+		[]string{"XADD", "events", "5000000001-1", "name", "b"},
+		[]string{"XRANGE", "events", "-", "+"},
+	)
 	for _, v := range variants.Generate(evs, 4, o) {
 		if v.Kind == "writer-value" {
 			t.Fatalf("excluded, yet %s", v.Description)
