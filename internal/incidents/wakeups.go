@@ -39,13 +39,13 @@ func WokenShort(addr string) error {
 
 // MetricsFed is the aggregate incident's session (docs/variants.md,
 // "Aggregates"), on one keep-alive connection: an item created (201),
-// read back, a missing item deleted (404), then the metrics page, which
-// the old build refuses (500: it counted the 201 twice, and more
-// responses than requests is a fault).
+// read back, item 0 (which does not exist) deleted (404), then the
+// metrics page, which the old build refuses (500: it counted the 201
+// twice, and more responses than requests is a fault).
 var MetricsFed = []HTTPRequest{
 	{1, "POST", "/api/v1/items", `{"name":"lamp","price_cents":1999,"quantity":1}`},
 	{1, "GET", "/api/v1/items/1", ""},
-	{1, "DELETE", "/api/v1/items/7", ""},
+	{1, "DELETE", "/api/v1/items/0", ""},
 	{1, "GET", "/metrics", ""},
 }
 
