@@ -192,8 +192,11 @@ func kindsLine(kinds []grade.KindCount) string {
 	var parts []string
 	for _, k := range kinds {
 		kept, what := k.Reproduced, ""
-		if k.Handled > 0 || k.Kind == "regression" {
+		switch {
+		case onlyHandled(k):
 			kept, what = k.Handled, " handled"
+		case k.Handled > 0: // aggregate: variants of the incident and regression variants
+			what = fmt.Sprintf(", %d handled", k.Handled)
 		}
 		p := fmt.Sprintf("%s %d/%d%s", k.Kind, kept, k.Generated, what)
 		if k.Failed > 0 {
@@ -202,6 +205,12 @@ func kindsLine(kinds []grade.KindCount) string {
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// onlyHandled reports whether k's variants are all regression variants
+// (regression, wakeup) or, as far as the counts show, kept only as such.
+func onlyHandled(k grade.KindCount) bool {
+	return k.Kind == "regression" || k.Kind == "wakeup" || k.Handled > 0 && k.Reproduced == 0
 }
 
 // printKinds prints the variants' count by kind, after their list: how
@@ -221,8 +230,11 @@ func printKinds(c *cli.Context, kinds []grade.KindCount, ran bool) error {
 	fmt.Fprintln(tw, "KIND\tVARIANTS\tREPRODUCED\tHANDLED\tFAILED")
 	for _, k := range kinds {
 		reproduced, handled := strconv.Itoa(k.Reproduced), "-"
-		if k.Kind == "regression" || k.Handled > 0 {
+		switch {
+		case onlyHandled(k):
 			reproduced, handled = "-", strconv.Itoa(k.Handled)
+		case k.Handled > 0:
+			handled = strconv.Itoa(k.Handled)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\n", k.Kind, k.Generated, reproduced, handled, k.Failed)
 	}
