@@ -115,7 +115,7 @@ func (g *gen) wakeups() []Variant {
 		desc := what("step %d (%s): %s %s → %s, its wakers kept", g.F, g.describe(g.F), g.fieldName(timeout, fields[timeout]), quote(t), quote(other))
 		add(g.withRequest(g.F, set(timeout, other), desc, true), "timeout")
 	}
-	request := req.Data
+	var request []byte // nil: the failing request as recorded
 	if short != "" {
 		request = set(timeout, short)
 	}
@@ -180,8 +180,8 @@ func isZero(v string) bool {
 }
 
 // droppedWaking is the incident without step j's request and replies,
-// the failing request sent as request (given a timeout, when it had
-// none, so that it wakes).
+// the failing request sent as request when not nil (given a timeout,
+// when it had none, so that it wakes).
 func (g *gen) droppedWaking(j int, request []byte) Variant {
 	events := make([]kavach.Event, 0, len(g.events))
 	failing := g.span[g.F][0]
@@ -189,7 +189,7 @@ func (g *gen) droppedWaking(j int, request []byte) Variant {
 		if slices.Contains(g.span[j], i) {
 			continue
 		}
-		if i == failing {
+		if i == failing && request != nil {
 			ev.Data, ev.Flags = request, ev.Flags&^kavach.Redacted
 		}
 		events = append(events, ev)

@@ -22,13 +22,15 @@ var (
 
 // WokenShort is the wake-up incident's session, by go-redis: connection
 // a blocks in BLMPOP 0 1 jobs LEFT COUNT 5 on an empty list; connection
-// b pushes two elements a moment later, which wake it. The old build
+// b pushes two elements a second later, which wake it. The old build
 // answers the woken pop an error (step 3).
 func WokenShort(addr string) error {
 	c, done := connect(addr, 2)
 	defer done()
 	a, b, ctx := c[0], c[1], context.Background()
-	pushed := after(300*time.Millisecond, func() { b.RPush(ctx, "jobs", "a", "b") })
+	// A second's margin, for a loaded machine: the pop must be blocked
+	// before the push comes, or it is answered at once.
+	pushed := after(time.Second, func() { b.RPush(ctx, "jobs", "a", "b") })
 	err := a.Do(ctx, "BLMPOP", "0", "1", "jobs", "LEFT", "COUNT", "5").Err()
 	pushed()
 	if err == nil {
