@@ -22,6 +22,15 @@ type Blocking interface {
 	BlockingFields(request []byte, fields []kavach.Field) (count, timeout int)
 }
 
+// The timeouts a blocked request is given: short, when nothing wakes it
+// any more; long, far past any recorded wait whether the command counts
+// seconds (BLPOP: over 41 days) or milliseconds (XREAD BLOCK, WAIT: an
+// hour).
+const (
+	shortTimeout = "1"
+	longTimeout  = "3600000"
+)
+
 // wakeDelay is how much later a delayed waker is sent, at least: longer
 // than the recorded wait, so that the blocked request waits on.
 const wakeDelay = time.Second
@@ -103,35 +112,37 @@ func (g *gen) wakeups() []Variant {
 			add(g.withRequest(g.F, set(count, c), desc, true), "count")
 		}
 	}
-	// A request that waits for ever is given a short timeout, and one
-	// with a timeout waits for ever: its wakers still come.
-	short := ""
+	// The timeout changed, its wakers kept: a request that waits for
+	// ever is given one far longer than any recorded wait (an hour or
+	// more, in seconds or milliseconds alike), and one with a timeout
+	// waits for ever: either way its wakers come first. A dropped waker
+	// leaves a request that waited for ever a short timeout, so that it
+	// wakes; a delayed one, a request with a timeout none, so that what
+	// wakes it is the waker and not a race with its timeout.
+	var dropping, delaying []byte // nil: the failing request as recorded
+	timeoutWords := func(to string) string {
+		return fmt.Sprintf("step %d's %s %s → %s", g.F, g.fieldName(timeout, fields[timeout]), quote(fields[timeout].Value), quote(to))
+	}
+	var dropWords, delayWords string
 	if timeout >= 0 {
-		t := fields[timeout].Value
-		other := "0"
+		t, other := fields[timeout].Value, "0"
 		if isZero(t) {
-			other, short = "1", "1"
+			other = longTimeout
+			dropping, dropWords = set(timeout, shortTimeout), "; "+timeoutWords(shortTimeout)+", so that it wakes"
+		} else {
+			delaying, delayWords = set(timeout, "0"), "; "+timeoutWords("0")+", so that the waker wakes it"
 		}
 		desc := what("step %d (%s): %s %s → %s, its wakers kept", g.F, g.describe(g.F), g.fieldName(timeout, fields[timeout]), quote(t), quote(other))
 		add(g.withRequest(g.F, set(timeout, other), desc, true), "timeout")
 	}
-	var request []byte // nil: the failing request as recorded
-	if short != "" {
-		request = set(timeout, short)
-	}
 	for _, j := range wakers {
-		desc := func() string {
-			s := fmt.Sprintf("step %d (%s), which woke or fed step %d, dropped", j, g.describe(j), g.F)
-			if short != "" {
-				s += fmt.Sprintf("; step %d's %s %s → %s, so that it wakes", g.F, g.fieldName(timeout, fields[timeout]), quote(fields[timeout].Value), quote(short))
-			}
-			return "wake-up: " + s
-		}
-		d := g.lazily(fmt.Sprintf("wakeup|dropped|%d", j), desc, func() Variant { return g.droppedWaking(j, request) })
+		d := g.lazily(fmt.Sprintf("wakeup|dropped|%d", j), func() string {
+			return what("step %d (%s), which woke or fed step %d, dropped%s", j, g.describe(j), g.F, dropWords)
+		}, func() Variant { return g.droppedWaking(j, dropping) })
 		add(d, "dropped")
 		l := g.lazily(fmt.Sprintf("wakeup|delayed|%d", j), func() string {
-			return what("step %d (%s), which woke or fed step %d, sent %s later", j, g.describe(j), g.F, human(g.delay(j)))
-		}, func() Variant { return g.delayed(j) })
+			return what("step %d (%s), which woke or fed step %d, sent %s later%s", j, g.describe(j), g.F, human(g.delay(j)), delayWords)
+		}, func() Variant { return g.delayed(j, delaying) })
 		add(l, "delayed")
 		t := g.lazily(fmt.Sprintf("wakeup|twice|%d", j), func() string {
 			return what("step %d (%s), which woke or fed step %d, delivered twice", j, g.describe(j), g.F)
@@ -180,21 +191,31 @@ func isZero(v string) bool {
 }
 
 // droppedWaking is the incident without step j's request and replies,
-// the failing request sent as request when not nil (given a timeout,
-// when it had none, so that it wakes).
+// the failing request sent as request when not nil.
 func (g *gen) droppedWaking(j int, request []byte) Variant {
 	events := make([]kavach.Event, 0, len(g.events))
-	failing := g.span[g.F][0]
 	for i, ev := range g.events {
-		if slices.Contains(g.span[j], i) {
-			continue
+		if !slices.Contains(g.span[j], i) {
+			events = append(events, ev)
 		}
-		if i == failing && request != nil {
-			ev.Data, ev.Flags = request, ev.Flags&^kavach.Redacted
-		}
-		events = append(events, ev)
 	}
+	g.sendFailing(events, request)
 	return g.variant(events, "", false)
+}
+
+// sendFailing makes the failing request of events (a variant's, the
+// failing step's request Seq kept) request, when not nil.
+func (g *gen) sendFailing(events []kavach.Event, request []byte) {
+	if request == nil {
+		return
+	}
+	seq := g.steps[g.F-1].Request.Seq
+	for i := range events {
+		if events[i].Seq == seq && events[i].Dir == kavach.Request {
+			events[i].Data, events[i].Flags = request, events[i].Flags&^kavach.Redacted
+			return
+		}
+	}
 }
 
 // delay is how much later step j is sent by delayed: wakeDelay, or the
@@ -205,13 +226,14 @@ func (g *gen) delay(j int) time.Duration {
 }
 
 // delayed is the incident with step j's request, and every event after
-// it, sent delay(j) later: the failing request waits that much longer
-// for what wakes it.
-func (g *gen) delayed(j int) Variant {
+// it, sent delay(j) later (the failing request waits that much longer
+// for what wakes it), the failing request sent as request when not nil.
+func (g *gen) delayed(j int, request []byte) Variant {
 	d := g.delay(j)
 	events := slices.Clone(g.events)
 	for i := g.span[j][0]; i < len(events); i++ {
 		events[i].Offset += d
 	}
+	g.sendFailing(events, request)
 	return g.variant(events, "", false)
 }

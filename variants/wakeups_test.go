@@ -58,7 +58,7 @@ func TestWakeupVariants(t *testing.T) {
 		`wake-up: step 2 (BLMPOP "0" "1" "jobs" "LEFT" "COUNT" "5"): argument 6 "5" → "4", its wakers kept`,
 		`wake-up: step 2 (BLMPOP "0" "1" "jobs" "LEFT" "COUNT" "5"): argument 6 "5" → "6", its wakers kept`,
 		`wake-up: step 2 (BLMPOP "0" "1" "jobs" "LEFT" "COUNT" "5"): argument 6 "5" → "10", its wakers kept`,
-		`wake-up: step 2 (BLMPOP "0" "1" "jobs" "LEFT" "COUNT" "5"): argument 1 "0" → "1", its wakers kept`,
+		`wake-up: step 2 (BLMPOP "0" "1" "jobs" "LEFT" "COUNT" "5"): argument 1 "0" → "3600000", its wakers kept`,
 		`wake-up: step 3 (RPUSH "jobs" "a" "b"), which woke or fed step 2, dropped; step 2's argument 1 "0" → "1", so that it wakes`,
 		`wake-up: step 3 (RPUSH "jobs" "a" "b"), which woke or fed step 2, sent 1s later`,
 		`wake-up: step 3 (RPUSH "jobs" "a" "b"), which woke or fed step 2, delivered twice`,
@@ -199,6 +199,36 @@ func TestRedisAggregatePlacesWriters(t *testing.T) {
 	for cmd, want := range map[string]bool{"DBSIZE": true, "INFO": true, "SCAN": true, "GET": false} {
 		if got := c.ReadsAggregate(redis.AppendCommand(nil, []byte(cmd))); got != want {
 			t.Errorf("ReadsAggregate(%s) = %v", cmd, got)
+		}
+	}
+}
+
+// A blocked request with a timeout: the timeout variant waits for ever,
+// a dropped waker leaves the timeout to fire, and a delayed one comes
+// to a request that waits for ever, so that no race with the timeout
+// decides what it answers.
+func TestWakeupVariantsWithATimeout(t *testing.T) {
+	evs, keys := woken()
+	evs[2].Data = redis.AppendCommand(nil, []byte("BLMPOP"), []byte("5"), []byte("1"), []byte("jobs"), []byte("LEFT"), []byte("COUNT"), []byte("5"))
+	var got []string
+	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Budget: 64, Seed: 1, Keys: keys}) {
+		if v.Kind != "wakeup" {
+			continue
+		}
+		got = append(got, v.Description)
+		if strings.Contains(v.Description, "sent 1s later") {
+			if c, _ := redis.ParseCommand(v.Events[2].Data); string(c.Args[1]) != "0" {
+				t.Errorf("delayed variant's pop: %q, want timeout 0", v.Events[2].Data)
+			}
+		}
+	}
+	for _, want := range []string{
+		`wake-up: step 2 (BLMPOP "5" "1" "jobs" "LEFT" "COUNT" "5"): argument 1 "5" → "0", its wakers kept`,
+		`wake-up: step 3 (RPUSH "jobs" "a" "b"), which woke or fed step 2, dropped`,
+		`wake-up: step 3 (RPUSH "jobs" "a" "b"), which woke or fed step 2, sent 1s later; step 2's argument 1 "5" → "0", so that the waker wakes it`,
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("no wake-up variant %q among:\n%s", want, strings.Join(got, "\n"))
 		}
 	}
 }
