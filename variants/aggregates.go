@@ -1,9 +1,6 @@
 package variants
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // Aggregator is what a Variator implements whose protocol has requests
 // that read an aggregate: something every earlier request may feed,
@@ -89,9 +86,11 @@ func (g *gen) aggregates() (incident, regression []Variant) {
 func (g *gen) reaching(incident, regression []Variant) ([]Variant, []Variant) {
 	inc, reg := g.aggregates()
 	n := len(incident)
-	incident = slices.Concat(incident, inc, g.wakeups())
+	// Appended, not concatenated: with none to add (most incidents),
+	// the incident's variants are not copied.
+	incident = append(append(incident, inc...), g.wakeups()...)
 	for i := n; i < len(incident); i++ {
 		incident[i].order = i
 	}
-	return incident, slices.Concat(regression, reg)
+	return incident, append(regression, reg...)
 }
