@@ -207,10 +207,12 @@ func kindsLine(kinds []grade.KindCount) string {
 	return strings.Join(parts, ", ")
 }
 
-// onlyHandled reports whether k's variants are all regression variants
-// (regression, wakeup) or, as far as the counts show, kept only as such.
+// onlyHandled reports whether k is shown by its handled count alone: a
+// kind of regression variants (regression, wakeup), or, as far as the
+// counts show, kept only as such. A kind with both (aggregate: variants
+// of the incident and regression variants) is shown with both.
 func onlyHandled(k grade.KindCount) bool {
-	return k.Kind == "regression" || k.Kind == "wakeup" || k.Handled > 0 && k.Reproduced == 0
+	return k.Reproduced == 0 && (k.Regression || k.Handled > 0)
 }
 
 // printKinds prints the variants' count by kind, after their list: how
