@@ -12,7 +12,8 @@ type KindCount struct {
 	Generated int    `json:"generated"` // run (kept or not)
 	// Reproduced: variants of the incident that failed on the old build
 	// the recorded way. Handled: regression variants the old build
-	// handled without failing. One of the two is 0 for a kind.
+	// handled without failing. One of the two is 0 for a kind, but
+	// aggregate, which has both.
 	Reproduced int `json:"reproduced"`
 	Handled    int `json:"handled"`
 	Failed     int `json:"failed"` // kept, and failed on the new build

@@ -11,11 +11,11 @@ import (
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 )
 
-// checkCaughtBy grades the correct fix (fixed, some variants of kind
+// checkWritersCaughtBy grades the correct fix (fixed, some variants of kind
 // kept), the wrong one (variant_failed, every failed variant of kind),
 // and the wrong one again with kind switched off (fixed): kind, and
 // nothing else, sees the wrong fix.
-func checkCaughtBy(t *testing.T, fx *fixtures.Fixture, old, fixed, wrong string, budget int, kind string) {
+func checkWritersCaughtBy(t *testing.T, fx *fixtures.Fixture, old, fixed, wrong string, budget int, kind string) {
 	t.Helper()
 	logFailed := func(what string, r *grade.Report) {
 		for _, v := range r.Evidence.Variants.List {
@@ -87,7 +87,7 @@ func TestWriterValuesCatchStateWrittenEarlier(t *testing.T) {
 	if !strings.HasPrefix(fx.Failure.Signature, "error:ERR stream range span past") {
 		t.Fatalf("recorded %q, want the refusal of the range", fx.Failure.Signature)
 	}
-	checkCaughtBy(t, fx, old, fixed, wrong, 200, "writer-value")
+	checkWritersCaughtBy(t, fx, old, fixed, wrong, 200, "writer-value")
 }
 
 // A lossy round trip: the wrong fix of INCRBYFLOAT's refusal of negative
@@ -105,5 +105,5 @@ func TestReadBackCatchesALossyRoundTrip(t *testing.T) {
 	if want := "error:ERR negative float increment not allowed"; fx.Failure.Signature != want {
 		t.Fatalf("recorded %q, want %q", fx.Failure.Signature, want)
 	}
-	checkCaughtBy(t, fx, old, fixed, wrong, 64, "read-back")
+	checkWritersCaughtBy(t, fx, old, fixed, wrong, 64, "read-back")
 }

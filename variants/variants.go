@@ -140,7 +140,7 @@ func Generate(events []kavach.Event, failing int, opts Options) []Variant {
 		opts.Budget = 64
 	}
 	g := newGen(events, failing, opts)
-	incident, regression := g.incident(), g.regression()
+	incident, regression := g.reaching(g.incident(), g.regression())
 	excluded := func(v Variant) bool { return slices.Contains(opts.Exclude, v.Kind) }
 	incident, regression = slices.DeleteFunc(incident, excluded), slices.DeleteFunc(regression, excluded)
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x6b61766163680000))
@@ -326,6 +326,7 @@ type gen struct {
 	// (PlaceWriter, PlaceOther), or "" when it cannot affect the failing
 	// step (placeOf).
 	place map[int]string
+	fed   []int                 // earlier steps placed only because the failing request reads an aggregate (feeders)
 	orig  map[uint64]int        // request Seq -> step, made once (variant)
 	rank  []int                 // step -> its place in the seeded order pick keeps
 	types map[string][]seenType // kind and field key -> its types (typedAs)
@@ -368,6 +369,7 @@ func newGen(events []kavach.Event, failing int, opts Options) *gen {
 	}
 	g.seen[hash(events, 0, 0)] = true // the incident itself is no variant
 	g.place = g.places()
+	g.fed = g.feeders(g.place)
 	return g
 }
 

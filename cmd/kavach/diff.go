@@ -533,6 +533,11 @@ func diffHint(rep *grade.Report, a []string, report string) string {
 		return fmt.Sprintf("the new build still fails at step %d the way the old one did (%s).\n"+
 			"Reproduce it alone: kavach replay %s %s", f.Step, ev.Failure.Signature, a[1], fixture)
 	case grade.VariantFailed:
+		if strings.HasPrefix(f.Detail, "wake-up:") {
+			return fmt.Sprintf("the new build answers the blocked request differently from the old build once it is woken\n"+
+				"another way (its count or timeout changed, or what woke it dropped, delayed or repeated), where the\n"+
+				"old build answered well: a fix must keep that. The variants this diff ran: kavach variants --report %s", report)
+		}
 		if strings.HasPrefix(f.Detail, "regression:") || len(f.Diffs) > 0 {
 			return fmt.Sprintf("the new build changed how it answers an input the old build handled (a mutation of an\n"+
 				"earlier step): a fix must keep that behaviour. The variants this diff ran: kavach variants --report %s", report)

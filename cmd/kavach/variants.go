@@ -192,8 +192,11 @@ func kindsLine(kinds []grade.KindCount) string {
 	var parts []string
 	for _, k := range kinds {
 		kept, what := k.Reproduced, ""
-		if k.Handled > 0 || k.Regression {
+		switch {
+		case onlyHandled(k):
 			kept, what = k.Handled, " handled"
+		case k.Handled > 0: // aggregate: variants of the incident and regression variants
+			what = fmt.Sprintf(", %d handled", k.Handled)
 		}
 		p := fmt.Sprintf("%s %d/%d%s", k.Kind, kept, k.Generated, what)
 		if k.Failed > 0 {
@@ -202,6 +205,14 @@ func kindsLine(kinds []grade.KindCount) string {
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// onlyHandled reports whether k is shown by its handled count alone: a
+// kind of regression variants (regression, wakeup), or, as far as the
+// counts show, kept only as such. A kind with both (aggregate: variants
+// of the incident and regression variants) is shown with both.
+func onlyHandled(k grade.KindCount) bool {
+	return k.Reproduced == 0 && (k.Regression || k.Handled > 0)
 }
 
 // printKinds prints the variants' count by kind, after their list: how
@@ -221,8 +232,11 @@ func printKinds(c *cli.Context, kinds []grade.KindCount, ran bool) error {
 	fmt.Fprintln(tw, "KIND\tVARIANTS\tREPRODUCED\tHANDLED\tFAILED")
 	for _, k := range kinds {
 		reproduced, handled := strconv.Itoa(k.Reproduced), "-"
-		if k.Regression || k.Handled > 0 {
+		switch {
+		case onlyHandled(k):
 			reproduced, handled = "-", strconv.Itoa(k.Handled)
+		case k.Handled > 0:
+			handled = strconv.Itoa(k.Handled)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\n", k.Kind, k.Generated, reproduced, handled, k.Failed)
 	}
