@@ -298,6 +298,8 @@ var VariantKinds = []string{
 	"script-site",   // a command a script of the failing request calls, varied within its family
 	"runner",        // the failing request's script run through another runner (EVALSHA, FCALL, _RO)
 	"sibling",       // the failing request made by another command of its family
+	"transplant",    // the failing request's trigger put into another request of the recording
+	"typed-sibling", // the failing request made by a command of another family, same argument type
 }
 
 // CheckVariantKinds returns an error naming the first of kinds that is not
