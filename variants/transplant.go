@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/kavach-dev/kavach"
@@ -22,8 +21,9 @@ type TypedSiblingVariator interface {
 }
 
 // maxTrigger is the longest value of the failing request that is
-// transplanted: a script's text or a document is the request's body, not
-// a trigger one argument of another request could carry.
+// transplanted; a value with white space is not either: a script's text
+// or a document is the request's body, not a trigger one argument of
+// another request could carry.
 const maxTrigger = 64
 
 // trigger is one value of the failing request transplanted into other
@@ -68,9 +68,17 @@ func (g *gen) transplants() []Variant {
 	if !ok {
 		return nil
 	}
+	keysOf := func(n int) []string {
+		if n-1 < len(g.opts.Keys) {
+			return g.opts.Keys[n-1]
+		}
+		return nil
+	}
 	var triggers []trigger
 	for i, f := range fields {
-		if (f.Type == kavach.FieldNumber || f.Type == kavach.FieldString) && f.Value != "" && len(f.Value) <= maxTrigger {
+		// A key is no trigger (the key variants vary it), even where the
+		// Variator types it as text (an EVAL's keys, after numkeys).
+		if (f.Type == kavach.FieldNumber || f.Type == kavach.FieldString) && f.Value != "" && len(f.Value) <= maxTrigger && !strings.ContainsAny(f.Value, " \t\r\n") && !slices.Contains(keysOf(g.F), f.Value) {
 			triggers = append(triggers, trigger{i, f, fieldClass(f)})
 		}
 	}
@@ -113,15 +121,25 @@ func (g *gen) transplants() []Variant {
 		}
 		return false
 	})
-	slices.SortFunc(targets, func(a, b target) int { return a.n - b.n })
+	// Fields of the trigger's own name (an argument of the same role, a
+	// query parameter of the same name; unnamed with unnamed) first, the
+	// nearest steps first; then fields of other names.
 	var out []Variant
-	for _, tg := range targets {
-		for _, t := range triggers {
-			for j, f := range tg.fields {
-				if f.Type != t.field.Type || fieldClass(f) != t.class || f.Value == t.field.Value {
-					continue
+	for _, sameName := range []bool{true, false} {
+		for _, tg := range targets {
+			keys := keysOf(tg.n)
+			for _, t := range triggers {
+				for j, f := range tg.fields {
+					if f.Type != t.field.Type || fieldClass(f) != t.class || f.Value == t.field.Value ||
+						(f.Name == t.field.Name) != sameName || slices.Contains(keys, f.Value) {
+						continue
+					}
+					v := g.transplanted(tg.n, tg.fields, j, t)
+					if !sameName {
+						v.group = "transplant to other fields"
+					}
+					out = append(out, v)
 				}
-				out = g.add(out, g.transplanted(tg.n, tg.fields, j, t))
 			}
 		}
 	}
@@ -136,7 +154,7 @@ func (g *gen) transplanted(n int, fields []kavach.Field, j int, t trigger) Varia
 		where = "after"
 	}
 	key := sha256.Sum256(fmt.Appendf(nil, "transplant|%d|%d|%s", n, j, t.field.Value))
-	v := Variant{key: key, Kind: "transplant", Place: PlaceOther, FailsAt: n, group: "transplant step " + strconv.Itoa(n)}
+	v := Variant{key: key, Kind: "transplant", Place: PlaceFailing, primary: true, FailsAt: n, group: "transplant"}
 	v.describe = func() string {
 		return fmt.Sprintf("step %d (%s the failure): %s %s → %s, step %d's %s carried over",
 			n, where, g.fieldName(j, fields[j]), quote(fields[j].Value), quote(t.field.Value), g.F, g.fieldName(t.i, t.field))
@@ -171,7 +189,7 @@ func (g *gen) typedSiblings() []Variant {
 	for _, s := range tv.TypedSiblings(req.Data, g.opts.Schema) {
 		v := g.substituted(g.F, s, fmt.Sprintf("step %d: %s", g.F, s.What), false)
 		v.group, v.primary, v.Kind, v.Place = "typed-sibling "+s.Group, true, "typed-sibling", PlaceFailing
-		out = g.add(out, v)
+		out = append(out, v)
 	}
 	return out
 }
