@@ -153,7 +153,9 @@ func (g *gen) transplanted(n int, fields []kavach.Field, j int, t trigger) Varia
 	if n > g.F {
 		where = "after"
 	}
-	key := sha256.Sum256(fmt.Appendf(nil, "transplant|%d|%d|%s", n, j, t.field.Value))
+	// The key of the earlier step's mutation that makes the same request
+	// (mutated): the two are one variant, made as the transplant.
+	key := sha256.Sum256(fmt.Appendf(nil, "lazy|%d|false|%d=%s", n, j, t.field.Value))
 	v := Variant{key: key, Kind: "transplant", Place: PlaceFailing, primary: true, FailsAt: n, group: "transplant"}
 	v.describe = func() string {
 		return fmt.Sprintf("step %d (%s the failure): %s %s → %s, step %d's %s carried over",

@@ -485,7 +485,9 @@ func (g *gen) incident() []Variant {
 		}
 		out = g.add(out, v)
 	}
-	for _, v := range g.typedSiblings() {
+	// Before the earlier steps' mutations: a transplant into an earlier
+	// step that one of them would make too is kept as the transplant.
+	for _, v := range slices.Concat(g.typedSiblings(), g.transplants()) {
 		out = g.add(out, v)
 	}
 	// Earlier inputs mutated, the failing step kept: the input that made
@@ -515,9 +517,6 @@ func (g *gen) incident() []Variant {
 		d.Place, t.Place = g.place[j], g.place[j]
 		out = g.add(out, d)
 		out = g.add(out, t)
-	}
-	for _, v := range g.transplants() {
-		out = g.add(out, v)
 	}
 	if g.F > 1 {
 		for _, d := range clockShifts {

@@ -1,0 +1,105 @@
+package redis
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func typedRequests(t *testing.T, args ...string) (reqs []string, setups [][]string) {
+	t.Helper()
+	for _, s := range typedSiblings(command(args), nil, nil) {
+		c, err := ParseCommand(s.Request)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var parts []string
+		for _, a := range c.Args {
+			parts = append(parts, string(a))
+		}
+		reqs = append(reqs, strings.Join(parts, " "))
+		var setup []string
+		for _, w := range s.Setup {
+			c, _ := ParseCommand(w)
+			var p []string
+			for _, a := range c.Args {
+				p = append(p, string(a))
+			}
+			setup = append(setup, strings.Join(p, " "))
+		}
+		setups = append(setups, setup)
+		if s.Group == "" || s.What == "" {
+			t.Errorf("%q: no group or description", reqs[len(reqs)-1])
+		}
+	}
+	return reqs, setups
+}
+
+// A request with an integer argument is made by the commands of other
+// families with one, on keys of their type written first; the members of
+// its own family are left to the sibling variants.
+func TestTypedSiblings(t *testing.T) {
+	reqs, setups := typedRequests(t, "PEXPIRE", "session", "1000")
+	want := []string{
+		"INCRBY kavach:typed:counter 1000", "DECRBY kavach:typed:counter 1000", "HINCRBY kavach:typed:hash kavach 1000",
+		"LTRIM kavach:typed:list 0 1000", "LRANGE kavach:typed:list 0 1000", "LINDEX kavach:typed:list 1000",
+		"GETRANGE kavach:typed:string 0 1000", "SETRANGE kavach:typed:string 1000 x",
+	}
+	if !slices.Equal(reqs, want) {
+		t.Errorf("typed siblings of PEXPIRE:\n%s\nwant\n%s", strings.Join(reqs, "\n"), strings.Join(want, "\n"))
+	}
+	if i := slices.Index(reqs, "LTRIM kavach:typed:list 0 1000"); i < 0 || !slices.Equal(setups[i], []string{"DEL kavach:typed:list", "RPUSH kavach:typed:list a b c"}) {
+		t.Errorf("LTRIM's setup: %v", setups)
+	}
+
+	// An offset that would allocate is not given to SETRANGE.
+	reqs, _ = typedRequests(t, "INCRBY", "counter", "100000000")
+	if slices.ContainsFunc(reqs, func(r string) bool { return strings.HasPrefix(r, "SETRANGE") }) {
+		t.Errorf("SETRANGE given an offset of 100 MB: %v", reqs)
+	}
+	if slices.ContainsFunc(reqs, func(r string) bool { return strings.HasPrefix(r, "DECRBY") || strings.HasPrefix(r, "HINCRBY") }) {
+		t.Errorf("INCRBY's own family made: %v", reqs)
+	}
+
+	// No integer argument, no typed sibling.
+	if reqs, _ := typedRequests(t, "GET", "k"); reqs != nil {
+		t.Errorf("GET: %v", reqs)
+	}
+	if reqs, _ := typedRequests(t, "INCRBY", "k"); reqs != nil {
+		t.Errorf("INCRBY without its increment: %v", reqs)
+	}
+}
+
+// A script's call site with an integer argument is rewritten to call
+// the other families' commands with the same expression, on a literal
+// key of their type written before the script runs.
+func TestTypedSites(t *testing.T) {
+	src := "local ms = tonumber(ARGV[1]) * 1000\nreturn redis.call('PEXPIRE', KEYS[1], ms)"
+	subs := typedSiblings(command([]string{"EVAL", src, "1", "session", "5"}), nil, nil)
+	var texts []string
+	for _, s := range subs {
+		c, err := ParseCommand(s.Request)
+		if err != nil || c.Name != "EVAL" {
+			t.Fatalf("%q: %v", s.Request, err)
+		}
+		texts = append(texts, string(c.Args[1]))
+	}
+	want := "local ms = tonumber(ARGV[1]) * 1000\nreturn redis.call('INCRBY', 'kavach:typed:counter', ms)"
+	if len(texts) == 0 || texts[0] != want {
+		t.Errorf("first site rewrite %q, want %q", texts, want)
+	}
+	for _, tx := range texts {
+		for _, kin := range []string{"'EXPIRE'", "'PERSIST'", "'TTL'", "'SETRANGE'"} {
+			if strings.Contains(tx, kin) {
+				t.Errorf("site rewritten to %s: %q", kin, tx)
+			}
+		}
+	}
+	if len(subs) > 0 && (len(subs[0].Setup) != 2 || !strings.Contains(subs[0].What, "script site 1")) {
+		t.Errorf("setup %q, what %q", subs[0].Setup, subs[0].What)
+	}
+	// A script Kavach cannot read is left alone.
+	if s := typedSiblings(command([]string{"EVAL", "return redis.call(ARGV[1], KEYS[1], 5)", "1", "k", "INCRBY"}), nil, nil); s != nil {
+		t.Errorf("unreadable script: %v", s)
+	}
+}
