@@ -202,6 +202,7 @@ func typedSites(s luaScript) []kavach.Substitution {
 	if err != nil {
 		return nil
 	}
+	sites := len(calls)
 	if s.reg != nil {
 		calls = within(calls, *s.reg)
 	}
@@ -232,6 +233,11 @@ func typedSites(s luaScript) []kavach.Substitution {
 				}
 			}
 			text := s.src[:c.nameStart-1] + string(q) + sameCase(m.name, c.name) + string(q) + ", " + strings.Join(parts, ", ") + s.src[c.close:]
+			// An argument dropped must not take another call site
+			// with it: the script would do less than the site change.
+			if again, err := luaCalls(text); err != nil || len(again) != sites {
+				continue
+			}
 			load, req := s.send(text)
 			what := fmt.Sprintf("script site %d, %s(%q, …, %s) → %s(%q, %s) (%s)", i+1, c.fn, c.name, expr, c.fn, sameCase(m.name, c.name), strings.Join(parts, ", "), typeWords(m.typ))
 			if s.how != "" {

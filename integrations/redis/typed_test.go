@@ -103,3 +103,37 @@ func TestTypedSites(t *testing.T) {
 		t.Errorf("unreadable script: %v", s)
 	}
 }
+
+// Typed site rewrites never panic on any script, and every rewritten
+// script parses again with as many sites, the rewritten one calling a
+// command of typedMembers.
+func FuzzTypedSites(f *testing.F) {
+	for _, s := range []string{
+		"return redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 1000)",
+		"return redis.call('INCRBY', KEYS[1], redis.call('GET', KEYS[2]))",
+		"redis.call('LTRIM', 'k', 0, f(1, {2, 3})) return redis.call('SETEX', 'a', 5, 'v')",
+		"return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])", "redis.call(", "return redis.call('EXPIRE')",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		calls, err := luaCalls(src)
+		subs := typedSiblings(command([]string{"EVAL", src, "1", "k", "5"}), nil, nil)
+		if err != nil {
+			if subs != nil {
+				t.Fatalf("%q: unreadable, yet %d rewrites", src, len(subs))
+			}
+			return
+		}
+		for _, s := range subs {
+			c, err := ParseCommand(s.Request)
+			if err != nil || len(c.Args) != 5 {
+				t.Fatalf("%q: rewrite %q: %v", src, s.Request, err)
+			}
+			again, err := luaCalls(string(c.Args[1]))
+			if err != nil || len(again) != len(calls) {
+				t.Fatalf("%q rewritten to %q: %d sites (%v), want %d", src, c.Args[1], len(again), err, len(calls))
+			}
+		}
+	})
+}
