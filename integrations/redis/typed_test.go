@@ -137,3 +137,20 @@ func FuzzTypedSites(f *testing.F) {
 		}
 	})
 }
+
+// An FCALL's function, found in the FUNCTION LOAD before it: its sites
+// are rewritten in the library, loaded again before the call.
+func TestTypedSitesFcall(t *testing.T) {
+	lib := "#!lua name=counters\nredis.register_function('bump', function(keys, args) return redis.call('INCRBY', keys[1], args[1]) end)\nredis.register_function('get', function(keys) return redis.call('GET', keys[1]) end)"
+	earlier := [][]byte{command([]string{"FUNCTION", "LOAD", lib})}
+	subs := afterCodec{earlier: earlier}.TypedSiblings(command([]string{"FCALL", "bump", "1", "c", "5"}), nil)
+	if len(subs) == 0 {
+		t.Fatal("no typed site of the function")
+	}
+	last := subs[0].Setup[len(subs[0].Setup)-1]
+	c, _ := ParseCommand(last)
+	if c.Name != "FUNCTION" || !strings.Contains(string(c.Args[len(c.Args)-1]), "redis.call('LTRIM', 'kavach:typed:list', '0', args[1])") &&
+		!strings.Contains(string(c.Args[len(c.Args)-1]), "'kavach:typed:") {
+		t.Errorf("setup ends with %q", last)
+	}
+}
