@@ -4,7 +4,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/integrations/axum"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/variants"
 )
@@ -86,5 +89,40 @@ func TestTransplantsBounded(t *testing.T) {
 	}
 	if len(steps) == 0 {
 		t.Error("no transplant")
+	}
+}
+
+// For HTTP, a query parameter's value goes to the query parameters of
+// the other requests, a JSON field's to JSON fields: never to a path or a
+// header.
+func TestTransplantsHTTP(t *testing.T) {
+	var evs []kavach.Event
+	for i, req := range []string{
+		"GET /items/7?page=2 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"count\": 40}",
+		"GET /items/7?page=999999999999 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /items/8?page=3&size=5 HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		evs = append(evs,
+			kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: kavach.Request, Offset: time.Duration(i) * time.Millisecond, Data: []byte(req)},
+			kavach.Event{Seq: uint64(len(evs) + 2), Conn: 1, Dir: kavach.Response, Offset: time.Duration(i) * time.Millisecond,
+				Data: []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")})
+	}
+	c := axum.Codec{}
+	var got []string
+	for _, v := range variants.Generate(evs, 3, variants.Options{Codec: c, Variator: c, Budget: 200, Seed: 1}) {
+		if v.Kind == "transplant" {
+			got = append(got, v.Description)
+		}
+	}
+	// The same name first, the nearest first; then other names. The
+	// path id 7 is no trigger: step 1 carries it too.
+	want := []string{
+		`step 4 (after the failure): query page "3" → "999999999999", step 3's query page carried over`,
+		`step 1 (before the failure): query page "2" → "999999999999", step 3's query page carried over`,
+		`step 4 (after the failure): query size "5" → "999999999999", step 3's query page carried over`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("transplants:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
