@@ -179,19 +179,15 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		}
 		limit = len(ot.Steps) + 1
 	} else {
-		// A transplant reproduces at the request its trigger went into;
-		// one into an earlier request, also at the failing step, as any
-		// earlier request changed does.
+		// A transplant reproduces at the request its trigger went into.
 		at := f.Step
-		if v.FailsAt > f.Step {
+		if v.FailsAt > 0 {
 			at = v.FailsAt
 		}
 		for _, s := range ot.Steps {
-			o := originOf(v, s.N)
-			if !s.Ran || o != at && (v.FailsAt == 0 || o != v.FailsAt) {
+			if !s.Ran || originOf(v, s.N) != at {
 				continue
 			}
-			target := v.FailsAt > 0 && o == v.FailsAt && o < f.Step
 			if recurs(f, s.Outcome, oldInv.violated[s.N]) {
 				r.Kept, r.OldStep, r.OldOutcome = true, s.N, s.Outcome
 				if m := oldInv.message(s.N); m != "" {
@@ -201,8 +197,6 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 				r.Kept, r.OldStep, r.OldOutcome = true, s.N, s.Outcome
 				r.OldOutcome.Detail = fmt.Sprintf("the recorded failing answer (%s), where invariant %s does not apply: %s",
 					kavach.ErrorSignature(opts.failAnswer), f.Oracle.Invariant, describeOutcome(s.Outcome))
-			} else if target {
-				continue // the failing step, after it, may still fail
 			} else {
 				r.OldStep, r.OldOutcome = s.N, s.Outcome
 				r.OldOutcome.Detail = "at the varied failing request: " + describeOutcome(s.Outcome)

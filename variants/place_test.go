@@ -66,10 +66,6 @@ func TestBudgetWhereTheFailureLives(t *testing.T) {
 		switch {
 		case v.Regression:
 			want = variants.PlaceRegression
-		case v.Kind == "transplant":
-			// The failing request's trigger, carried to another request,
-			// goes with the failing request's own variants.
-			want = variants.PlaceFailing
 		case strings.HasPrefix(v.Description, "step 6:") || strings.HasPrefix(v.Description, "step 6 ") || strings.HasPrefix(v.Description, "the clock"):
 			want = variants.PlaceFailing
 		case strings.HasPrefix(v.Description, "step 1 ") || strings.HasPrefix(v.Description, "step 5 "):

@@ -154,9 +154,16 @@ func (g *gen) transplanted(n int, fields []kavach.Field, j int, t trigger) Varia
 		where = "after"
 	}
 	// The key of the earlier step's mutation that makes the same request
-	// (mutated): the two are one variant, made as the transplant.
+	// (mutated): the two are one variant, made as that mutation.
 	key := sha256.Sum256(fmt.Appendf(nil, "lazy|%d|false|%d=%s", n, j, t.field.Value))
-	v := Variant{key: key, Kind: "transplant", Place: PlaceFailing, primary: true, FailsAt: n, group: "transplant"}
+	// The budget's place of the request it changes (an earlier writer of
+	// the failing request's keys, or another earlier request); a later
+	// request, or one that cannot affect the failing step, is other.
+	place := PlaceOther
+	if n < g.F && g.place[n] != "" {
+		place = g.place[n]
+	}
+	v := Variant{key: key, Kind: "transplant", Place: place, FailsAt: n, group: "transplant"}
 	v.describe = func() string {
 		return fmt.Sprintf("step %d (%s the failure): %s %s → %s, step %d's %s carried over",
 			n, where, g.fieldName(j, fields[j]), quote(fields[j].Value), quote(t.field.Value), g.F, g.fieldName(t.i, t.field))

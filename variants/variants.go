@@ -485,9 +485,7 @@ func (g *gen) incident() []Variant {
 		}
 		out = g.add(out, v)
 	}
-	// Before the earlier steps' mutations: a transplant into an earlier
-	// step that one of them would make too is kept as the transplant.
-	for _, v := range slices.Concat(g.typedSiblings(), g.transplants()) {
+	for _, v := range g.typedSiblings() {
 		out = g.add(out, v)
 	}
 	// Earlier inputs mutated, the failing step kept: the input that made
@@ -517,6 +515,11 @@ func (g *gen) incident() []Variant {
 		d.Place, t.Place = g.place[j], g.place[j]
 		out = g.add(out, d)
 		out = g.add(out, t)
+	}
+	// After the earlier steps' mutations: one of them that makes the
+	// same request is kept, and the transplant is not made again.
+	for _, v := range g.transplants() {
+		out = g.add(out, v)
 	}
 	if g.F > 1 {
 		for _, d := range clockShifts {
