@@ -20,6 +20,15 @@ type TypedSiblingVariator interface {
 	TypedSiblings(request []byte, schema kavach.Schema) []kavach.Substitution
 }
 
+// maxTriggers is how many values of the failing request are
+// transplanted at most (its first ones), and maxTargetFields how many
+// fields of another request take them (its first ones): a request of
+// half a million arguments is still transplanted in bounded time.
+const (
+	maxTriggers     = 16
+	maxTargetFields = 256
+)
+
 // maxTrigger is the longest value of the failing request that is
 // transplanted; a value with white space is not either: a script's text
 // or a document is the request's body, not a trigger one argument of
@@ -85,6 +94,7 @@ func (g *gen) transplants() []Variant {
 	if len(triggers) == 0 {
 		return nil
 	}
+	triggers = triggers[:min(len(triggers), maxTriggers)]
 	// The other steps, nearest first, split once; at most the budget's
 	// number of them take a transplant, and at most eight times that are
 	// split: generation stays bounded on a long recording.
@@ -105,22 +115,23 @@ func (g *gen) transplants() []Variant {
 				continue
 			}
 			if _, f, ok := g.opts.Variator.Fields(r.Data, g.opts.Schema); ok {
-				targets = append(targets, target{n, f})
+				targets = append(targets, target{n, f[:min(len(f), maxTargetFields)]})
 			}
 		}
 	}
 	// A value another request carries in a field of its type and place
 	// is no trigger: the recording shows it passing there.
-	triggers = slices.DeleteFunc(triggers, func(t trigger) bool {
-		for _, tg := range targets {
-			for _, f := range tg.fields {
-				if f.Type == t.field.Type && fieldClass(f) == t.class && f.Value == t.field.Value {
-					return true
-				}
-			}
+	type carried struct {
+		typ          kavach.FieldType
+		class, value string
+	}
+	seen := map[carried]bool{}
+	for _, tg := range targets {
+		for _, f := range tg.fields {
+			seen[carried{f.Type, fieldClass(f), f.Value}] = true
 		}
-		return false
-	})
+	}
+	triggers = slices.DeleteFunc(triggers, func(t trigger) bool { return seen[carried{t.field.Type, t.class, t.field.Value}] })
 	// Fields of the trigger's own name (an argument of the same role, a
 	// query parameter of the same name; unnamed with unnamed) first, the
 	// nearest steps first; then fields of other names.
@@ -133,6 +144,9 @@ func (g *gen) transplants() []Variant {
 					if f.Type != t.field.Type || fieldClass(f) != t.class || f.Value == t.field.Value ||
 						(f.Name == t.field.Name) != sameName || slices.Contains(keys, f.Value) {
 						continue
+					}
+					if len(out) >= g.opts.Budget {
+						return out // more than the budget could ever keep of one group
 					}
 					v := g.transplanted(tg.n, tg.fields, j, t)
 					if !sameName {
