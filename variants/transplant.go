@@ -20,6 +20,15 @@ type TypedSiblingVariator interface {
 	TypedSiblings(request []byte, schema kavach.Schema) []kavach.Substitution
 }
 
+// SiteTransplanter is an optional Variator interface: a request that
+// runs a script with value (an integer) put in place of each number its
+// script's call sites pass, the changed script run as the request runs
+// it (with what it needs sent first, in Setup). Nil for a request that
+// runs no script it can read. It must be pure.
+type SiteTransplanter interface {
+	SiteTransplants(request []byte, value string) []kavach.Substitution
+}
+
 // maxTriggers is how many values of the failing request are
 // transplanted at most (its first ones), and maxTargetFields how many
 // fields of another request take them (its first ones): a request of
@@ -154,10 +163,44 @@ func (g *gen) transplants() []Variant {
 					}
 					out = append(out, v)
 				}
+				if sameName && t.field.Type == kavach.FieldNumber {
+					out = append(out, g.siteTransplants(tg.n, t)...)
+				}
 			}
 		}
 	}
+	return out[:min(len(out), g.opts.Budget)]
+}
+
+// siteTransplants are trigger t put in place of each number the call
+// sites of the script step n runs pass (SiteTransplanter).
+func (g *gen) siteTransplants(n int, t trigger) []Variant {
+	st, ok := after(g.opts.Variator, g.steps, n).(SiteTransplanter)
+	if !ok {
+		return nil
+	}
+	var out []Variant
+	for _, sub := range st.SiteTransplants(g.steps[n-1].Request.Data, t.field.Value) {
+		where := "before"
+		if n > g.F {
+			where = "after"
+		}
+		v := g.substituted(n, sub, fmt.Sprintf("step %d (%s the failure): %s, step %d's %s carried over", n, where, sub.What, g.F, g.fieldName(t.i, t.field)), false)
+		v.Kind, v.Place, v.FailsAt, v.group = "transplant", g.placeOf(n), n, "transplant"
+		out = append(out, v)
+	}
 	return out
+}
+
+// placeOf is the budget's place of a transplant into step n: the place
+// of the request it changes (an earlier writer of the failing request's
+// keys, or another earlier request); a later request, or one that cannot
+// affect the failing step, is other.
+func (g *gen) placeOf(n int) string {
+	if n < g.F && g.place[n] != "" {
+		return g.place[n]
+	}
+	return PlaceOther
 }
 
 // transplanted is the incident with field j of step n's request (fields)
@@ -170,14 +213,7 @@ func (g *gen) transplanted(n int, fields []kavach.Field, j int, t trigger) Varia
 	// The key of the earlier step's mutation that makes the same request
 	// (mutated): the two are one variant, made as that mutation.
 	key := sha256.Sum256(fmt.Appendf(nil, "lazy|%d|false|%d=%s", n, j, t.field.Value))
-	// The budget's place of the request it changes (an earlier writer of
-	// the failing request's keys, or another earlier request); a later
-	// request, or one that cannot affect the failing step, is other.
-	place := PlaceOther
-	if n < g.F && g.place[n] != "" {
-		place = g.place[n]
-	}
-	v := Variant{key: key, Kind: "transplant", Place: place, FailsAt: n, group: "transplant"}
+	v := Variant{key: key, Kind: "transplant", Place: g.placeOf(n), FailsAt: n, group: "transplant"}
 	v.describe = func() string {
 		return fmt.Sprintf("step %d (%s the failure): %s %s → %s, step %d's %s carried over",
 			n, where, g.fieldName(j, fields[j]), quote(fields[j].Value), quote(t.field.Value), g.F, g.fieldName(t.i, t.field))

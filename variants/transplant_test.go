@@ -128,3 +128,30 @@ func TestTransplantsHTTP(t *testing.T) {
 		t.Errorf("transplants:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Inside another script: the number a call site passes takes the
+// trigger, the changed script run as the step ran it.
+func TestTransplantsIntoScriptSites(t *testing.T) {
+	evs, keys := session(
+		[]string{"EVAL", "return redis.call('EXPIRE', KEYS[1], 60)", "1", "k"},
+		[]string{"INCRBY", "counter", "10000000000000"},
+	)
+	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: transplantSchema, Budget: 200, Seed: 1, Keys: keys}
+	var found bool
+	for _, v := range variants.Generate(evs, 2, o) {
+		if v.Kind != "transplant" || !strings.Contains(v.Description, "script site") {
+			continue
+		}
+		found = true
+		want := `step 1 (before the failure): script site 1, redis.call("EXPIRE", …) argument 2 60 → 10000000000000, step 2's argument 2 (increment) carried over`
+		if v.Description != want || v.FailsAt != 1 {
+			t.Errorf("got %q at %d, want %q at 1", v.Description, v.FailsAt, want)
+		}
+		if !strings.Contains(string(v.Events[1].Data), "redis.call('EXPIRE', KEYS[1], (10000000000000))") {
+			t.Errorf("step 1 sent as %q", v.Events[1].Data)
+		}
+	}
+	if !found {
+		t.Error("no transplant into the script's call site")
+	}
+}

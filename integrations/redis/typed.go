@@ -253,3 +253,55 @@ func typedSites(s luaScript) []kavach.Substitution {
 	}
 	return out
 }
+
+// SiteTransplants are the request with value put, in turn, in place of
+// each number literal its script's call sites pass (`redis.call('EXPIRE',
+// KEYS[1], 60)`: the 60), the changed script run as the request runs it
+// (an EVALSHA's loaded again first): where the failing request's trigger
+// goes inside another script. value must be an integer; nil for a
+// request that runs no script Kavach can read. It is pure.
+func (Codec) SiteTransplants(request []byte, value string) []kavach.Substitution {
+	return siteTransplants(request, nil, value)
+}
+
+func (a afterCodec) SiteTransplants(request []byte, value string) []kavach.Substitution {
+	return siteTransplants(request, a.earlier, value)
+}
+
+func siteTransplants(request []byte, earlier [][]byte, value string) []kavach.Substitution {
+	if _, err := strconv.ParseInt(value, 10, 64); err != nil {
+		return nil
+	}
+	c, err := ParseCommand(request)
+	if err != nil || c.Name == "" {
+		return nil
+	}
+	s, _, ok := findScript(c, earlier)
+	if !ok {
+		return nil
+	}
+	calls, err := luaCalls(s.src)
+	if err != nil {
+		return nil
+	}
+	if s.reg != nil {
+		calls = within(calls, *s.reg)
+	}
+	var out []kavach.Substitution
+	for i, call := range calls[:min(len(calls), luaSites)] {
+		for k, a := range call.args {
+			lit := s.src[a[0]:a[1]]
+			if toks, err := luaTokens(lit); err != nil || len(toks) != 1 || toks[0].kind != '0' || lit == value {
+				continue
+			}
+			text := s.src[:a[0]] + "(" + value + ")" + s.src[a[1]:]
+			setup, req := s.send(text)
+			what := fmt.Sprintf("script site %d, %s(%q, …) argument %d %s → %s", i+1, call.fn, call.name, k+1, lit, value)
+			if s.how != "" {
+				what += ", " + s.how
+			}
+			out = append(out, kavach.Substitution{Setup: setup, Request: req, Group: "script site " + strconv.Itoa(i+1), What: what})
+		}
+	}
+	return out
+}

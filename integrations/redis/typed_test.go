@@ -154,3 +154,36 @@ func TestTypedSitesFcall(t *testing.T) {
 		t.Errorf("setup ends with %q", last)
 	}
 }
+
+// A script an EVALSHA runs takes the trigger in its sites' numbers and
+// is loaded again, changed, before the call; only integers go there.
+func TestSiteTransplants(t *testing.T) {
+	src := "redis.call('LTRIM', KEYS[1], 0, 99) return redis.call('EXPIRE', KEYS[1], ARGV[1])"
+	a := afterCodec{earlier: [][]byte{command([]string{"SCRIPT", "LOAD", src})}}
+	subs := a.SiteTransplants(command([]string{"EVALSHA", sha1Hex([]byte(src)), "1", "k", "5"}), "-7")
+	var texts []string
+	for _, s := range subs {
+		if len(s.Setup) != 1 {
+			t.Fatalf("setup %q, want the changed script loaded", s.Setup)
+		}
+		c, _ := ParseCommand(s.Setup[0])
+		texts = append(texts, string(c.Args[2]))
+		r, _ := ParseCommand(s.Request)
+		if string(r.Args[1]) != sha1Hex(c.Args[2]) {
+			t.Errorf("EVALSHA %s runs another script than the one loaded", r.Args[1])
+		}
+	}
+	want := []string{
+		"redis.call('LTRIM', KEYS[1], (-7), 99) return redis.call('EXPIRE', KEYS[1], ARGV[1])",
+		"redis.call('LTRIM', KEYS[1], 0, (-7)) return redis.call('EXPIRE', KEYS[1], ARGV[1])",
+	}
+	if !slices.Equal(texts, want) {
+		t.Errorf("scripts %q, want %q", texts, want)
+	}
+	if s := a.SiteTransplants(command([]string{"EVAL", src, "1", "k"}), "abc"); s != nil {
+		t.Errorf("a text put in a number's place: %v", s)
+	}
+	if s := (Codec{}).SiteTransplants(command([]string{"GET", "k"}), "5"); s != nil {
+		t.Errorf("GET: %v", s)
+	}
+}
