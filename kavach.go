@@ -298,6 +298,8 @@ var VariantKinds = []string{
 	"script-site",   // a command a script of the failing request calls, varied within its family
 	"runner",        // the failing request's script run through another runner (EVALSHA, FCALL, _RO)
 	"sibling",       // the failing request made by another command of its family
+	"transplant",    // the failing request's trigger put into another request of the recording
+	"typed-sibling", // the failing request made by a command of another family, same argument type
 	"wakeup",        // a blocked failing request's wakers dropped, delayed or twice, its count or timeout changed (regression, kept whole)
 	"aggregate",     // an earlier request that feeds the aggregate the failing request reads, varied
 }
