@@ -179,8 +179,13 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		}
 		limit = len(ot.Steps) + 1
 	} else {
+		// A transplant reproduces at the request its trigger went into.
+		at := f.Step
+		if v.FailsAt > 0 {
+			at = v.FailsAt
+		}
 		for _, s := range ot.Steps {
-			if !s.Ran || originOf(v, s.N) != f.Step {
+			if !s.Ran || originOf(v, s.N) != at {
 				continue
 			}
 			if recurs(f, s.Outcome, oldInv.violated[s.N]) {

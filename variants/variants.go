@@ -45,6 +45,12 @@ type Variant struct {
 	ShiftFrom int           `json:"shift_from,omitempty"`
 	Shift     time.Duration `json:"shift_ns,omitempty"`
 
+	// FailsAt is, for a variant of the incident, the fixture's step
+	// whose request the old build must fail the recorded way at for the
+	// variant to reproduce (a transplant's: the request the trigger went
+	// into); 0: the failing step.
+	FailsAt int `json:"fails_at,omitempty"`
+
 	// build makes Events and Origin of a variant made lazily: only the
 	// variants kept in the budget are built. key tells it from the others.
 	build func() ([]kavach.Event, []int)
@@ -493,6 +499,9 @@ func (g *gen) incident() []Variant {
 		}
 		out = g.add(out, v)
 	}
+	for _, v := range g.typedSiblings() {
+		out = g.add(out, v)
+	}
 	// Earlier inputs mutated, the failing step kept: the input that made
 	// the old build fail may have come before it (a value stored, then
 	// read wrongly).
@@ -521,6 +530,11 @@ func (g *gen) incident() []Variant {
 		d.Place, t.Place = g.place[j], g.place[j]
 		out = g.add(out, d)
 		out = g.add(out, t)
+	}
+	// After the earlier steps' mutations: one of them that makes the
+	// same request is kept, and the transplant is not made again.
+	for _, v := range g.transplants() {
+		out = g.add(out, v)
 	}
 	if g.F > 1 {
 		for _, d := range clockShifts {

@@ -63,6 +63,8 @@ func TestScripts(t *testing.T) {
 		"REDIS_SCRIPTS_OLD":    redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsOld)...),
 		"REDIS_SCRIPTS_NARROW": redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsNarrow)...),
 		"REDIS_SCRIPTS_FCALL":  redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsFcallOnly)...),
+		"REDIS_SAFE_OLD":       redisbuild.MustBuild(t, incidents.PatchPaths(incidents.SafeIntegerOld)...),
+		"REDIS_SAFE_EXPIRE":    redisbuild.MustBuild(t, incidents.PatchPaths(incidents.SafeIntegerExpireOnly)...),
 	}
 	// The GETRANGE incident, recorded once on the old build; each script
 	// gets a copy as getrange.kavach.
@@ -155,6 +157,14 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	safePath := filepath.Join(t.TempDir(), "safeinteger.kavach")
+	if err := incidents.RecordSafeInteger(safePath, builds["REDIS_SAFE_OLD"]); err != nil {
+		t.Fatal(err)
+	}
+	safeFixture, err := os.ReadFile(safePath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		// [netns]: builds run in network namespaces of their own here.
@@ -185,6 +195,7 @@ func TestScripts(t *testing.T) {
 				"scriptdynamic.kavach": dynamicFixture,
 				"scriptevalsha.kavach": evalshaFixture,
 				"scriptfcall.kavach":   fcallFixture,
+				"safeinteger.kavach":   safeFixture,
 				"strlen.invariants":    []byte(incidents.StrlenInvariants),
 			} {
 				if err := os.WriteFile(filepath.Join(env.WorkDir, name), data, 0o644); err != nil {
