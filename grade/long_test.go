@@ -14,6 +14,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/replay"
 )
 
 // longIncident is the GETRANGE incident recorded on the old build, after
@@ -176,5 +177,35 @@ func TestLongRecording(t *testing.T) {
 				t.Errorf("%d variants reproduce", ev.Variants.Reproducing)
 			}
 		})
+	}
+}
+
+// A long fixture given with its summary is not summarized again, and the
+// four replays of its diff share one plan of it (one more only when a
+// replay must run again without batches): before, each made its own,
+// each a full read of the file.
+func TestOnePlanOneSummary(t *testing.T) {
+	b := getBuilds(t)
+	fx := writeFixture(t, longIncident(t, b.old, 600, 101))
+	c := redis.Codec{}
+	sum, err := fixtures.Summarize(fx.Path, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summaries := fixtures.Summaries()
+	plans, _ := replay.Counts()
+	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
+		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Variants: 0, Seed: 1, LongSteps: 100, Summary: sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(rep.Verdict, "unverified") && !strings.HasPrefix(rep.Verdict, "fixed") {
+		t.Errorf("verdict %s", rep.Verdict)
+	}
+	if got := fixtures.Summaries() - summaries; got != 0 {
+		t.Errorf("the fixture was summarized %d more times, its summary given", got)
+	}
+	if got, _ := replay.Counts(); got-plans > 2 || got-plans < 1 {
+		t.Errorf("the four replays made %d plans, want 1 (2 when one ran again without batches)", got-plans)
 	}
 }
