@@ -140,7 +140,10 @@ func learnStepKeys(ctx context.Context, rec *recording, last int, old kavach.Lau
 	}
 	defer p.Stop()
 	const batch = 2048
-	k := &stepKeys{}
+	// Sized for the steps at once: grown by doubling, a long recording's
+	// would hold twice what it needs at its peak.
+	k := &stepKeys{conn: make([]uint64, 0, last), flag: make([]uint8, 0, last), end: make([]uint32, 0, last),
+		kend: make([]uint32, 0, last), wrote: make([]bool, 0, last)}
 	var reqs [][]byte
 	var conns []uint64
 	var flags []uint8
