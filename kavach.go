@@ -586,6 +586,18 @@ type Substitution struct {
 	// group get their turns round by round. Both are empty for a type or
 	// grammar substitution.
 	Kind, Group string
+	// Edit, when set, says the substitution is the request with one field
+	// (as the Variator's Fields numbers them) set to another value, and
+	// Setup before it. Request may then be nil: the variants package
+	// makes it with Rebuild only when the variant is kept, so that a
+	// request of many arguments is not copied once per candidate.
+	Edit *FieldEdit
+}
+
+// FieldEdit is one field of a request set to another value.
+type FieldEdit struct {
+	Field int
+	Value string
 }
 
 // ValueVariator is an optional Variator interface: the request with one
@@ -718,3 +730,35 @@ type StateSetter interface {
 type Kin interface {
 	Kin(request []byte) (command string, family []string)
 }
+
+// Container is an optional Codec interface: where a build cannot be given
+// a network of its own (the kernel refuses network namespaces), which of a
+// fixture's requests Kavach withholds from it, so that the build opens no
+// listener beyond loopback, connects nowhere and loads no code the fixture
+// chooses (docs/security.md). A codec without it has nothing to withhold.
+type Container interface {
+	// NewContainment starts the decisions for one replay: one build, its
+	// requests in the order they are sent.
+	NewContainment() Containment
+}
+
+// Containment decides, request by request, what one replay sends.
+type Containment interface {
+	// Contain is told each request of the replay as it is about to be
+	// sent, with its connection; raw marks bytes the codec could not
+	// frame. It returns Send, Withhold with the reply Kavach gives in the
+	// build's place, or SendUncompared (the request is sent, but its reply
+	// cannot be the recorded one: a transaction that lost a withheld
+	// command). why says why, for a person.
+	Contain(conn uint64, request []byte, raw bool) (action ContainAction, reply []byte, why string)
+}
+
+// ContainAction is what a Containment does with a request.
+type ContainAction uint8
+
+// The actions.
+const (
+	Send           ContainAction = iota // sent and compared
+	Withhold                            // not sent: Kavach answers in the build's place
+	SendUncompared                      // sent, its reply not compared
+)

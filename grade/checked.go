@@ -40,6 +40,10 @@ type Checked struct {
 	Contract       bool `json:"contract,omitempty" jsonschema:"the fixture is a contract (no failure): every step is compared with the recording"`
 	OldUnmet       int  `json:"old_unmet,omitempty" jsonschema:"for a contract, invariants the old build does not meet (a feature's), which the new build must"`
 	InvariantsHeld int  `json:"invariants_held" jsonschema:"of those, held on the new build"`
+	// Contained are the steps not compared because Kavach answered them
+	// in the build's place (or their reply was known to differ): the
+	// builds shared the machine's network (Report.Network).
+	Contained []int `json:"steps_contained,omitempty" jsonschema:"steps answered by Kavach in the build's place (network namespaces unavailable), not compared"`
 }
 
 // Checked counts what the report's evidence checked.
@@ -73,7 +77,9 @@ func (rep *Report) Checked() Checked {
 		ck.Contract, ck.StepsBeforeFailure = true, len(ev.New.Steps)+ev.Omitted
 		ck.StepsCompared = ev.Omitted
 		for _, s := range ev.New.Steps {
-			if s.Ran {
+			if s.Contained != "" {
+				ck.Contained = append(ck.Contained, s.Step)
+			} else if s.Ran {
 				ck.StepsCompared++
 			}
 		}
@@ -87,12 +93,15 @@ func (rep *Report) Checked() Checked {
 	}
 	ck.StepsCompared = ev.Omitted
 	for _, s := range ev.New.Steps {
-		if s.Step < ev.Failure.Step && s.Ran {
+		if s.Contained != "" {
+			ck.Contained = append(ck.Contained, s.Step)
+		}
+		if s.Step < ev.Failure.Step && s.Ran && s.Contained == "" {
 			ck.StepsCompared++
 		}
 		if s.Step > ev.Failure.Step {
 			ck.StepsAfterFailure++
-			if s.Ran {
+			if s.Ran && s.Contained == "" {
 				ck.StepsAfterCompared++
 			}
 		}

@@ -276,9 +276,9 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			return nil
 		}
 		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
-		oe := StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: want.Outcome, Outcome: o.Outcome}
+		oe := StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: want.Outcome, Outcome: o.Outcome, Contained: o.Contained}
 		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: want.Outcome, Outcome: n.Outcome, Output: n.Output,
-			Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds()}
+			Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds(), Contained: n.Contained}
 		if !contract && s.N >= f.Step && kin != nil {
 			var family []string
 			se.Command, family = kin.Kin(s.Request.Data)
@@ -309,7 +309,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 				se.Writes, se.WritesKnown = writes[i], true
 			}
 		}
-		if n.Ran {
+		if n.Ran && n.Contained == "" {
 			se.Diffs = replay.Compare(want, n)
 			if len(se.Diffs) > 0 && len(want.Output) > 0 {
 				se.RecordedOutput = want.Output
@@ -429,6 +429,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			FailFast: opts.FailFast, StepTimeoutMS: opts.StepTimeout.Milliseconds(),
 			StartTimeoutMS: opts.StartTimeout.Milliseconds(), Invariants: opts.InvariantsFile, BelowFloor: opts.BelowFloor},
 		KavachVersion: kavach.Version,
+		Network:       nw.Network,
 	}
 	for _, d := range durations[:opts.OldRuns] {
 		rep.DurationsMS.Old += d.Milliseconds()

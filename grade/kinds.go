@@ -16,10 +16,16 @@ type KindCount struct {
 	Reproduced int `json:"reproduced"`
 	Handled    int `json:"handled"`
 	Failed     int `json:"failed"` // kept, and failed on the new build
+	// Regression: the kind's variants are regression variants, counted
+	// as handled, not reproduced. Told by the variants, not by the kind's
+	// name, so that every kind, one added later too, is shown rightly.
+	Regression bool `json:"regression,omitempty"`
 }
 
 // CountKinds groups variants by kind, in the order of
-// kavach.VariantKinds (a kind it does not know after them, by name).
+// kavach.VariantKinds (a kind it does not know after them, by name). It
+// keeps no list of kinds of its own: a kind is counted when a variant
+// of it is there.
 func CountKinds(list []VariantEvidence) []KindCount {
 	by := map[string]*KindCount{}
 	var kinds []string
@@ -31,6 +37,7 @@ func CountKinds(list []VariantEvidence) []KindCount {
 			kinds = append(kinds, v.Kind)
 		}
 		k.Generated++
+		k.Regression = k.Regression || v.Regression
 		switch {
 		case v.Kept && v.Regression:
 			k.Handled++

@@ -30,6 +30,7 @@ const (
 	reasonNotReproduce = "not-reproduced"
 	reasonBelowFloor   = "below-floor"
 	reasonTooCostly    = "invariants-too-costly"
+	reasonContained    = "contained"
 )
 
 // Green reports whether a verdict kind passes: fixed, or held (a contract
@@ -54,6 +55,10 @@ type Report struct {
 	Options       Settings    `json:"options"`
 	KavachVersion string      `json:"kavach_version"`
 	DurationsMS   Durations   `json:"durations_ms"`
+	// Network is how the builds were kept off the network
+	// (replay.Trace.Network): "isolated", or "contained (namespaces
+	// refused: REASON)". Empty in a report written before it existed.
+	Network string `json:"network,omitempty"`
 }
 
 // Parts are the verdict's parts.
@@ -265,6 +270,12 @@ type StepEvidence struct {
 	Inputs      map[string]string `json:"inputs,omitempty"`
 	InputsNoise []string          `json:"inputs_noise,omitempty"`
 	InputsError string            `json:"inputs_error,omitempty"`
+	// Contained says why the step was not compared: Kavach withheld its
+	// request from a build sharing the machine's network and answered it
+	// itself, or its reply was known to differ (replay.StepResult.Contained).
+	// A contained step is neither a divergence nor a failure; a contained
+	// failing step leaves the verdict unverified(contained: ...).
+	Contained string `json:"contained,omitempty"`
 }
 
 // VariantsEvidence is the variants generated and what each did.
@@ -355,6 +366,9 @@ func Derive(ev Evidence) (Parts, []Finding) {
 	if ev.Contract {
 		return deriveContract(ev)
 	}
+	if reason := containedFailure(ev); reason != "" {
+		return Parts{Kind: Unverified, Reason: reasonContained + ": " + reason}, nil
+	}
 	if reason := notReproduced(ev); reason != "" {
 		return Parts{Kind: Unverified, Reason: reasonNotReproduce + ": " + reason}, nil
 	}
@@ -362,7 +376,7 @@ func Derive(ev Evidence) (Parts, []Finding) {
 	F := ev.Failure.Step
 	var findings []Finding
 	for _, s := range ev.New.Steps {
-		if !s.Ran {
+		if !s.Ran || s.Contained != "" {
 			continue
 		}
 		if s.Step < F {
@@ -457,6 +471,8 @@ func notReproduced(ev Evidence) string {
 			return ""
 		case !s.Ran:
 			return fmt.Sprintf("the old build's replay stopped before step %d: %s", s.Step, ev.Old.Stopped)
+		case s.Contained != "":
+			// Not compared (containedFailure has the failing step's case).
 		case s.Step < F && (s.Outcome.Kind != s.Recorded.Kind || s.Outcome.Class != s.Recorded.Class):
 			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", s.Step, s.Outcome, s.Recorded)
 		case s.Step == F && ev.Failure.Oracle.Invariant != "" && slices.Contains(s.NotEvaluable, ev.Failure.Oracle.Invariant):
@@ -471,6 +487,21 @@ func notReproduced(ev Evidence) string {
 	}
 	if len(ev.Old.Steps)+ev.Omitted < F {
 		return fmt.Sprintf("the old build's replay has %d steps, the failure is at step %d", len(ev.Old.Steps)+ev.Omitted, F)
+	}
+	return ""
+}
+
+// containedFailure says why the failing step was not compared, or "":
+// Kavach withheld it (or its reply was known to differ) on the old build's
+// replay or the new build's. Neither reproduced nor fixed can then be said.
+func containedFailure(ev Evidence) string {
+	F := ev.Failure.Step
+	for _, steps := range [][]StepEvidence{ev.Old.Steps, ev.New.Steps} {
+		for _, s := range steps {
+			if s.Step == F && s.Contained != "" {
+				return fmt.Sprintf("step %d (%s) was answered by Kavach, not the build: %s", F, s.Request, s.Contained)
+			}
+		}
 	}
 	return ""
 }

@@ -444,6 +444,9 @@ func facts(rep *grade.Report) []factGroup {
 		{"kavach_version", rep.KavachVersion},
 		{"durations_ms", fmt.Sprintf("old replays %d, new replay %d, variants %d, total %d", rep.DurationsMS.Old, rep.DurationsMS.New, rep.DurationsMS.Variants, rep.DurationsMS.Total)},
 	}}
+	if rep.Network != "" {
+		opts.Rows = append(opts.Rows, [2]string{"network", rep.Network})
+	}
 	if fl := ev.Floor; fl != nil {
 		seed := "any"
 		if fl.Floor.Seed != nil {

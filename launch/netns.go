@@ -27,7 +27,10 @@ import (
 // an unprivileged Go program cannot enter a user namespace (the kernel
 // refuses it to a process with more than one thread), and without one it
 // cannot make or enter a network namespace. Where the kernel refuses,
-// builds run in Kavach's namespace (Isolation says which).
+// builds run in Kavach's namespace (Isolation says which), with the
+// integration's Spawn.Shared arguments, and the replay withholds the
+// fixture's requests that would open them to the network
+// (kavach.Container; docs/security.md, "Contained").
 
 // Isolation names how builds are kept off the network: "netns" (each in a
 // network namespace of its own) or "none" (the kernel refused one: builds
@@ -60,11 +63,20 @@ func IsolationReason() string {
 // their own: KAVACH_NO_NETNS is not set (it is read at each start), and
 // the kernel allows one.
 func isolationErr() error {
+	if TrustNetwork() {
+		return errors.New("KAVACH_NO_NETNS=trust is set")
+	}
 	if os.Getenv("KAVACH_NO_NETNS") != "" {
 		return errors.New("KAVACH_NO_NETNS is set")
 	}
 	return netnsErr()
 }
+
+// TrustNetwork reports whether KAVACH_NO_NETNS=trust asks for builds in
+// Kavach's network with nothing of a fixture's withheld (no containment,
+// no Spawn.Shared arguments): for a fixture one made oneself, as
+// --trust-fixture-launch is for its launch (docs/security.md).
+func TrustNetwork() bool { return os.Getenv("KAVACH_NO_NETNS") == "trust" }
 
 // netnsErr is nil when a network namespace can be made here: tried once.
 var netnsErr = sync.OnceValue(func() error {

@@ -41,6 +41,10 @@ type Spawn struct {
 	// persistence, whatever a fixture or a user asks. "{port}" and "{dir}"
 	// are replaced in them too.
 	Safety []string
+	// Shared come after Safety where the build shares Kavach's network
+	// (the kernel refused it a namespace of its own: Isolation): what the
+	// integration adds to keep such a build from reaching out.
+	Shared []string
 	// Env is added to the build's environment (which is otherwise Kavach's
 	// own); "{port}" and "{dir}" are replaced in it too (PORT={port}).
 	Env []string
@@ -73,6 +77,8 @@ type Spawned struct {
 	// reserved holds the build's port in Kavach's network while the build
 	// runs in a namespace of its own (reservePort); -1 if none.
 	reserved int
+	// shared: the build runs in Kavach's network (see Isolation).
+	shared bool
 
 	stopOnce sync.Once
 	// reap is held while the group is signalled and while the leader is
@@ -180,6 +186,12 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 		return out
 	}
 	args := append(append(expand(s.Defaults), expand(s.Launch.Args)...), expand(s.Safety)...)
+	if !isolated {
+		p.shared = true
+		if !TrustNetwork() {
+			args = append(args, expand(s.Shared)...)
+		}
+	}
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), expand(s.Env)...), expand(s.Launch.Env)...)
@@ -448,6 +460,10 @@ func unix(sig syscall.Signal) string {
 
 // Addr is the loopback address the build listens on.
 func (p *Spawned) Addr() string { return p.addr }
+
+// Shared reports whether the build runs in Kavach's network rather than
+// a namespace of its own (Isolation, read when it started).
+func (p *Spawned) Shared() bool { return p.shared }
 
 // Pid is the build's process id (and process group id).
 func (p *Spawned) Pid() int { return p.cmd.Process.Pid }

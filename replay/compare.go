@@ -409,10 +409,11 @@ func FindNoise(recorded []StepResult, upTo int, traces ...*Trace) Noise {
 
 // AddStep adds the noise of one step: the output paths where a replay of
 // the old build, got, differs from the recording, want. Steps that did
-// not run are left out; outcome differences are never noise.
+// not run, and contained ones (not compared), are left out; outcome
+// differences are never noise.
 func (n Noise) AddStep(want StepResult, got ...StepResult) {
 	for _, g := range got {
-		if !g.Ran {
+		if !g.Ran || g.Contained != "" {
 			continue
 		}
 		for _, d := range Compare(want, g) {

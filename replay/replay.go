@@ -84,6 +84,10 @@ type Trace struct {
 	Wall    time.Duration `json:"wall_ns"`
 	// Version is what the build reports of itself ("redis 7.0.15").
 	Version string `json:"version,omitempty"`
+	// Network is how the build was kept off the network (NetworkIsolated,
+	// or NetworkContained / NetworkShared and why the kernel refused);
+	// empty when the build could not tell (an in-process fake).
+	Network string `json:"network,omitempty"`
 	// Window is the most steps the replay held at once: steps not yet
 	// final, and those after them (Stream).
 	Window int `json:"-"`
@@ -109,6 +113,11 @@ type StepResult struct {
 	// InputsError says why there is none where one was asked for.
 	Inputs      map[string]string `json:"inputs,omitempty"`
 	InputsError string            `json:"inputs_error,omitempty"`
+	// Contained says why the step was not compared: Kavach withheld its
+	// request from a build sharing the machine's network and answered it
+	// itself (Responses holds that answer), or sent it with its reply
+	// known to differ (kavach.Containment). Empty: sent and compared.
+	Contained string `json:"contained,omitempty"`
 	// Request is the request as sent (before Prepare).
 	Request []byte `json:"-"`
 	// Wall is the real time at which the request was sent.
@@ -236,13 +245,26 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		}
 	}()
 
+	var contain kavach.Containment
+	if sh, ok := proc.(interface{ Shared() bool }); ok {
+		tr.Network = NetworkIsolated
+		if sh.Shared() {
+			why := " (namespaces refused: " + launch.IsolationReason() + ")"
+			tr.Network = NetworkShared + why
+			if c, ok := opts.Codec.(kavach.Container); ok && !launch.TrustNetwork() {
+				contain = c.NewContainment()
+				tr.Network = NetworkContained + why
+			}
+		}
+	}
+
 	if id, ok := opts.Launcher.(kavach.Identifier); ok {
 		tr.Version = id.Identify(build)
 	} else {
 		tr.Version = opts.Launcher.Version(ctx, proc.Addr())
 	}
 	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, plan: pl, sink: sink, owe: newOweCounter(opts.Codec),
-		conns: map[uint64]*conn{}, batch: batch, ctx: ctx}
+		conns: map[uint64]*conn{}, batch: batch, ctx: ctx, contain: contain}
 	if r.src, err = src.Open(); err != nil {
 		return nil, false, err
 	}
@@ -315,6 +337,9 @@ type runner struct {
 	probe     kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
 	stop      bool
 	ctx       context.Context // done: a signal; every wait ends
+	// contain withholds requests from a build that shares the machine's
+	// network (kavach.Container); nil: every request is sent.
+	contain kavach.Containment
 }
 
 // conn is one client connection to the build, with a reader that frames
@@ -1138,6 +1163,11 @@ func (r *runner) attach(c *conn, frame []byte) {
 		if r.clock != nil {
 			s.Answered = r.clock.Now()
 		}
+		// Withheld steps queued behind it are answered already.
+		for len(c.pending) > 0 && c.pending[0].left == 0 {
+			c.pending = c.pending[1:]
+			c.finished++
+		}
 	}
 }
 
@@ -1151,6 +1181,16 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 		s.Virtual = r.clock.Now()
 	}
 	r.last[ev.Conn] = i
+	if r.contain != nil && write {
+		action, reply, why := r.contain.Contain(ev.Conn, ev.Data, ev.Flags&kavach.ParseError != 0)
+		switch action {
+		case kavach.Withhold:
+			r.withhold(c, s, i, reply, why)
+			return
+		case kavach.SendUncompared:
+			s.Contained = why
+		}
+	}
 	replies := 1
 	if ev.Flags&kavach.ParseError == 0 {
 		replies = r.opts.Codec.Replies(ev.Data)
@@ -1178,6 +1218,23 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 	if _, err := c.nc.Write(data); err != nil {
 		r.crashed(c, "write failed: "+err.Error())
 	}
+}
+
+// withhold answers step i, on c, in the build's place: its request is not
+// sent (kavach.Containment). It counts as answered once every step sent
+// before it on c is, so that what follows waits as it would have.
+func (r *runner) withhold(c *conn, s *StepResult, i int, reply []byte, why string) {
+	s.Contained = why
+	s.Responses = append(s.Responses, reply)
+	r.finish(s)
+	if r.clock != nil {
+		s.Answered = r.clock.Now()
+	}
+	if len(c.pending) == 0 {
+		c.finished++
+		return
+	}
+	c.pending = append(c.pending, waiting{step: i, left: 0})
 }
 
 // hangUp closes c where the recorded client closed it. A step still

@@ -35,6 +35,7 @@ type spilled struct {
 	// Inputs and InputsError are StepResult's (Options.Inputs).
 	Inputs      map[string]string
 	InputsError string
+	Contained   string // StepResult's
 }
 
 // NewSpill makes an empty spill in dir ("" for the system's temporary
@@ -54,7 +55,7 @@ func NewSpill(dir string) (*Spill, error) {
 func (s *Spill) Step(st StepResult) error {
 	s.n++
 	if err := s.enc.Encode(spilled{N: st.N, Conn: st.Conn, Ran: st.Ran, Outcome: st.Outcome, Responses: st.Responses, Virtual: st.Virtual, Answered: st.Answered,
-		Inputs: st.Inputs, InputsError: st.InputsError}); err != nil {
+		Inputs: st.Inputs, InputsError: st.InputsError, Contained: st.Contained}); err != nil {
 		return fmt.Errorf("replay: spill: %w", err)
 	}
 	return nil
@@ -106,7 +107,7 @@ func (r *SpillReader) Next(request []byte, n kavach.Normalizer) (StepResult, err
 		return StepResult{}, err
 	}
 	s := StepResult{N: sp.N, Conn: sp.Conn, Ran: sp.Ran, Outcome: sp.Outcome, Responses: sp.Responses,
-		Virtual: sp.Virtual, Answered: sp.Answered, Inputs: sp.Inputs, InputsError: sp.InputsError, Request: request, Output: []any{}}
+		Virtual: sp.Virtual, Answered: sp.Answered, Inputs: sp.Inputs, InputsError: sp.InputsError, Contained: sp.Contained, Request: request, Output: []any{}}
 	if s.Responses == nil {
 		s.Responses = [][]byte{}
 	}

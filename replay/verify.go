@@ -14,6 +14,18 @@ const (
 	StatusNotRun      = "not-run"       // the replay stopped before this step
 	StatusAfterFailed = "after-failure" // after the failing step: shown, not judged
 	StatusUnjudged    = "not-judged"    // the failing step of an invariant failure, with no invariants to judge it
+	StatusContained   = "contained"     // withheld from a build sharing the machine's network (or its reply known to differ): not compared
+)
+
+// The network modes of a trace (Trace.Network): each build in a network
+// namespace of its own; or, where the kernel refused one, in the
+// machine's network with the integration's dangerous requests withheld
+// (contained), or with nothing to withhold (shared). The last two are
+// followed by " (namespaces refused: REASON)".
+const (
+	NetworkIsolated  = "isolated"
+	NetworkContained = "contained"
+	NetworkShared    = "shared"
 )
 
 // StepCheck is one step of a trace judged against the recording.
@@ -24,9 +36,13 @@ type StepCheck struct {
 	Outcome  kavach.Outcome `json:"outcome"`
 	Diffs    []Diff         `json:"diffs,omitempty"` // differences that count
 	Noise    []Diff         `json:"noise,omitempty"` // differences in noise fields
+	// Contained says why the step was not compared (StatusContained).
+	Contained string `json:"contained,omitempty"`
 	// afterFailure marks a step not run after the failing step: shown as
 	// not run, but not judged (the replay stops at a hang or a crash).
 	afterFailure bool
+	// failing marks the failing step: contained, it cannot reproduce.
+	failing bool
 }
 
 // Verification is a trace judged against the recording.
@@ -75,7 +91,8 @@ func (v *Verification) Add(c StepCheck) {
 // Count counts c, the next step's check, without listing it: whether the
 // replay still reproduces, and where it first did not.
 func (v *Verification) Count(c StepCheck) {
-	if c.Status == StatusDifferent || c.Status == StatusNotFailed || (c.Status == StatusNotRun && !c.afterFailure) || c.Status == StatusUnjudged {
+	if c.Status == StatusDifferent || c.Status == StatusNotFailed || (c.Status == StatusNotRun && !c.afterFailure) || c.Status == StatusUnjudged ||
+		c.Status == StatusContained && c.failing {
 		if v.FirstDifferent == 0 {
 			v.FirstDifferent = c.Step
 		}
@@ -93,6 +110,11 @@ func CheckStep(want, got StepResult, failure *kavach.Failure, noise Noise, viola
 	case failure != nil && want.N > failure.Step && broke:
 		c.Status = StatusDifferent
 		c.Diffs = []Diff{{Step: want.N, Path: "outcome", Want: want.Outcome.String(), Got: got.Outcome.String()}}
+	case got.Contained != "":
+		// Not compared; the failing step contained does not reproduce
+		// (Count): Kavach, not the build, answered it.
+		c.Status, c.Contained = StatusContained, got.Contained
+		c.failing = failure != nil && want.N == failure.Step
 	case failure != nil && want.N > failure.Step && !got.Ran:
 		c.Status, c.afterFailure = StatusNotRun, true
 	case failure != nil && want.N > failure.Step:

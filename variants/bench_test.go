@@ -2,6 +2,7 @@ package variants_test
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -105,3 +106,46 @@ func BenchmarkGenerate1000StepsKeysUnknown(b *testing.B) {
 		variants.Generate(evs, 1000, o)
 	}
 }
+
+// wideIncident is a session whose failing request (step 2) is one
+// ZADD of n arguments (n/2 score-member pairs) after one SET: the
+// request whose every candidate variant, built whole, made generation
+// quadratic in its size.
+func wideIncident(n int) []kavach.Event {
+	var evs []kavach.Event
+	add := func(dir kavach.Direction, data []byte) {
+		evs = append(evs, kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: dir, Offset: time.Duration(len(evs)) * time.Millisecond, Data: data})
+	}
+	add(kavach.Open, nil)
+	add(kavach.Request, redis.AppendCommand(nil, []byte("SET"), []byte("z"), []byte("v")))
+	add(kavach.Response, []byte("+OK\r\n"))
+	args := make([][]byte, 0, n+2)
+	args = append(args, []byte("ZADD"), []byte("z"))
+	for i := 0; len(args) < n+1; i++ {
+		args = append(args, []byte(strconv.Itoa(i)), []byte("m"+strconv.Itoa(i)))
+	}
+	add(kavach.Request, redis.AppendCommand(nil, args...))
+	add(kavach.Response, []byte("-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"))
+	return evs
+}
+
+func benchmarkGenerateWide(b *testing.B, n int) {
+	evs := wideIncident(n)
+	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: bigLearned, Budget: 64, Seed: 1,
+		Keys: [][]string{{"z"}, {"z"}}, Deferred: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		if vs := variants.Generate(evs, 2, o); len(vs) != 64 {
+			b.Fatalf("%d variants, want 64", len(vs))
+		}
+	}
+}
+
+// BenchmarkGenerateWide2000 is generation for a failing request of 2,000
+// arguments (the variants described, not built: Deferred, as kavach diff
+// and kavach variants make them).
+func BenchmarkGenerateWide2000(b *testing.B) { benchmarkGenerateWide(b, 2000) }
+
+// BenchmarkGenerateWide500000 is the same with 500,000 arguments (a
+// request of about 6 MB).
+func BenchmarkGenerateWide500000(b *testing.B) { benchmarkGenerateWide(b, 500000) }

@@ -9,6 +9,7 @@
 package variants
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -346,7 +347,11 @@ type gen struct {
 	orig  map[uint64]int        // request Seq -> step, made once (variant)
 	rank  []int                 // step -> its place in the seeded order pick keeps
 	types map[string][]seenType // kind and field key -> its types (typedAs)
-	mu    sync.Mutex            // deferred builds (finish)
+	// wide are the fields of the requests whose mutations are told apart
+	// by what they change, not by their bytes (fieldMutationsNow): a
+	// request too large to copy once per candidate.
+	wide map[int][]kavach.Field
+	mu   sync.Mutex // deferred builds (finish)
 }
 
 func newGen(events []kavach.Event, failing int, opts Options) *gen {
@@ -481,7 +486,12 @@ func hash(events []kavach.Event, from int, shift time.Duration) [32]byte {
 func (g *gen) incident() []Variant {
 	var out []Variant
 	for _, m := range g.fieldMutations(g.F, true) {
-		v := g.withRequest(g.F, m.request, fmt.Sprintf("step %d: %s", g.F, m.what), false)
+		var v Variant
+		if m.build == nil {
+			v = g.withRequest(g.F, m.request, fmt.Sprintf("step %d: %s", g.F, m.what), false)
+		} else {
+			v = g.edited(g.F, m)
+		}
 		v.group, v.primary, v.Place = m.group, true, PlaceFailing
 		v.Kind = "field"
 		if m.group == "removed" || m.group == "swap" {
@@ -731,7 +741,7 @@ func (g *gen) substitutions(n int, failing bool) []substitution {
 // and sub's writes inserted right before it on its connection, at its
 // time. The writes are new inputs: no origin.
 func (g *gen) substituted(n int, sub kavach.Substitution, what string, regression bool) Variant {
-	v := Variant{Description: what, Regression: regression, key: lazyKey(n, regression, sub.Setup, sub.Request)}
+	v := Variant{Description: what, Regression: regression, key: g.subKey(n, regression, sub)}
 	v.build = func() ([]kavach.Event, []int) {
 		w := g.substitutedNow(n, sub)
 		return w.Events, w.Origin
@@ -747,7 +757,7 @@ func (g *gen) substitutedNow(n int, sub kavach.Substitution) Variant {
 	for _, w := range sub.Setup {
 		events = append(events, kavach.Event{Conn: req.Conn, Dir: kavach.Request, Flags: kavach.Inserted, Offset: req.Offset, Data: w})
 	}
-	req.Data, req.Flags = sub.Request, req.Flags&^kavach.Redacted
+	req.Data, req.Flags = g.subRequest(n, sub), req.Flags&^kavach.Redacted
 	events = append(events, req)
 	events = append(events, g.events[i+1:]...)
 	return g.variant(events, "", false)
@@ -831,8 +841,18 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 	}
 	var out []mutation
 	// The failing request's mutations are built now (their bytes tell
-	// duplicates, a removed flag and a grammar drop of it alike); an
-	// earlier step's, lazily.
+	// duplicates, a removed flag and a grammar drop of it alike), unless
+	// the request is so large that a copy per candidate would cost more
+	// than exactCost bytes: then, as an earlier step's, they are built
+	// lazily, told apart by the field and value they change (editID).
+	eager := all && len(fields) <= exactFields && len(req.Data)*len(fields) <= exactCost
+	if all && !eager {
+		if g.wide == nil {
+			g.wide = map[int][]kavach.Field{}
+		}
+		g.wide[n] = fields
+	}
+	vary := g.varied(n, len(fields))
 	groups := make([]string, len(fields))
 	for i := range fields {
 		groups[i] = "field " + strconv.Itoa(i)
@@ -856,21 +876,25 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 			return what
 		}
 		build := func() []byte {
-			f := slices.Clone(fields)
-			f[i].Value = value
-			return g.opts.Variator.Rebuild(req.Data, f)
+			// In place and back, not on a copy: a wide request's fields
+			// are many. Builds take turns (finish).
+			old := fields[i].Value
+			fields[i].Value = value
+			defer func() { fields[i].Value = old }()
+			return g.opts.Variator.Rebuild(req.Data, fields)
 		}
 		group := groups[i]
 		if from != "" && strings.HasPrefix(from, "taken from") {
 			group = "swap"
 		}
-		if all {
+		if eager {
 			out = append(out, mutation{request: build(), what: describe(), group: group})
 			return
 		}
 		out = append(out, mutation{group: group, build: build, describe: describe, id: strconv.Itoa(i) + "=" + value})
 	}
-	for i, f := range fields {
+	for _, i := range vary {
+		f := fields[i]
 		switch f.Type {
 		case kavach.FieldNumber:
 			for _, v := range numbers(f.Value) {
@@ -915,12 +939,17 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 			}
 		}
 	}
-	for i := range fields {
+	for _, i := range vary {
 		describe := func() string { return fmt.Sprintf("%s %s removed", g.fieldName(i, fields[i]), quote(fields[i].Value)) }
 		build := func() []byte { return g.opts.Variator.Rebuild(req.Data, slices.Delete(slices.Clone(fields), i, i+1)) }
-		if all {
+		switch {
+		case eager:
 			out = append(out, mutation{request: build(), what: describe(), group: removed})
-		} else {
+		case all:
+			// Removing any field of a run of equal ones makes the same
+			// request: the run's first names them all.
+			out = append(out, mutation{group: removed, build: build, describe: describe, id: "-" + strconv.Itoa(runStart(fields, i))})
+		default:
 			out = append(out, mutation{group: removed, build: build, describe: describe, id: "-" + strconv.Itoa(i)})
 		}
 	}
@@ -933,12 +962,152 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 			if !ok || k2 != kind || len(f2) != len(fields) {
 				continue
 			}
-			for i := range fields {
+			for _, i := range vary {
 				set(i, f2[i].Value, fmt.Sprintf("taken from step %d", s.N))
 			}
 		}
 	}
 	return out
+}
+
+// pickFields is how many fields of one request get field mutations at
+// most, per variant of the budget. The budget keeps one mutation of a
+// field before any field gets a second, and a request of thousands of
+// arguments has far more fields than it has room for; the fields kept
+// are a sample by the seed, as a uniform draw of the fields the budget
+// keeps would be.
+const pickFields = 4
+
+// exactFields and exactCost bound what the failing request's mutations
+// are built with before the budget chooses: its number of fields (each
+// candidate copies them all), and its size times that number. Within
+// both, each candidate is built and told from the others by its bytes;
+// past either, each is told by the field and value it changes and built
+// only when kept, so that generating stays linear in the request's size.
+// Variables only so that a test can compare both ways on one request.
+var (
+	exactFields = 64
+	exactCost   = 1 << 20
+)
+
+// varied are the indexes of the fields of step n's request (of count
+// fields) that get mutations: all of them when they are at most
+// pickFields × the budget, else that many drawn by the seed (and the
+// step), in order.
+func (g *gen) varied(n, count int) []int {
+	k := pickFields * g.opts.Budget
+	if count <= k {
+		out := make([]int, count)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	rng := rand.New(rand.NewPCG(g.opts.Seed, 0x6669656c64^uint64(n)))
+	out := rng.Perm(count)[:k]
+	slices.Sort(out)
+	return out
+}
+
+// runStart is the first field of the run of fields equal to field i.
+func runStart(fields []kavach.Field, i int) int {
+	for i > 0 && sameField(fields[i-1], fields[i]) {
+		i--
+	}
+	return i
+}
+
+func sameField(a, b kavach.Field) bool {
+	return a.Value == b.Value && a.Key == b.Key && a.Name == b.Name && a.Type == b.Type
+}
+
+// edited is the incident with step n's request mutated by m, made
+// lazily and told from the others by what m changes (editKey): a wide
+// request's mutation.
+func (g *gen) edited(n int, m mutation) Variant {
+	v := Variant{key: editKey(n, false, nil, m.id)}
+	v.describe = func() string { return fmt.Sprintf("step %d: %s", n, m.describe()) }
+	v.build = func() ([]kavach.Event, []int) {
+		return g.withRequest(n, m.build(), "", false).build()
+	}
+	return v
+}
+
+// editKey tells a variant that sets (or removes) one field of step n's
+// request, after inserting setup, from every other such variant.
+func editKey(n int, regression bool, setup [][]byte, id string) [32]byte {
+	return lazyKey(n, regression, setup, []byte("\x00edit|"+id))
+}
+
+// subKey tells a substitution of step n's request from the others: by
+// its bytes, as lazyKey does; on a wide request, by the field it sets or
+// removes when it is such an edit (editID), as that field's mutation is;
+// and a substitution whose request is left to be made (Request nil) by
+// its Edit.
+func (g *gen) subKey(n int, regression bool, sub kavach.Substitution) [32]byte {
+	if id, ok := g.editID(n, sub); ok {
+		return editKey(n, regression, sub.Setup, id)
+	}
+	return lazyKey(n, regression, sub.Setup, g.subRequest(n, sub))
+}
+
+// editID says which one field sub sets, or removes, of step n's request,
+// as fieldMutationsNow names the mutation that does the same ("3=x",
+// "-3"): for a substitution that says so (Edit) on a wide request, or
+// on an earlier step when its request is left to be made (the failing
+// request's, not wide, are told by their bytes, as its mutations are:
+// subRequest makes it); for another on a wide request, when
+// splitting it into fields shows one field changed or removed, and
+// rebuilding the request so gives its bytes.
+func (g *gen) editID(n int, sub kavach.Substitution) (string, bool) {
+	fields, wide := g.wide[n]
+	if sub.Edit != nil && (wide || sub.Request == nil && n != g.F) {
+		return strconv.Itoa(sub.Edit.Field) + "=" + sub.Edit.Value, true
+	}
+	if !wide || sub.Request == nil {
+		return "", false
+	}
+	_, got, ok := g.opts.Variator.Fields(sub.Request, g.opts.Schema)
+	if !ok {
+		return "", false
+	}
+	same := func(a, b kavach.Field) bool { return a.Value == b.Value && a.Key == b.Key }
+	i := 0
+	for i < len(got) && i < len(fields) && same(got[i], fields[i]) {
+		i++
+	}
+	var id string
+	var edited []kavach.Field
+	switch {
+	case len(got) == len(fields) && i < len(got) && slices.EqualFunc(got[i+1:], fields[i+1:], same):
+		edited = slices.Clone(fields)
+		edited[i].Value = got[i].Value
+		id = strconv.Itoa(i) + "=" + got[i].Value
+	case len(got) == len(fields)-1 && slices.EqualFunc(got[i:], fields[i+1:], same):
+		edited = slices.Delete(slices.Clone(fields), i, i+1)
+		id = "-" + strconv.Itoa(runStart(fields, i))
+	default:
+		return "", false
+	}
+	if !bytes.Equal(g.opts.Variator.Rebuild(g.steps[n-1].Request.Data, edited), sub.Request) {
+		return "", false
+	}
+	return id, true
+}
+
+// subRequest is sub's request, made now when the Variator left it to be
+// made (Request nil, Edit set).
+func (g *gen) subRequest(n int, sub kavach.Substitution) []byte {
+	if sub.Request != nil || sub.Edit == nil {
+		return sub.Request
+	}
+	req := g.steps[n-1].Request.Data
+	_, fields, ok := g.opts.Variator.Fields(req, g.opts.Schema)
+	if !ok || sub.Edit.Field < 0 || sub.Edit.Field >= len(fields) {
+		return req
+	}
+	fields[sub.Edit.Field].Value = sub.Edit.Value
+	return g.opts.Variator.Rebuild(req, fields)
 }
 
 // fieldName names field i in the protocol's words (Wording), else as an

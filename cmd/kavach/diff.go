@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -451,6 +452,29 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string, reportPath string
 			fmt.Fprintf(w, "           %s: not checked on %s variants\n", inv.Name, strings.Join(inv.Except, ", "))
 		}
 	}
+	printNetwork(w, rep, ck)
+}
+
+// printNetwork prints the checked block's network line: how the builds
+// were kept off the network, and the steps Kavach answered in their place
+// (not compared). A report from before the mode was kept has no line.
+func printNetwork(w io.Writer, rep *grade.Report, ck grade.Checked) {
+	if rep.Network == "" {
+		return
+	}
+	line := rep.Network
+	if n := len(ck.Contained); n > 0 {
+		var steps []string
+		for i, s := range ck.Contained {
+			if i == 8 {
+				steps = append(steps, fmt.Sprintf("+%d more", n-8))
+				break
+			}
+			steps = append(steps, strconv.Itoa(s))
+		}
+		line += fmt.Sprintf("; %d contained (not compared): step %s", n, strings.Join(steps, ", "))
+	}
+	fmt.Fprintf(w, "         network: %s\n", line)
 }
 
 // hintIndent indents the lines of a hint after its first.
@@ -613,6 +637,7 @@ func printContractChecked(w io.Writer, rep *grade.Report, ck grade.Checked) {
 	for _, u := range ev.OldUnmet {
 		fmt.Fprintf(w, "           %s (step %d), so its steps are judged by it, not by the recording\n", grade.OldUnmetNote(u.Name), u.FirstStep)
 	}
+	printNetwork(w, rep, ck)
 }
 
 // contractHint says what a contract's headline divergence, or its

@@ -265,7 +265,7 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 		dur = sum.End.Duration.Round(time.Millisecond).String()
 	}
 	fmt.Fprintf(w, "replay    %s\nfixture   %s (%d steps, recorded over %s)\nclock     %s\nnetwork   %s\nwall      %s\n",
-		tr.Build.Path, sum.Path, sum.Steps, dur, tr.Clock, launch.Network(), tr.Wall.Round(time.Millisecond))
+		tr.Build.Path, sum.Path, sum.Steps, dur, tr.Clock, networkLine(tr.Network), tr.Wall.Round(time.Millisecond))
 	if tr.Stopped != "" {
 		fmt.Fprintf(w, "stopped   %s\n", tr.Stopped)
 	}
@@ -305,7 +305,7 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 	tw.Flush()
 	fmt.Fprintln(w)
 	var parts []string
-	for _, s := range []string{replay.StatusEqual, replay.StatusNoise, replay.StatusReproduced, replay.StatusDifferent, replay.StatusNotFailed, replay.StatusNotRun, replay.StatusAfterFailed} {
+	for _, s := range []string{replay.StatusEqual, replay.StatusNoise, replay.StatusReproduced, replay.StatusDifferent, replay.StatusNotFailed, replay.StatusNotRun, replay.StatusAfterFailed, replay.StatusContained} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
@@ -316,6 +316,20 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 	}
 	fmt.Fprintf(w, "result    %s (%s)\n", result, strings.Join(parts, ", "))
 	return nil
+}
+
+// networkLine is the replay's network line: the trace's mode
+// (replay.NetworkIsolated, ...), said for a person.
+func networkLine(mode string) string {
+	switch {
+	case mode == "":
+		return launch.Network()
+	case mode == replay.NetworkIsolated:
+		return "isolated (a network namespace of its own, loopback only)"
+	case strings.HasPrefix(mode, replay.NetworkContained):
+		return mode + ": requests that rebind, replicate, migrate or load code answered by Kavach, not sent"
+	}
+	return mode
 }
 
 // jsonParts are the arrays of kavach replay --json made in the pass that

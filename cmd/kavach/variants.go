@@ -192,7 +192,7 @@ func kindsLine(kinds []grade.KindCount) string {
 	var parts []string
 	for _, k := range kinds {
 		kept, what := k.Reproduced, ""
-		if k.Handled > 0 || k.Kind == "regression" {
+		if k.Handled > 0 || k.Regression {
 			kept, what = k.Handled, " handled"
 		}
 		p := fmt.Sprintf("%s %d/%d%s", k.Kind, kept, k.Generated, what)
@@ -221,7 +221,7 @@ func printKinds(c *cli.Context, kinds []grade.KindCount, ran bool) error {
 	fmt.Fprintln(tw, "KIND\tVARIANTS\tREPRODUCED\tHANDLED\tFAILED")
 	for _, k := range kinds {
 		reproduced, handled := strconv.Itoa(k.Reproduced), "-"
-		if k.Kind == "regression" || k.Handled > 0 {
+		if k.Regression || k.Handled > 0 {
 			reproduced, handled = "-", strconv.Itoa(k.Handled)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\n", k.Kind, k.Generated, reproduced, handled, k.Failed)

@@ -23,6 +23,7 @@ type part struct {
 	present    bool
 	alt        int
 	reps       [][2]int
+	repl       *repList // reps while matching
 }
 
 // matchBudget bounds the matcher's work on one request: a grammar with
@@ -38,6 +39,73 @@ type matcher struct {
 	// more value, so that ZUNIONSTORE d 2 a b WEIGHTS 1 2 has two keys
 	// and two weights, not five keys.
 	tokens map[string]bool
+}
+
+// The matcher's parts and repetitions so far are persistent lists: one
+// more is a new head sharing the rest, so that trying one more
+// repetition, or backing off one, copies nothing, and matching a part
+// repeated a thousand times costs a thousand steps, not a million.
+type (
+	// partList is parts in order, last first; a node is one part, or (sub
+	// set) a whole list of parts appended at once.
+	partList struct {
+		prev *partList
+		p    part
+		sub  *partList
+	}
+	repList struct {
+		prev *repList
+		r    [2]int
+		n    int
+	}
+)
+
+func (l *partList) push(p part) *partList { return &partList{prev: l, p: p} }
+
+func (l *partList) concat(sub *partList) *partList {
+	if sub == nil {
+		return l
+	}
+	return &partList{prev: l, sub: sub}
+}
+
+// flatten appends the list's parts to out, in order, each with its
+// repetitions as a slice.
+func (l *partList) flatten(out []part) []part {
+	var nodes []*partList
+	for ; l != nil; l = l.prev {
+		nodes = append(nodes, l)
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
+		if n.sub != nil {
+			out = n.sub.flatten(out)
+			continue
+		}
+		p := n.p
+		p.reps, p.repl = p.repl.slice(), nil
+		out = append(out, p)
+	}
+	return out
+}
+
+func (l *repList) push(r [2]int) *repList {
+	n := 1
+	if l != nil {
+		n = l.n + 1
+	}
+	return &repList{prev: l, r: r, n: n}
+}
+
+func (l *repList) slice() [][2]int {
+	if l == nil {
+		return nil
+	}
+	out := make([][2]int, l.n)
+	for ; l != nil; l = l.prev {
+		out[l.n-1] = l.r
+	}
+	return out
 }
 
 func addTokens(specs []ArgSpec, to map[string]bool) {
@@ -59,11 +127,11 @@ func match(specs []ArgSpec, args []string) ([]part, bool) {
 	m := &matcher{args: args, left: matchBudget, tokens: map[string]bool{}}
 	addTokens(specs, m.tokens)
 	var out []part
-	ok := m.seq(specs, 0, 0, nil, func(i int, parts []part) bool {
+	ok := m.seq(specs, 0, 0, nil, func(i int, parts *partList) bool {
 		if i != len(args) {
 			return false
 		}
-		out = parts
+		out = parts.flatten(nil)
 		return true
 	})
 	return out, ok
@@ -71,7 +139,7 @@ func match(specs []ArgSpec, args []string) ([]part, bool) {
 
 // seq matches specs[k:] from argument i on, then calls cont with where it
 // ended and the parts matched so far.
-func (m *matcher) seq(specs []ArgSpec, k, i int, parts []part, cont func(int, []part) bool) bool {
+func (m *matcher) seq(specs []ArgSpec, k, i int, parts *partList, cont func(int, *partList) bool) bool {
 	if m.left--; m.left < 0 {
 		return false
 	}
@@ -79,29 +147,29 @@ func (m *matcher) seq(specs []ArgSpec, k, i int, parts []part, cont func(int, []
 		return cont(i, parts)
 	}
 	sp := &specs[k]
-	if m.repeated(sp, i, i, nil, nil, -1, func(j int, reps [][2]int, inner []part, alt int) bool {
-		p := part{spec: sp, start: i, end: j, present: true, alt: alt, reps: reps}
-		return m.seq(specs, k+1, j, append(append(slices.Clone(parts), p), inner...), cont)
+	if m.repeated(sp, i, i, nil, nil, -1, func(j int, reps *repList, inner *partList, alt int) bool {
+		p := part{spec: sp, start: i, end: j, present: true, alt: alt, repl: reps}
+		return m.seq(specs, k+1, j, parts.push(p).concat(inner), cont)
 	}) {
 		return true
 	}
 	if sp.Optional {
-		return m.seq(specs, k+1, i, append(slices.Clone(parts), part{spec: sp, start: i, end: i, alt: -1}), cont)
+		return m.seq(specs, k+1, i, parts.push(part{spec: sp, start: i, end: i, alt: -1}), cont)
 	}
 	return false
 }
 
 // repeated matches one repetition of sp at i, then (for a repeated part)
 // more, greedily, backing off when the rest does not match.
-func (m *matcher) repeated(sp *ArgSpec, start, i int, reps [][2]int, inner []part, alt int, cont func(int, [][2]int, []part, int) bool) bool {
-	withToken := len(reps) == 0 || sp.MultipleToken
-	return m.one(sp, i, withToken, func(j int, in []part, a int) bool {
+func (m *matcher) repeated(sp *ArgSpec, start, i int, reps *repList, inner *partList, alt int, cont func(int, *repList, *partList, int) bool) bool {
+	withToken := reps == nil || sp.MultipleToken
+	return m.one(sp, i, withToken, func(j int, in *partList, a int) bool {
 		if j == i {
 			return false // no progress: never loop
 		}
-		reps := append(slices.Clone(reps), [2]int{i, j})
-		in = append(slices.Clone(inner), in...)
-		if len(reps) == 1 {
+		reps := reps.push([2]int{i, j})
+		in = inner.concat(in)
+		if reps.n == 1 {
 			alt = a
 		}
 		// At a token of the grammar (not this part's own), the rest is
@@ -119,7 +187,7 @@ func (m *matcher) repeated(sp *ArgSpec, start, i int, reps [][2]int, inner []par
 }
 
 // one matches a single occurrence of sp at argument i.
-func (m *matcher) one(sp *ArgSpec, i int, withToken bool, cont func(int, []part, int) bool) bool {
+func (m *matcher) one(sp *ArgSpec, i int, withToken bool, cont func(int, *partList, int) bool) bool {
 	if m.left--; m.left < 0 {
 		return false
 	}
@@ -133,10 +201,10 @@ func (m *matcher) one(sp *ArgSpec, i int, withToken bool, cont func(int, []part,
 	case "pure-token":
 		return cont(i, nil, -1)
 	case "block":
-		return m.seq(sp.Args, 0, i, nil, func(j int, in []part) bool { return cont(j, in, -1) })
+		return m.seq(sp.Args, 0, i, nil, func(j int, in *partList) bool { return cont(j, in, -1) })
 	case "oneof":
 		for a := range sp.Args {
-			if m.seq(sp.Args[a:a+1], 0, i, nil, func(j int, in []part) bool { return cont(j, in, a) }) {
+			if m.seq(sp.Args[a:a+1], 0, i, nil, func(j int, in *partList) bool { return cont(j, in, a) }) {
 				return true
 			}
 		}

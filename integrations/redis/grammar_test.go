@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -149,5 +151,39 @@ func TestRepeatedValuesStopAtTokens(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no %q among:\n%s", want, strings.Join(got, "\n"))
+	}
+}
+
+// TestMatchManyRepetitionsLinear: a part repeated a thousand times (a
+// ZADD of 2,000 arguments) is matched with its repetitions in order, and
+// matching it allocates a few megabytes, not the hundreds a copy of the
+// repetitions so far per repetition took.
+func TestMatchManyRepetitionsLinear(t *testing.T) {
+	specs := fuzzGrammar.Args["ZADD"]
+	args := []string{"z"}
+	for i := range 1000 {
+		args = append(args, strconv.Itoa(i), "m"+strconv.Itoa(i))
+	}
+	var parts []part
+	var ok bool
+	var a, b runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	parts, ok = match(specs, args)
+	runtime.ReadMemStats(&b)
+	if !ok {
+		t.Fatal("ZADD of 1,000 pairs not matched")
+	}
+	var reps [][2]int
+	for _, p := range parts {
+		if p.spec.Name == "score_member" {
+			reps = p.reps
+		}
+	}
+	if len(reps) != 1000 || reps[0] != [2]int{1, 3} || reps[999] != [2]int{1999, 2001} {
+		t.Fatalf("score_member repetitions: %d, first %v, last %v; want 1000, [1 3], [1999 2001]", len(reps), reps[:min(1, len(reps))], reps[max(0, len(reps)-1):])
+	}
+	if n := b.TotalAlloc - a.TotalAlloc; n > 16<<20 {
+		t.Fatalf("matching allocated %d MB, want < 16 MB", n>>20)
 	}
 }

@@ -368,6 +368,7 @@ func (l Launcher) spawn(build kavach.Launch) launch.Spawn {
 		Launch:       build,
 		Defaults:     DefaultArgs,
 		Safety:       SafetyArgs,
+		Shared:       SharedArgs,
 		Env:          l.Env,
 		StartTimeout: l.StartTimeout,
 		ReadyPid:     ready,

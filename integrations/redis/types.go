@@ -310,8 +310,13 @@ func (ks KeySpec) find(argv []string) []int {
 	return out
 }
 
+// typeKeys bounds how many keys of one request (the first ones) are put
+// on keys of other types: each gets one variant per type, and a request
+// naming thousands of keys (MSET, DEL) must not give tens of thousands.
+const typeKeys = 16
+
 // Substitutions are the request on a key of every type the build has, for
-// each key it names: the key replaced by a new one, written right before
+// each key it names (the first typeKeys): the key replaced by a new one, written right before
 // with realistic content. One of the types is the recorded key's own
 // (another key of its type, with other content); a missing key is a
 // field variant already. Without a learned schema there are none.
@@ -329,21 +334,29 @@ func (Codec) Substitutions(request []byte, schema kavach.Schema) []kavach.Substi
 	for i, a := range c.Args {
 		argv[i] = string(a)
 	}
-	for _, p := range keysAt(l, argv) {
+	keys := keysAt(l, argv)
+	if len(keys) > typeKeys {
+		keys = keys[:typeKeys]
+	}
+	for _, p := range keys {
 		for _, tw := range l.Types {
 			key := "kavach:type:" + tw.Type
-			args := append([][]byte{}, c.Args...)
-			old := string(args[p+1])
-			args[p+1] = []byte(key)
+			old := string(c.Args[p+1])
 			write := [][]byte{[]byte(tw.Write[0]), []byte(key)}
 			for _, a := range tw.Write[2:] {
 				write = append(write, []byte(a))
 			}
-			out = append(out, kavach.Substitution{
-				Setup:   [][]byte{AppendCommand(nil, write...)},
-				Request: AppendCommand(nil, args...),
-				What:    fmt.Sprintf("argument %d (key) %s → a %s key (%s)", p+1, strconv.Quote(old), tw.Type, strings.Join(append([]string{tw.Write[0], key}, tw.Write[2:]...), " ")),
-			})
+			sub := kavach.Substitution{
+				Setup: [][]byte{AppendCommand(nil, write...)},
+				Edit:  &kavach.FieldEdit{Field: p, Value: key},
+				What:  fmt.Sprintf("argument %d (key) %s → a %s key (%s)", p+1, strconv.Quote(old), tw.Type, strings.Join(append([]string{tw.Write[0], key}, tw.Write[2:]...), " ")),
+			}
+			if len(request) <= wideRequest {
+				args := append([][]byte{}, c.Args...)
+				args[p+1] = []byte(key)
+				sub.Request = AppendCommand(nil, args...)
+			}
+			out = append(out, sub)
 		}
 	}
 	return out

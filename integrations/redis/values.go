@@ -19,6 +19,12 @@ var (
 // of numbers must not give hundreds of thousands of candidates.
 const valueArgs = 16
 
+// wideRequest is the size past which a request's value and type
+// substitutions leave their Request to be made (kavach.FieldEdit says
+// which argument they set): tens of copies of a request of many
+// megabytes are not made for the few variants the budget keeps.
+const wideRequest = 4096
+
 // Values are the request with one value varied inside its argument:
 //
 //   - number-form: an argument that is a number (COMMAND DOCS types it
@@ -72,11 +78,15 @@ func valuesAfter(request []byte, earlier [][]byte, schema kavach.Schema, at time
 		label := argLabel(c.Name, args, i, specs[i])
 		var subs []kavach.Substitution
 		for _, f := range interleave(forms, args[i]) {
-			b := make([][]byte, len(c.Args))
-			copy(b, c.Args)
-			b[i+1] = []byte(f.value)
-			subs = append(subs, kavach.Substitution{Request: AppendCommand(nil, b...), Kind: kind, Group: "the request's values",
-				What: fmt.Sprintf("%s %s → %s (%s)", label, strconv.Quote(args[i]), strconv.Quote(f.value), f.what)})
+			sub := kavach.Substitution{Kind: kind, Group: "the request's values", Edit: &kavach.FieldEdit{Field: i, Value: f.value},
+				What: fmt.Sprintf("%s %s → %s (%s)", label, strconv.Quote(args[i]), strconv.Quote(f.value), f.what)}
+			if len(request) <= wideRequest {
+				b := make([][]byte, len(c.Args))
+				copy(b, c.Args)
+				b[i+1] = []byte(f.value)
+				sub.Request = AppendCommand(nil, b...)
+			}
+			subs = append(subs, sub)
 		}
 		if len(subs) > 0 {
 			perArg[kind] = append(perArg[kind], subs)
