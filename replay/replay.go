@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -304,17 +305,22 @@ type runner struct {
 	sinkErr error
 	maxWin  int // the most steps the window held (tests)
 
-	batch     bool          // pipeline batches at all
-	sent      bool          // a request went out since the build was last seen idle
-	lostBatch bool          // the build ended a connection with batched steps unanswered
-	shift     time.Duration // the clock variant's shift now in force
-	jump      bool          // the shift changed: the clock may go back
-	wake      chan struct{} // a reader framed a reply, or its connection ended
-	frames    atomic.Int64  // replies framed by readers so far
-	rng       *rand.Rand    // timing perturbation (Options.Perturb); nil: none
-	probe     kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
-	stop      bool
-	ctx       context.Context // done: a signal; every wait ends
+	batch bool // pipeline batches at all
+	sent  bool // a request went out since the build was last seen idle
+	// unconfirmed: since the build was last seen idle, a request went out
+	// that no reply will confirm (the codec expects none) or a connection
+	// was closed: only the build going idle says it was taken in.
+	unconfirmed bool
+	taken       int64         // frames (and ends) poll has taken from the readers
+	lostBatch   bool          // the build ended a connection with batched steps unanswered
+	shift       time.Duration // the clock variant's shift now in force
+	jump        bool          // the shift changed: the clock may go back
+	wake        chan struct{} // a reader framed a reply, or its connection ended
+	frames      atomic.Int64  // replies framed by readers so far
+	rng         *rand.Rand    // timing perturbation (Options.Perturb); nil: none
+	probe       kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
+	stop        bool
+	ctx         context.Context // done: a signal; every wait ends
 }
 
 // conn is one client connection to the build, with a reader that frames
@@ -647,13 +653,66 @@ func (r *runner) advance(t time.Time) {
 	}
 	r.jump = false
 	// What was sent is taken in at the time it was sent: a BLPOP read
-	// after the move would count its timeout from the new time.
-	r.quiesce()
+	// after the move would count its timeout from the new time. Waiting
+	// for the build to go idle is paid only where the move could be
+	// observed before the next request carries it (docs/replay.md, "What
+	// a move costs").
+	blocked := r.blocked()
+	if r.observable(from, t.UTC().Truncate(time.Millisecond), blocked) {
+		r.quiesce()
+	} else {
+		r.sent = false
+	}
 	if err := r.clock.Set(t); err != nil {
 		r.opts.Logger.Error("set clock", "err", err)
 		return
 	}
-	r.settle(from, r.clock.Now(), r.blocked())
+	r.settle(from, r.clock.Now(), blocked)
+}
+
+// observable reports whether the build could observe a clock move from
+// one time to another other than through the next request it reads (a
+// command reads the clock when it runs: Redis refreshes its cached time
+// in call()). It could when something sent is not known to be done: a
+// step waits for a reply (a blocked client's timeout counts from when
+// the build took it in; one read after the move would count from the new
+// time), or a request that no reply confirms (or a close) went out since
+// the build was last idle; when the move is settled (the service keeps
+// time in a timer of its own, Settler, or the replay is perturbed); and
+// when the build is still working or has replies not yet taken (pushes
+// to another connection, say). Otherwise every request sent has been
+// answered, so it ran on the time it was sent at, and nothing in the
+// build runs until its timer or the next request wakes it.
+func (r *runner) observable(from, to time.Time, blocked bool) bool {
+	if !r.sent {
+		return false // idle since it was last seen so, as before
+	}
+	if blocked || r.unconfirmed || r.watch.pid <= 0 {
+		return true
+	}
+	if st, ok := r.opts.Codec.(kavach.Settler); ok && (r.rng != nil || st.Settle(from, to, blocked)) {
+		return true
+	}
+	return !r.done()
+}
+
+// done reports, in one look and without waiting, whether the build has
+// sent everything it will send until a timer or a request wakes it, and
+// the replay has taken all of it: no thread of it running, no byte
+// unread on any connection, every framed reply attached.
+func (r *runner) done() bool {
+	r.poll()
+	if busy, stopped := r.watch.look(); busy || stopped {
+		return false
+	}
+	n := r.frames.Load()
+	if r.unread() || n != r.taken {
+		return false
+	}
+	// A reader that has just read bytes marks them only once its read
+	// returns: give it the processor once, and look again.
+	runtime.Gosched()
+	return !r.unread() && r.frames.Load() == n
 }
 
 // settle lets the build observe a clock move before anything else is
@@ -726,7 +785,7 @@ func (r *runner) quiesce() {
 		}
 		r.wait(100 * time.Microsecond)
 	}
-	r.sent = false
+	r.sent, r.unconfirmed = false, false
 }
 
 // blocked reports whether a step is waiting for a reply.
@@ -1104,8 +1163,12 @@ func (r *runner) poll() {
 		frames, err := c.frames, c.err
 		c.frames = nil
 		c.mu.Unlock()
+		r.taken += int64(len(frames))
 		for _, f := range frames {
 			r.attach(c, f)
+		}
+		if err != nil && !c.ended {
+			r.taken++ // the reader's end counts as a frame
 		}
 		if err != nil {
 			c.ended = true
@@ -1175,6 +1238,9 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(r.opts.StepTimeout))
 	r.sent = true
+	if replies == 0 {
+		r.unconfirmed = true
+	}
 	if _, err := c.nc.Write(data); err != nil {
 		r.crashed(c, "write failed: "+err.Error())
 	}
@@ -1184,6 +1250,7 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 // waiting on it gets what it got: the client did not wait for more.
 func (r *runner) hangUp(c *conn) {
 	c.closed = true
+	r.sent, r.unconfirmed = true, true
 	if c.nc != nil {
 		c.nc.Close()
 	}
