@@ -249,7 +249,8 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	}
 	defer r.src.Close()
 	if p, ok := proc.(interface{ Pid() int }); ok {
-		r.watch = watch{pid: p.Pid()}
+		r.watch = watch{pid: p.Pid(), cache: &lookCache{}}
+		defer r.watch.cache.close()
 		r.standing = r.watch.members()
 	}
 	if opts.Perturb {
@@ -702,7 +703,7 @@ func (r *runner) observable(from, to time.Time, blocked bool) bool {
 // unread on any connection, every framed reply attached.
 func (r *runner) done() bool {
 	r.poll()
-	if busy, stopped := r.watch.look(); busy || stopped {
+	if busy, stopped := r.watch.glance(); busy || stopped {
 		return false
 	}
 	n := r.frames.Load()
