@@ -662,7 +662,7 @@ func (r *runner) advance(t time.Time) {
 	if r.observable(from, t.UTC().Truncate(time.Millisecond), blocked) {
 		r.quiesce()
 	} else {
-		r.sent = false
+		r.finishing()
 	}
 	if err := r.clock.Set(t); err != nil {
 		r.opts.Logger.Error("set clock", "err", err)
@@ -678,12 +678,12 @@ func (r *runner) advance(t time.Time) {
 // step waits for a reply (a blocked client's timeout counts from when
 // the build took it in; one read after the move would count from the new
 // time), or a request that no reply confirms (or a close) went out since
-// the build was last idle; when the move is settled (the service keeps
-// time in a timer of its own, Settler, or the replay is perturbed); and
-// when the build is still working or has replies not yet taken (pushes
-// to another connection, say). Otherwise every request sent has been
-// answered, so it ran on the time it was sent at, and nothing in the
-// build runs until its timer or the next request wakes it.
+// the build was last idle; and when the move is settled (the service
+// keeps time in a timer of its own, Settler, or the replay is
+// perturbed). Otherwise every request sent has been answered, so it ran
+// on the time it was sent at; what the build still does before it
+// sleeps (pushes to another connection, say) is waited for without the
+// idleness check's pauses (finishing).
 func (r *runner) observable(from, to time.Time, blocked bool) bool {
 	if !r.sent {
 		return false // idle since it was last seen so, as before
@@ -691,29 +691,53 @@ func (r *runner) observable(from, to time.Time, blocked bool) bool {
 	if blocked || r.unconfirmed || r.watch.pid <= 0 {
 		return true
 	}
-	if st, ok := r.opts.Codec.(kavach.Settler); ok && (r.rng != nil || st.Settle(from, to, blocked)) {
-		return true
+	st, ok := r.opts.Codec.(kavach.Settler)
+	return ok && (r.rng != nil || st.Settle(from, to, blocked))
+}
+
+// finishing waits until the build has sent everything it will send until
+// a timer or a request wakes it, and the replay has taken all of it
+// (done), looking again whenever a reply comes or 50 µs pass. A build
+// stopped meanwhile is left to quiesce, which decides its hang; one
+// gone, an interrupted replay, or the step timeout of real time end the
+// wait.
+func (r *runner) finishing() {
+	began := time.Now()
+	for {
+		done, stopped := r.done()
+		if done {
+			break
+		}
+		if stopped {
+			r.quiesce()
+			return
+		}
+		if r.proc.Exited() != nil || r.ctx.Err() != nil || time.Since(began) > r.opts.StepTimeout {
+			break
+		}
+		r.wait(50 * time.Microsecond)
 	}
-	return !r.done()
+	r.sent = false
 }
 
 // done reports, in one look and without waiting, whether the build has
 // sent everything it will send until a timer or a request wakes it, and
 // the replay has taken all of it: no thread of it running, no byte
-// unread on any connection, every framed reply attached.
-func (r *runner) done() bool {
+// unread on any connection, every framed reply attached; and whether
+// the build is stopped.
+func (r *runner) done() (done, stopped bool) {
 	r.poll()
 	if busy, stopped := r.watch.glance(); busy || stopped {
-		return false
+		return false, stopped && !busy
 	}
 	n := r.frames.Load()
 	if r.unread() || n != r.taken {
-		return false
+		return false, false
 	}
 	// A reader that has just read bytes marks them only once its read
 	// returns: give it the processor once, and look again.
 	runtime.Gosched()
-	return !r.unread() && r.frames.Load() == n
+	return !r.unread() && r.frames.Load() == n, false
 }
 
 // settle lets the build observe a clock move before anything else is
