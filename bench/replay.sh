@@ -42,7 +42,7 @@
 #   N        SETs and GETs of the recorded client (default 20000: a fixture of 2N+2 steps)
 #   REPS     repetitions of each measurement (default 3)
 #   PAUSE    seconds of each pause in part 2 (default 2)
-#   MS_STEPS steps of the distinct-millisecond fixture of part 3 (default 2000)
+#   MS_STEPS steps of the distinct-millisecond fixture of part 3 (default 20000)
 #   PARTS    which parts to run (default "rate speedup millis")
 #   KEEP=1   keep the temporary directory (fixtures, replay outputs, logs) and print it
 set -euo pipefail
@@ -50,7 +50,7 @@ set -euo pipefail
 N=${N:-20000}
 REPS=${REPS:-3}
 PAUSE=${PAUSE:-2}
-MS_STEPS=${MS_STEPS:-2000}
+MS_STEPS=${MS_STEPS:-20000}
 PARTS=${PARTS:-rate speedup millis}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 KEEP=${KEEP:-0}
@@ -454,8 +454,12 @@ if part millis; then
 MW=$(median millis 3)
 MS=$(median millis-startup 3)
 MR=$(median millis-real 3)
-M_RATE=$(calc "%.0f" "($MS_STEPS - 2) / ($MW - $MS)")
-M_REAL=$(calc "%.0f" "($MS_STEPS - 2) / ($MR - $MS)")
+# steps over the wall less the start-up; "n/a" when the wall is within the
+# start-up's noise (a fixture too short: raise MS_STEPS)
+mrate() { awk -v n="$((MS_STEPS - 2))" -v w="$1" -v s="$MS" 'BEGIN { if (w - s <= 0.05 * w) print "n/a"; else printf "%.0f", n / (w - s) }'; }
+M_RATE=$(mrate "$MW")
+M_REAL=$(mrate "$MR")
+[ "$M_RATE" = n/a ] && { log "the distinct-millisecond replay took no longer than its start-up: raise MS_STEPS"; exit 1; }
 MDS=$(median millis-direct 2) MDG=$(median millis-direct 3)
 MFS=$(median millis-direct-faketime 2) MFG=$(median millis-direct-faketime 3)
 M_DIRECT=$(combined "$MDS" "$MDG")
@@ -466,7 +470,7 @@ printf "%-44s %12s %12s\n" "" "steps/s" "µs per step"
 printf "%-44s %12s %12s\n" "kavach replay (wall less start-up)" "$M_RATE" "$(us "$M_RATE")"
 printf "%-44s %12s %12s   [SET %.0f, GET %.0f]\n" "direct under libfaketime (redis-benchmark)" "$M_FAKED" "$(us "$M_FAKED")" "$MFS" "$MFG"
 printf "%-44s %12s %12s   [SET %.0f, GET %.0f]\n" "direct (redis-benchmark)" "$M_DIRECT" "$(us "$M_DIRECT")" "$MDS" "$MDG"
-printf "%-44s %12s %12s\n" "  replay --real-time (no libfaketime)" "$M_REAL" "$(us "$M_REAL")"
+printf "%-44s %12s %12s\n" "  replay --real-time (no libfaketime)" "$M_REAL" "$([ "$M_REAL" = n/a ] && echo n/a || us "$M_REAL")"
 printf "replay wall %.3f s; start-up (two-step fixture) %.3f s\n" "$MW" "$MS"
 printf "  %-24s %s\n" "millis wall s" "$(runs millis 3 %.3f)"
 printf "  %-24s %s\n" "millis-startup wall s" "$(runs millis-startup 3 %.3f)"
