@@ -518,12 +518,13 @@ func (r *runner) process(i int) {
 			return
 		}
 		r.answered(c, e.owed)
-		if c.finished >= e.owed && !r.unconfirmed && !r.blocked() {
+		if c.finished >= e.owed && !r.unconfirmed && !r.blocked() && r.rng == nil {
 			// It came, and nothing waits on the build: no timer of a
 			// blocked client can fire and nothing sent is unconfirmed, so
 			// the move to the reply's time is left to the next event,
 			// which moves the clock on from here (docs/replay.md, "What a
-			// move costs").
+			// move costs"). A perturbed replay makes every move, as
+			// before: each is settled there.
 			return
 		}
 		r.advance(r.at(ev.Offset))
