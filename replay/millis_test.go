@@ -53,9 +53,12 @@ func TestDistinctMillisecondsAnswerAsRecorded(t *testing.T) {
 	// goes on a millisecond at a time, then pauses: it times out at
 	// 1013 ms (Redis fires a timeout once the clock is past it), before
 	// the LPUSH recorded right after in the same millisecond, which
-	// therefore stays in the list. Nothing but the build's own timer
-	// wakes it between 1010 and 1013 ms: unless the move to 1013 ms waits
-	// for a turn of its loop, the LPUSH comes first and feeds the BLPOP.
+	// therefore stays in the list. Both waits of a move while it is
+	// blocked count: were the clock moved on before the build took the
+	// BLPOP in, its timeout would count from 1003 ms and fire after the
+	// LPUSH; and nothing but the build's own timer wakes it between 1010
+	// and 1013 ms, so unless the move to 1013 ms waits for a turn of its
+	// loop, the LPUSH may come first and feed the BLPOP.
 	add(2, kavach.Open, 1002*ms, nil)
 	request(2, 1002*ms, "BLPOP q 0.01", 1013*ms, "*-1\r\n") // 10
 	for i := 1; i <= 8; i++ {
