@@ -712,6 +712,23 @@ type Probe interface {
 	Close() error
 }
 
+// StateScope is what a request sets that later requests rely on without
+// naming it by key (StateSetter).
+type StateScope int
+
+const (
+	NoState     StateScope = iota // nothing: a request its keys describe
+	ConnState                     // its connection's (Redis: SELECT, AUTH, HELLO, CLIENT REPLY, MULTI)
+	ServerState                   // the server's, for every connection (Redis: SCRIPT LOAD, FUNCTION LOAD)
+)
+
+// StateSetter is an optional Codec interface: whether a request sets
+// state that no key names, for cutting the steps a failing request
+// depends on out of a long recording (docs/diff.md, "Long recordings").
+type StateSetter interface {
+	SetsState(request []byte) StateScope
+}
+
 // Kin is an optional Codec interface: a request's command and the
 // commands of its family (itself included), for telling a changed
 // refusal of the failing request's command after the failure from a

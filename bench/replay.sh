@@ -22,6 +22,19 @@
 #    the recorded duration over the replay's wall time is the speed-up
 #    from not sleeping through the gaps.
 #
+# 3. Distinct milliseconds. Production traffic has a millisecond of its
+#    own for almost every request: bench/scalegen -gap 1ms writes MS_STEPS
+#    steps of one client (SETs and GETs, then the GETRANGE incident of
+#    examples/redis-getrange-crash), one event a millisecond, so the
+#    virtual clock moves before every request and no two requests can be
+#    sent together. It is replayed on the build with that incident's bug
+#    (it reproduces the crash at its last step), REPS times, interleaved
+#    with direct round trips measured in the same run (redis-benchmark -c 1
+#    -P 1 -t set,get, -n MS_STEPS/2 each, on a fresh server of the same
+#    build, with and without libfaketime) and with --real-time. The rate is
+#    the steps over the replay's wall less the start-up (the wall of a
+#    two-step fixture of the same generator).
+#
 # Exits 1 when a replay did not reproduce its recording (it should, every
 # time); a ratio below the target is reported, not an error.
 #
@@ -29,12 +42,17 @@
 #   N        SETs and GETs of the recorded client (default 20000: a fixture of 2N+2 steps)
 #   REPS     repetitions of each measurement (default 3)
 #   PAUSE    seconds of each pause in part 2 (default 2)
+#   MS_STEPS steps of the distinct-millisecond fixture of part 3 (default 20000)
+#   PARTS    which parts to run (default "rate speedup millis")
 #   KEEP=1   keep the temporary directory (fixtures, replay outputs, logs) and print it
 set -euo pipefail
 
 N=${N:-20000}
 REPS=${REPS:-3}
 PAUSE=${PAUSE:-2}
+MS_STEPS=${MS_STEPS:-20000}
+PARTS=${PARTS:-rate speedup millis}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 KEEP=${KEEP:-0}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -244,14 +262,25 @@ calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 # ---- build
 
 log "building bin/kavach; the Redis build (scripts/redis-build.sh)"
-go build -o "$KAVACH" ./cmd/kavach
+if [ -n "${KAVACH_BIN:-}" ]; then
+	KAVACH=$KAVACH_BIN # a kavach built elsewhere (a before-and-after comparison)
+else
+	go build -o "$KAVACH" ./cmd/kavach
+fi
 REDIS=$(scripts/redis-build.sh)
 RESULTS=$TMP/results   # name status wall_s process_s | name set_rps get_rps
 : >"$RESULTS"
 bad=0
 
+FAKEFILE=$TMP/faketime-direct
+printf '%s\n' "2026-01-01 00:00:00.000000" >"$FAKEFILE.tmp"
+mv "$FAKEFILE.tmp" "$FAKEFILE"
+FAKEENV=(LD_PRELOAD="$LIBFAKETIME" FAKETIME_TIMESTAMP_FILE="$FAKEFILE" FAKETIME_NO_CACHE=1
+	FAKETIME_DONT_FAKE_MONOTONIC=1 TZ=UTC)
+
 # ---- part 1: the rate
 
+if part rate; then
 FX=$TMP/long.kavach
 log "recording $((2 * N)) round trips of one client (redis-benchmark -c 1 -n $N -P 1 -t set,get through kavach record)"
 start_record "$FX"
@@ -266,12 +295,6 @@ TINY=$TMP/tiny.kavach
 start_record "$TINY"
 redis-cli -p "$KPORT" PING >/dev/null
 stop_record "$TINY"
-
-FAKEFILE=$TMP/faketime-direct
-printf '%s\n' "2026-01-01 00:00:00.000000" >"$FAKEFILE.tmp"
-mv "$FAKEFILE.tmp" "$FAKEFILE"
-FAKEENV=(LD_PRELOAD="$LIBFAKETIME" FAKETIME_TIMESTAMP_FILE="$FAKEFILE" FAKETIME_NO_CACHE=1
-	FAKETIME_DONT_FAKE_MONOTONIC=1 TZ=UTC)
 
 t_start=$SECONDS
 for rep in $(seq "$REPS"); do
@@ -295,9 +318,11 @@ for rep in $(seq "$REPS"); do
 	replay replay-real "$FX" --real-time
 done
 rate_secs=$((SECONDS - t_start))
+fi
 
 # ---- part 2: the virtual clock's speed-up
 
+if part speedup; then
 PFX=$TMP/pauses.kavach
 log "recording 10 commands with 5 pauses of ${PAUSE}s"
 start_record "$PFX"
@@ -326,12 +351,49 @@ for rep in $(seq "$REPS"); do
 	log "rep $rep/$REPS: kavach replay of the session with pauses"
 	replay pauses "$PFX"
 done
-for name in replay startup replay-shm replay-real pauses; do
+fi
+
+# ---- part 3: distinct milliseconds
+
+if part millis; then
+OLD=$(scripts/redis-build.sh examples/redis-getrange-crash/bug.patch)
+go build -o "$TMP/scalegen" ./bench/scalegen
+MFX=$TMP/millis.kavach
+MTINY=$TMP/millis-tiny.kavach
+"$TMP/scalegen" -steps "$MS_STEPS" -gap 1ms -out "$MFX" >/dev/null
+"$TMP/scalegen" -steps 2 -gap 1ms -out "$MTINY" >/dev/null
+MN=$((MS_STEPS / 2))
+for rep in $(seq "$REPS"); do
+	log "rep $rep/$REPS: kavach replay of $MS_STEPS steps a millisecond apart"
+	REDIS=$OLD replay millis "$MFX"
+	log "rep $rep/$REPS: kavach replay of a two-step fixture of the same generator (start-up)"
+	REDIS=$OLD replay millis-startup "$MTINY"
+	log "rep $rep/$REPS: direct round trips ($MN SET + $MN GET), under libfaketime and without"
+	REDIS=$OLD start_redis "${FAKEENV[@]}"
+	figures=$(N=$MN bench "$RPORT")
+	echo "millis-direct-faketime $figures" >>"$RESULTS"
+	stop_redis
+	REDIS=$OLD start_redis
+	figures=$(N=$MN bench "$RPORT")
+	echo "millis-direct $figures" >>"$RESULTS"
+	stop_redis
+	log "rep $rep/$REPS: kavach replay --real-time of the same fixture"
+	REDIS=$OLD replay millis-real "$MFX" --real-time
+done
+fi
+
+for name in replay startup replay-shm replay-real pauses millis millis-startup millis-real; do
 	if awk -v n="$name" '$1 == n && $2 != 0 { bad = 1 } END { exit !bad }' "$RESULTS"; then bad=1; fi
 done
 
 # ---- report
 
+# combined SET+GET rate: requests over the time both tests took
+combined() { calc "%.0f" "2 / (1 / $1 + 1 / $2)"; }
+us() { calc "%.1f" "1e6 / $1"; }
+verdict() { awk -v r="$1" 'BEGIN { print (r >= 0.80 ? "meets it" : "BELOW TARGET") }'; }
+
+if part rate; then
 W=$(median replay 3)
 P=$(median replay 4)
 S=$(median startup 3)
@@ -339,16 +401,12 @@ WS=$(median replay-shm 3)
 WR=$(median replay-real 3)
 REPLAY_RATE=$(calc "%.0f" "$STEPS / ($W - $S)")
 REPLAY_RATE_INCL=$(calc "%.0f" "$STEPS / $W")
-# combined SET+GET rate: requests over the time both tests took
-combined() { calc "%.0f" "2 / (1 / $1 + 1 / $2)"; }
 DS=$(median direct 2) DG=$(median direct 3)
 FS=$(median direct-faketime 2) FG=$(median direct-faketime 3)
 DIRECT=$(combined "$DS" "$DG")
 FAKED_RATE=$(combined "$FS" "$FG")
 SHM_RATE=$(calc "%.0f" "$STEPS / ($WS - $S)")
 REAL_RATE=$(calc "%.0f" "$STEPS / ($WR - $S)")
-us() { calc "%.1f" "1e6 / $1"; }
-verdict() { awk -v r="$1" 'BEGIN { print (r >= 0.80 ? "meets it" : "BELOW TARGET") }'; }
 
 echo
 echo "kavach replay benchmark: one client, $N SET + $N GET (a fixture of $STEPS steps), median of $REPS interleaved runs"
@@ -378,14 +436,55 @@ R1=$(calc "%.2f" "$REPLAY_RATE / $DIRECT")
 R2=$(calc "%.2f" "$REPLAY_RATE / $FAKED_RATE")
 echo "kavach replay / direct                  = $R1 (target ≥ 0.80) [$(verdict "$R1")]"
 echo "kavach replay / direct under libfaketime = $R2 (what the replay adds beyond the clock library) [$(verdict "$R2")]"
+fi
 
+if part speedup; then
 PW=$(median pauses 3)
 PP=$(median pauses 4)
 echo
 echo "virtual clock: $PSTEPS steps recorded over $(calc "%.3f" "$PREC") s (5 pauses of ${PAUSE}s)"
 printf "  replay wall %.3f s (the kavach process %.3f s), median of %s; runs: %s\n" "$PW" "$PP" "$REPS" "$(runs pauses 3 %.3f)"
 echo "  speed-up: recorded / replay wall = $(calc "%.1f" "$PREC / $PW")x  (recorded / process = $(calc "%.1f" "$PREC / $PP")x)"
-echo "  without start-up: $(calc "%.0f" "($PW - $S) * 1000") ms of replaying ($(calc "%.0f" "$PREC / ($PW - $S)")x)"
+if part rate; then
+	echo "  without start-up: $(calc "%.0f" "($PW - $S) * 1000") ms of replaying ($(calc "%.0f" "$PREC / ($PW - $S)")x)"
+fi
+fi
+
+if part millis; then
+MW=$(median millis 3)
+MS=$(median millis-startup 3)
+MR=$(median millis-real 3)
+# steps over the wall less the start-up; "n/a" when the start-up is half
+# the wall or more: the figure would be the start-up's noise (raise MS_STEPS)
+mrate() { awk -v n="$((MS_STEPS - 2))" -v w="$1" -v s="$MS" 'BEGIN { if (w - s < 0.5 * w) print "n/a"; else printf "%.0f", n / (w - s) }'; }
+M_RATE=$(mrate "$MW")
+M_REAL=$(mrate "$MR")
+MDS=$(median millis-direct 2) MDG=$(median millis-direct 3)
+MFS=$(median millis-direct-faketime 2) MFG=$(median millis-direct-faketime 3)
+M_DIRECT=$(combined "$MDS" "$MDG")
+M_FAKED=$(combined "$MFS" "$MFG")
+echo
+echo "distinct milliseconds: $MS_STEPS steps of one client, one event a millisecond (bench/scalegen -gap 1ms), median of $REPS interleaved runs"
+printf "%-44s %12s %12s\n" "" "steps/s" "µs per step"
+printf "%-44s %12s %12s\n" "kavach replay (wall less start-up)" "$M_RATE" "$([ "$M_RATE" = n/a ] && echo n/a || us "$M_RATE")"
+printf "%-44s %12s %12s   [SET %.0f, GET %.0f]\n" "direct under libfaketime (redis-benchmark)" "$M_FAKED" "$(us "$M_FAKED")" "$MFS" "$MFG"
+printf "%-44s %12s %12s   [SET %.0f, GET %.0f]\n" "direct (redis-benchmark)" "$M_DIRECT" "$(us "$M_DIRECT")" "$MDS" "$MDG"
+printf "%-44s %12s %12s\n" "  replay --real-time (no libfaketime)" "$M_REAL" "$([ "$M_REAL" = n/a ] && echo n/a || us "$M_REAL")"
+printf "replay wall %.3f s; start-up (two-step fixture) %.3f s\n" "$MW" "$MS"
+printf "  %-24s %s\n" "millis wall s" "$(runs millis 3 %.3f)"
+printf "  %-24s %s\n" "millis-startup wall s" "$(runs millis-startup 3 %.3f)"
+printf "  %-24s %s\n" "millis-real wall s" "$(runs millis-real 3 %.3f)"
+printf "  %-24s %s\n" "direct-faketime SET/GET" "$(awk '$1 == "millis-direct-faketime" { printf "%.0f/%.0f  ", $2, $3 }' "$RESULTS")"
+printf "  %-24s %s\n" "direct SET/GET" "$(awk '$1 == "millis-direct" { printf "%.0f/%.0f  ", $2, $3 }' "$RESULTS")"
+if [ "$M_RATE" = n/a ]; then
+	echo "distinct ms: no ratio: the start-up was half the replay's wall or more (raise MS_STEPS)"
+else
+	R3=$(calc "%.3f" "$M_RATE / $M_DIRECT")
+	R4=$(calc "%.3f" "$M_RATE / $M_FAKED")
+	echo "distinct ms: kavach replay / direct                   = $R3 (target ≥ 0.80) [$(verdict "$R3")]"
+	echo "distinct ms: kavach replay / direct under libfaketime = $R4"
+fi
+fi
 
 if [ "$bad" = 1 ]; then
 	echo

@@ -12,7 +12,10 @@
 #    steps (target: the same rate). REPLAY_STEPS (default STEPS) sets the
 #    length of the long one.
 # 4. `kavach diff --variants DIFF_VARIANTS` old and new builds on it: peak
-#    RSS and whether it gave a verdict within LIMIT seconds.
+#    RSS and whether it gave a verdict within LIMIT seconds; then, from its
+#    report, the replays' and the variants' time against the target (the
+#    four replays' time over the cores, plus the variants), and what the
+#    variants replayed (the dependency slice, or the window and why).
 # 5. `kavach record` in front of a build while one client SETs and GETs a
 #    value of VALUE_MB MiB (default 50): the recorder's peak RSS over what
 #    it was before the value (target ≤ 2× the value).
@@ -149,6 +152,21 @@ if ! skip diff; then
 	verdict_line=$(head -1 "$TMP/diff.out" || true)
 	printf "diff          peak RSS %5s MB (target ≤ 256, %s)  status %s after %ss: %s  [%s steps, %s variants, %ss CPU, load %s]\n" \
 		"$PEAK_MB" "$(verdict "$PEAK_MB" "<=" 256)" "$STATUS" "$WALL_S" "${verdict_line:-no verdict}" "$REPLAY_STEPS" "$DIFF_VARIANTS" "$CPU_S" "$(load)"
+	# Where the time went (the report's durations_ms: the three old
+	# replays summed, the new one, the variants with the dependency slice
+	# found and verified), against the target: the four replays' time over
+	# the cores, plus the variants.
+	report=$(sed -n 's/^report: //p' "$TMP/diff.out")
+	if [ -n "$report" ] && [ -f "$report" ]; then
+		durs=$(tr -d ' \n' <"$report" | grep -o '"durations_ms":{[^}]*}' || true)
+		ms() { echo "$durs" | grep -o "\"$1\":[0-9]*" | cut -d: -f2; }
+		old_ms=$(ms old_replays) new_ms=$(ms new_replay) var_ms=$(ms variants)
+		target=$(awk -v o="$old_ms" -v n="$new_ms" -v v="$var_ms" -v c="$(nproc)" 'BEGIN { printf "%.0f", ((o + n) / c + v) / 1000 }')
+		printf "              replays %ss (old, summed) + %ss (new), variants %ss: target ≤ %ss wall (replays over %s cores + variants), %s\n" \
+			"$((old_ms / 1000))" "$((new_ms / 1000))" "$((var_ms / 1000))" "$target" "$(nproc)" "$(verdict "$WALL_S" "<=" "$target")"
+		grep -E "dependency slice|replayed on steps|not on the dependency slice" "$TMP/diff.out" | sed 's/^ */              /' || true
+		rm -f "$report"
+	fi
 fi
 
 if ! skip record; then

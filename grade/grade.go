@@ -67,12 +67,19 @@ type Options struct {
 	// replayed), is graded as a long recording (docs/diff.md, "Long
 	// recordings"). Zero means DefaultLongSteps.
 	LongSteps int
+	// Summary is the fixture read once without its events
+	// (fixtures.Summarize), when the caller has read it (kavach diff has,
+	// to tell a long fixture): Run then does not read the file again to
+	// summarize it. Nil: Run summarizes a fixture given without its
+	// events.
+	Summary *fixtures.Summary
 	// Window is, for a long recording, how many steps before and after
 	// the failing step its variants replay. Zero means DefaultWindow.
 	Window int
-	// stepOffset is the first step of the window the variants are made
-	// from, less one (variants.Options.StepOffset).
-	stepOffset int
+	// stepOf maps a step of the window or slice the variants are made
+	// from to the fixture's (variants.Options.StepOf); nil: the variants
+	// are made from the fixture.
+	stepOf func(int) int
 	// failAnswer is the recording's outcome at the failing step: a
 	// variant whose invariant oracle does not apply at its varied failing
 	// request reproduces by this answer's signature (failsByAnswer).
@@ -107,7 +114,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		opts.Window = DefaultWindow
 	}
 	f := fx.Failure
-	rec, long, err := newRecording(fx, opts.Codec, opts.LongSteps)
+	rec, long, err := newRecording(fx, opts.Codec, opts.LongSteps, opts.Summary)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +204,8 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		launches = append(launches, mainOld)
 	}
 	launches = append(launches, mainNew)
-	heads, spills, durations, err := runAll(ctx, launches, rec.src, mainOpts, opts.Pool, opts.Progress)
+	// One plan of the recording, shared by the four replays.
+	heads, spills, durations, err := runAll(ctx, launches, replay.Shared(rec.src), mainOpts, opts.Pool, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -363,12 +371,28 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 				opts.failAnswer = s.Recorded
 			}
 		}
-		if win != nil {
+		// A long recording's variants replay the failing step's
+		// dependency slice when the old build fails it the recorded way;
+		// else (a contract, a slice too long or not failing) the window.
+		cut, fallback := win, ""
+		if win != nil && !contract {
+			if sl, why := sliceFor(ctx, rec, *f, old, ropts, opts); sl != nil {
+				cut = sl
+			} else {
+				fallback = why
+			}
+		}
+		if cut != nil {
 			o := opts
-			o.stepOffset = win.first - 1
-			ev.Variants = variantsOn(win, func(wfx *fixtures.Fixture, noise replay.Noise, feature map[int]bool, keys [][]string) VariantsEvidence {
+			o.stepOf = cut.shift
+			keys := keys
+			if cut.slice != nil {
+				keys = cut.keys
+			}
+			ev.Variants = variantsOn(cut, func(wfx *fixtures.Fixture, noise replay.Noise, feature map[int]bool, keys [][]string) VariantsEvidence {
 				return runVariants(ctx, wfx, old, new, ropts, noise, feature, keys, o)
 			}, fx, noise, feature, keys)
+			ev.Variants.SliceFallback = fallback
 		} else {
 			ev.Variants = runVariants(ctx, fx, old, new, ropts, noise, feature, keys, opts)
 		}

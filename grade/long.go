@@ -3,6 +3,7 @@ package grade
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
@@ -26,14 +27,16 @@ type recording struct {
 	src   replay.Source
 }
 
-func newRecording(fx *fixtures.Fixture, codec kavach.Codec, longSteps int) (*recording, bool, error) {
+func newRecording(fx *fixtures.Fixture, codec kavach.Codec, longSteps int, sum *fixtures.Summary) (*recording, bool, error) {
 	if fx.Events != nil {
 		steps := kavach.Steps(fx.Events, codec)
 		return &recording{n: len(steps), steps: steps, src: replay.Slice(fx.Events)}, len(steps) > longSteps, nil
 	}
-	sum, err := fixtures.Summarize(fx.Path, codec)
-	if err != nil {
-		return nil, false, err
+	if sum == nil || sum.Path != fx.Path {
+		var err error
+		if sum, err = fixtures.Summarize(fx.Path, codec); err != nil {
+			return nil, false, err
+		}
 	}
 	return &recording{n: sum.Steps, sum: sum, src: replay.File(fx.Path)}, true, nil
 }
@@ -60,6 +63,12 @@ type window struct {
 	first, last int
 	events      []kavach.Event
 	steps       []kavach.Step
+	// A dependency slice (sliceFor) also has, per step of it, the
+	// fixture's step (orig) and its keys (nil: unknown), and what the
+	// report says of it.
+	orig  []int
+	keys  [][]string
+	slice *SliceEvidence
 }
 
 func cutWindow(src replay.Source, codec kavach.Codec, first, last int) (*window, error) {
@@ -115,10 +124,24 @@ func cutWindow(src replay.Source, codec kavach.Codec, first, last int) (*window,
 
 // shift maps the window's step n to the fixture's.
 func (w *window) shift(n int) int {
-	if n == 0 {
+	switch {
+	case n == 0:
 		return 0
+	case w.orig != nil && n <= len(w.orig):
+		return w.orig[n-1]
+	case w.orig != nil:
+		return w.last + n - len(w.orig) // past the slice: none is named
 	}
 	return n + w.first - 1
+}
+
+// local maps the fixture's step n to the window's, if it is in it.
+func (w *window) local(n int) (int, bool) {
+	if w.orig != nil {
+		i, ok := slices.BinarySearch(w.orig, n)
+		return i + 1, ok
+	}
+	return n - w.first + 1, n >= w.first && n <= w.last
 }
 
 // variantsOn grades the variants of a long recording on its window: the
@@ -129,35 +152,33 @@ func variantsOn(w *window, run func(fx *fixtures.Fixture, noise replay.Noise, fe
 	wfx := &fixtures.Fixture{Path: fx.Path, Header: fx.Header, Events: w.events, Invariants: fx.Invariants, Redactions: fx.Redactions}
 	if f := fx.Failure; f != nil {
 		wf := *f
-		wf.Step = f.Step - w.first + 1
+		wf.Step, _ = w.local(f.Step)
 		wfx.Failure = &wf
 	}
 	wnoise := replay.Noise{}
 	for n, paths := range noise {
-		if n >= w.first && n <= w.last {
-			wnoise[n-w.first+1] = paths
+		if i, ok := w.local(n); ok {
+			wnoise[i] = paths
 		}
 	}
 	var wfeature map[int]bool
 	if feature != nil {
 		wfeature = map[int]bool{}
 		for n := range feature {
-			if n >= w.first && n <= w.last {
-				wfeature[n-w.first+1] = true
+			if i, ok := w.local(n); ok {
+				wfeature[i] = true
 			}
 		}
 	}
+	// run names the variants' steps by the fixture's (Options.stepOf).
 	ve := run(wfx, wnoise, wfeature, keys)
-	for i := range ve.List {
-		v := &ve.List[i]
-		v.OldStep, v.FailedStep = w.shift(v.OldStep), w.shift(v.FailedStep)
-		for j := range v.Diffs {
-			v.Diffs[j].Step = w.shift(v.Diffs[j].Step)
-		}
-	}
 	for i := range ve.LeftWhole {
-		ve.LeftWhole[i] = variants.ShiftSteps(ve.LeftWhole[i], w.first-1)
+		ve.LeftWhole[i] = variants.MapSteps(ve.LeftWhole[i], w.shift)
 	}
-	ve.Window = fmt.Sprintf("steps %d to %d", w.first, w.last)
+	if w.slice != nil {
+		ve.Slice = w.slice
+	} else {
+		ve.Window = fmt.Sprintf("steps %d to %d", w.first, w.last)
+	}
 	return ve
 }

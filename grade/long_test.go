@@ -14,11 +14,13 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/replay"
 )
 
 // longIncident is the GETRANGE incident recorded on the old build, after
-// a prefix of prefix steps on another connection: SETs and GETs, and at
-// step strlenAt a STRLEN (which the strlen build answers wrongly).
+// a prefix of prefix steps on another connection: SETs and GETs, at step
+// strlenAt a STRLEN (which the strlen build answers wrongly), and 100
+// steps before its end a script naming no key.
 func longIncident(t *testing.T, old string, prefix, strlenAt int) *fixtures.Fixture {
 	t.Helper()
 	fx := recordIncident(t, old)
@@ -42,6 +44,12 @@ func longIncident(t *testing.T, old string, prefix, strlenAt int) *fixtures.Fixt
 		case i == strlenAt:
 			add(kavach.Request, cmd("STRLEN", "key:0"))
 			add(kavach.Response, ":7\r\n")
+		case i == prefix-100:
+			// A script naming no key may read and write any: every write
+			// before it is in the failing step's dependency slice, which
+			// is then too long, and the variants use the window.
+			add(kavach.Request, cmd("EVAL", "return 1", "0"))
+			add(kavach.Response, ":1\r\n")
 		case i%2 == 1:
 			add(kavach.Request, cmd("SET", key, "value-"+strconv.Itoa(i)))
 			add(kavach.Response, "+OK\r\n")
@@ -91,7 +99,9 @@ var stepNumber = regexp.MustCompile(`\bstep (\d+)`)
 // the fixture's. Each verdict stays what it is on the short incident:
 // the correct fix fixed (graded from the file, its events never loaded),
 // the narrow fix variant_failed, a fix that breaks a STRLEN long before
-// the window diverged there.
+// the window diverged there. The failing step's dependency slice is too
+// long here (the script may have read every key written before it): the
+// variants fall back to the window, and say why.
 func TestLongRecording(t *testing.T) {
 	b := getBuilds(t)
 	const prefix, window = 600, 40
@@ -133,6 +143,9 @@ func TestLongRecording(t *testing.T) {
 			if want := fmt.Sprintf("steps %d to %d", first, F); ev.Variants.Window != want {
 				t.Errorf("variants window %q, want %q", ev.Variants.Window, want)
 			}
+			if ev.Variants.Slice != nil || !strings.Contains(ev.Variants.SliceFallback, "more than 200 steps") {
+				t.Errorf("slice %v, fallback %q: want the window, the slice being too long", ev.Variants.Slice, ev.Variants.SliceFallback)
+			}
 			if rep.Fixture.Steps != F {
 				t.Errorf("report says %d steps, the fixture has %d", rep.Fixture.Steps, F)
 			}
@@ -164,5 +177,35 @@ func TestLongRecording(t *testing.T) {
 				t.Errorf("%d variants reproduce", ev.Variants.Reproducing)
 			}
 		})
+	}
+}
+
+// A long fixture given with its summary is not summarized again, and the
+// four replays of its diff share one plan of it (one more only when a
+// replay must run again without batches): before, each made its own,
+// each a full read of the file.
+func TestOnePlanOneSummary(t *testing.T) {
+	b := getBuilds(t)
+	fx := writeFixture(t, longIncident(t, b.old, 600, 101))
+	c := redis.Codec{}
+	sum, err := fixtures.Summarize(fx.Path, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summaries := fixtures.Summaries()
+	plans, _ := replay.Counts()
+	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
+		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Variants: 0, Seed: 1, LongSteps: 100, Summary: sum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(rep.Verdict, "unverified") && !strings.HasPrefix(rep.Verdict, "fixed") {
+		t.Errorf("verdict %s", rep.Verdict)
+	}
+	if got := fixtures.Summaries() - summaries; got != 0 {
+		t.Errorf("the fixture was summarized %d more times, its summary given", got)
+	}
+	if got, _ := replay.Counts(); got-plans > 2 || got-plans < 1 {
+		t.Errorf("the four replays made %d plans, want 1 (2 when one ran again without batches)", got-plans)
 	}
 }

@@ -292,6 +292,12 @@ type VariantsEvidence struct {
 	// failing step, replayed from a fresh build without the steps before
 	// it. Empty: the whole recording.
 	Window string `json:"window,omitempty"`
+	// Slice is, for a long recording, the dependency slice its variants
+	// were made from and replayed instead of a window (nil: they used the
+	// window or the whole recording); SliceFallback why a long
+	// recording's variants use the window.
+	Slice         *SliceEvidence `json:"slice,omitempty"`
+	SliceFallback string         `json:"slice_fallback,omitempty"`
 	// Excluded are the variant kinds the fixture excludes (kavach mark --exclude).
 	Excluded []string `json:"excluded_kinds,omitempty"`
 	// LeftWhole is what the integration left whole in the failing

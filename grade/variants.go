@@ -64,7 +64,7 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 		return ve
 	}
 	schema, note := learnSchema(ctx, fx, old, opts)
-	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOffset: opts.stepOffset}
+	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
 	// A contract (no failure) has regression variants of every step only.
 	var f kavach.Failure
 	var vs []variants.Variant
@@ -107,6 +107,15 @@ func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Laun
 				v := vs[i]
 				v.Events, v.Origin = v.Build()
 				results[i] = runVariant(ctx, v, f, old, new, ropts, noise, feature, opts)
+				if opts.stepOf != nil {
+					// Made from a window or slice of a long recording: a
+					// step is named by the fixture's step it came from.
+					r := &results[i]
+					r.OldStep, r.FailedStep = fixtureStep(v, r.OldStep, opts.stepOf), fixtureStep(v, r.FailedStep, opts.stepOf)
+					for j := range r.Diffs {
+						r.Diffs[j].Step = fixtureStep(v, r.Diffs[j].Step, opts.stepOf)
+					}
+				}
 				opts.Pool.release()
 				if results[i].Kept && results[i].FailedStep > 0 {
 					failed.Store(true)
@@ -329,4 +338,17 @@ func originOf(v variants.Variant, step int) int {
 		return v.Origin[step-1]
 	}
 	return 0
+}
+
+// fixtureStep is the fixture's step a variant's step n came from, when
+// the variant was made from a window or slice whose steps stepOf maps to
+// the fixture's; 0 stays 0 (no step).
+func fixtureStep(v variants.Variant, n int, stepOf func(int) int) int {
+	if n == 0 {
+		return 0
+	}
+	if o := originOf(v, n); o != 0 {
+		return stepOf(o)
+	}
+	return stepOf(n)
 }

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,7 +271,8 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	}
 	defer r.src.Close()
 	if p, ok := proc.(interface{ Pid() int }); ok {
-		r.watch = watch{pid: p.Pid()}
+		r.watch = watch{pid: p.Pid(), cache: &lookCache{}}
+		defer r.watch.cache.close()
 		r.standing = r.watch.members()
 	}
 	if opts.Perturb {
@@ -326,17 +328,22 @@ type runner struct {
 	sinkErr error
 	maxWin  int // the most steps the window held (tests)
 
-	batch     bool          // pipeline batches at all
-	sent      bool          // a request went out since the build was last seen idle
-	lostBatch bool          // the build ended a connection with batched steps unanswered
-	shift     time.Duration // the clock variant's shift now in force
-	jump      bool          // the shift changed: the clock may go back
-	wake      chan struct{} // a reader framed a reply, or its connection ended
-	frames    atomic.Int64  // replies framed by readers so far
-	rng       *rand.Rand    // timing perturbation (Options.Perturb); nil: none
-	probe     kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
-	stop      bool
-	ctx       context.Context // done: a signal; every wait ends
+	batch bool // pipeline batches at all
+	sent  bool // a request went out since the build was last seen idle
+	// unconfirmed: since the build was last seen idle, a request went out
+	// that no reply will confirm (the codec expects none) or a connection
+	// was closed: only the build going idle says it was taken in.
+	unconfirmed bool
+	taken       int64         // frames (and ends) poll has taken from the readers
+	lostBatch   bool          // the build ended a connection with batched steps unanswered
+	shift       time.Duration // the clock variant's shift now in force
+	jump        bool          // the shift changed: the clock may go back
+	wake        chan struct{} // a reader framed a reply, or its connection ended
+	frames      atomic.Int64  // replies framed by readers so far
+	rng         *rand.Rand    // timing perturbation (Options.Perturb); nil: none
+	probe       kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
+	stop        bool
+	ctx         context.Context // done: a signal; every wait ends
 	// contain withholds requests from a build that shares the machine's
 	// network (kavach.Container); nil: every request is sent.
 	contain kavach.Containment
@@ -536,6 +543,15 @@ func (r *runner) process(i int) {
 			return
 		}
 		r.answered(c, e.owed)
+		if c.finished >= e.owed && !r.unconfirmed && !r.blocked() && r.rng == nil {
+			// It came, and nothing waits on the build: no timer of a
+			// blocked client can fire and nothing sent is unconfirmed, so
+			// the move to the reply's time is left to the next event,
+			// which moves the clock on from here (docs/replay.md, "What a
+			// move costs"). A perturbed replay makes every move, as
+			// before: each is settled there.
+			return
+		}
 		r.advance(r.at(ev.Offset))
 		// Not come by its recorded time: let time flow on towards the
 		// next event's time, no further (what other connections do then
@@ -672,13 +688,94 @@ func (r *runner) advance(t time.Time) {
 	}
 	r.jump = false
 	// What was sent is taken in at the time it was sent: a BLPOP read
-	// after the move would count its timeout from the new time.
-	r.quiesce()
+	// after the move would count its timeout from the new time. Waiting
+	// for the build to go idle is paid only where the move could be
+	// observed before the next request carries it (docs/replay.md, "What
+	// a move costs").
+	blocked := r.blocked()
+	if r.observable(from, t.UTC().Truncate(time.Millisecond), blocked) {
+		r.quiesce()
+	} else {
+		r.finishing()
+	}
 	if err := r.clock.Set(t); err != nil {
 		r.opts.Logger.Error("set clock", "err", err)
 		return
 	}
-	r.settle(from, r.clock.Now(), r.blocked())
+	r.settle(from, r.clock.Now(), blocked)
+}
+
+// observable reports whether the build could observe a clock move from
+// one time to another other than through the next request it reads (a
+// command reads the clock when it runs: Redis refreshes its cached time
+// in call()). It could when something sent is not known to be done: a
+// step waits for a reply (a blocked client's timeout counts from when
+// the build took it in; one read after the move would count from the new
+// time), or a request that no reply confirms (or a close) went out since
+// the build was last idle; and when the move is settled (the service
+// keeps time in a timer of its own, Settler, or the replay is
+// perturbed). Otherwise every request sent has been answered, so it ran
+// on the time it was sent at; what the build still does before it
+// sleeps (pushes to another connection, say) is waited for without the
+// idleness check's pauses (finishing).
+func (r *runner) observable(from, to time.Time, blocked bool) bool {
+	if !r.sent {
+		return false // idle since it was last seen so, as before
+	}
+	if blocked || r.unconfirmed || r.watch.pid <= 0 {
+		return true
+	}
+	st, ok := r.opts.Codec.(kavach.Settler)
+	return ok && (r.rng != nil || st.Settle(from, to, blocked))
+}
+
+// finishing waits until the build has sent everything it will send until
+// a timer or a request wakes it, and the replay has taken all of it
+// (done), looking again whenever a reply comes or 50 µs pass. A build
+// stopped meanwhile is left to quiesce, which decides its hang; one
+// gone, an interrupted replay, or the step timeout of real time end the
+// wait.
+func (r *runner) finishing() {
+	began := time.Now()
+	for {
+		done, stopped := r.done()
+		if done {
+			break
+		}
+		if stopped {
+			r.quiesce()
+			return
+		}
+		if r.proc.Exited() != nil || r.ctx.Err() != nil || time.Since(began) > r.opts.StepTimeout {
+			break
+		}
+		r.wait(50 * time.Microsecond)
+	}
+	r.sent = false
+}
+
+// done reports, in one look and without waiting, whether the build has
+// sent everything it will send until a timer or a request wakes it, and
+// the replay has taken all of it: no thread of it running, no byte
+// unread on any connection, every framed reply attached; and whether
+// the build is stopped.
+func (r *runner) done() (done, stopped bool) {
+	r.poll()
+	// With one connection open, whose replies all came, the build has
+	// nowhere else to send anything: no need to look at it.
+	if r.open() > 1 {
+		if busy, stopped := r.watch.glance(); busy || stopped {
+			return false, stopped && !busy
+		}
+	}
+	n := r.frames.Load()
+	if r.unread() || n != r.taken {
+		return false, false
+	}
+	// A reader that has just read bytes marks them only once its read
+	// returns: give it the processor once, and look again.
+	runtime.Gosched()
+	return !r.unread() && r.frames.Load() == n, false
 }
 
 // settle lets the build observe a clock move before anything else is
@@ -751,7 +848,7 @@ func (r *runner) quiesce() {
 		}
 		r.wait(100 * time.Microsecond)
 	}
-	r.sent = false
+	r.sent, r.unconfirmed = false, false
 }
 
 // blocked reports whether a step is waiting for a reply.
@@ -839,6 +936,17 @@ func (r *runner) idle() bool {
 		}
 	}
 	return true
+}
+
+// open is how many connections to the build are open.
+func (r *runner) open() int {
+	n := 0
+	for _, c := range r.order {
+		if c.nc != nil && !c.closed && !c.ended {
+			n++
+		}
+	}
+	return n
 }
 
 // unread reports whether a connection has bytes its reader has not framed.
@@ -1129,8 +1237,12 @@ func (r *runner) poll() {
 		frames, err := c.frames, c.err
 		c.frames = nil
 		c.mu.Unlock()
+		r.taken += int64(len(frames))
 		for _, f := range frames {
 			r.attach(c, f)
+		}
+		if err != nil && !c.ended {
+			r.taken++ // the reader's end counts as a frame
 		}
 		if err != nil {
 			c.ended = true
@@ -1215,6 +1327,9 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(r.opts.StepTimeout))
 	r.sent = true
+	if replies == 0 {
+		r.unconfirmed = true
+	}
 	if _, err := c.nc.Write(data); err != nil {
 		r.crashed(c, "write failed: "+err.Error())
 	}
@@ -1241,6 +1356,7 @@ func (r *runner) withhold(c *conn, s *StepResult, i int, reply []byte, why strin
 // waiting on it gets what it got: the client did not wait for more.
 func (r *runner) hangUp(c *conn) {
 	c.closed = true
+	r.sent, r.unconfirmed = true, true
 	if c.nc != nil {
 		c.nc.Close()
 	}

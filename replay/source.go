@@ -3,6 +3,8 @@ package replay
 import (
 	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kavach-dev/kavach"
@@ -105,6 +107,67 @@ func (p *plan) setBatched(i int) { p.batched[i/64] |= 1 << (i % 64) }
 // in the client.) This is what lets a replay keep up with a client that
 // talks to the service directly (bench/replay.sh).
 func makePlan(src Source, codec kavach.Codec, start time.Time, batch bool) (*plan, error) {
+	if sh, ok := src.(*shared); ok {
+		return sh.plan(codec, start, batch)
+	}
+	return readPlan(src, codec, start, batch)
+}
+
+// Shared is src with its plans made once and shared by every replay of
+// it that asks for the same one (the same start and batching): a diff's
+// four replays of one recording read it once to plan, not four times. A
+// plan is read only, once made. Every replay of a shared source must use
+// one codec (Options.Codec): the first one's plan is everyone's.
+func Shared(src Source) Source { return &shared{Source: src} }
+
+type shared struct {
+	Source
+	mu    sync.Mutex
+	plans []sharedPlan
+}
+
+type sharedPlan struct {
+	start time.Time
+	batch bool
+	once  *sync.Once
+	p     *plan
+	err   error
+}
+
+func (s *shared) plan(codec kavach.Codec, start time.Time, batch bool) (*plan, error) {
+	s.mu.Lock()
+	i := -1
+	for j, sp := range s.plans {
+		if sp.start.Equal(start) && sp.batch == batch {
+			i = j
+		}
+	}
+	if i < 0 {
+		s.plans = append(s.plans, sharedPlan{start: start, batch: batch, once: new(sync.Once)})
+		i = len(s.plans) - 1
+	}
+	once := s.plans[i].once
+	s.mu.Unlock()
+	once.Do(func() {
+		p, err := readPlan(s.Source, codec, start, batch)
+		s.mu.Lock()
+		s.plans[i].p, s.plans[i].err = p, err
+		s.mu.Unlock()
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.plans[i].p, s.plans[i].err
+}
+
+// Counts are how many plans the replays of this process have read, and
+// how many times spills have been read back (Spill.Steps): for tests
+// that prove work is not repeated, and benchmarks.
+func Counts() (plans, spills int64) { return plansRead.Load(), spillReads.Load() }
+
+var plansRead, spillReads atomic.Int64
+
+func readPlan(src Source, codec kavach.Codec, start time.Time, batch bool) (*plan, error) {
+	plansRead.Add(1)
 	evs, err := src.Open()
 	if err != nil {
 		return nil, err

@@ -77,6 +77,7 @@ func (s *Spill) Len() int { return s.n }
 // called (readers read the file at their own offsets, so several may be
 // open at once); no step may be written after.
 func (s *Spill) Steps() (*SpillReader, error) {
+	spillReads.Add(1)
 	if err := s.w.Flush(); err != nil {
 		return nil, fmt.Errorf("replay: spill: %w", err)
 	}

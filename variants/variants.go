@@ -99,6 +99,11 @@ type Options struct {
 	// step StepOffset+1 of the fixture. Zero: the events are the
 	// recording.
 	StepOffset int
+	// StepOf, when set, maps every step number the descriptions name to
+	// the fixture's instead of StepOffset: the events given are steps of
+	// a long recording picked out of it (its dependency slice), not a
+	// run of consecutive ones.
+	StepOf func(n int) int
 }
 
 // Where a variant's mutation is: the failing request itself (and moves
@@ -229,14 +234,27 @@ func (g *gen) finish(v *Variant) {
 		v.Description = d()
 		v.describe = nil
 	}
-	v.Description = ShiftSteps(v.Description, g.opts.StepOffset)
+	if g.opts.StepOf != nil {
+		v.Description = MapSteps(v.Description, g.opts.StepOf)
+	} else {
+		v.Description = ShiftSteps(v.Description, g.opts.StepOffset)
+	}
 }
 
 // ShiftSteps adds offset to every step number s names ("step 12"), except
 // inside quoted strings (a request's arguments, as descriptions show
 // them).
 func ShiftSteps(s string, offset int) string {
-	if offset == 0 || !strings.Contains(s, "step ") {
+	if offset == 0 {
+		return s
+	}
+	return MapSteps(s, func(n int) int { return n + offset })
+}
+
+// MapSteps replaces every step number s names ("step 12") by to's
+// image of it, except inside quoted strings.
+func MapSteps(s string, to func(n int) int) string {
+	if !strings.Contains(s, "step ") {
 		return s
 	}
 	var b strings.Builder
@@ -259,7 +277,7 @@ func ShiftSteps(s string, offset int) string {
 			}
 			if k > j && (k == len(s) || !isWordByte(s[k])) {
 				n, _ := strconv.Atoi(s[j:k])
-				b.WriteString("step " + strconv.Itoa(n+offset))
+				b.WriteString("step " + strconv.Itoa(to(n)))
 				i = k - 1
 				continue
 			}

@@ -191,6 +191,9 @@ func prepareDiff(r diffRequest) (grade.Diff, error) {
 	if set != nil {
 		opts.InvariantsFile = set.File
 	}
+	if fx.Events == nil {
+		opts.Summary = sum // read once: grade.Run does not summarize it again
+	}
 	return grade.Diff{Fixture: fx, Old: buildLaunch(fx, r.Old), New: buildLaunch(fx, r.New), Options: opts}, nil
 }
 
@@ -422,8 +425,14 @@ func printDiffBody(w io.Writer, rep *grade.Report, a []string, reportPath string
 	if spent := ev.Variants.Spent(); spent != "" {
 		fmt.Fprintf(w, "           spent on: %s\n", spent)
 	}
+	if sl := ev.Variants.Slice; sl != nil {
+		fmt.Fprintf(w, "           made from and replayed on the failing step's dependency slice, which the old build fails the recorded way: %s; a long recording (%d equal steps not listed)\n", sl, ev.Omitted)
+	}
 	if win := ev.Variants.Window; win != "" {
 		fmt.Fprintf(w, "           made from and replayed on %s only: a long recording (%d equal steps before them not listed)\n", win, ev.Omitted)
+	}
+	if why := ev.Variants.SliceFallback; why != "" {
+		fmt.Fprintf(w, "           not on the dependency slice: %s\n", why)
 	}
 	if k := ev.Variants.SkippedSiblings; len(k) > 0 {
 		fmt.Fprintf(w, "           sibling commands the old build does not have, not varied: %s\n", strings.Join(k, ", "))

@@ -100,6 +100,7 @@ func replayCommand() *cli.Command {
 			// does not grow with the fixture (docs/replay.md).
 			runs := &replayRuns{sum: sum, in: in, opts: opts}
 			defer runs.close()
+			src := replay.Shared(replay.File(fx.Path)) // one plan for every run
 			for i := 0; i < c.Int("runs"); i++ {
 				// The last run of two or more perturbed, as kavach diff
 				// replays the old build: an answer that depends on the
@@ -111,7 +112,7 @@ func replayCommand() *cli.Command {
 					return err
 				}
 				runs.spills = append(runs.spills, sp)
-				tr, err := replay.Stream(c.Context, launch, replay.File(fx.Path), o, sp)
+				tr, err := replay.Stream(c.Context, launch, src, o, sp)
 				if err != nil {
 					return err
 				}
@@ -135,21 +136,35 @@ func replayCommand() *cli.Command {
 			}
 			// Noise (what differs between this build's own replays) and the
 			// judgment of each step, in one pass; the output in another.
+			// With --json, each run's steps and the judgments are written
+			// out in that same pass, to files of their own, and copied into
+			// the output after the noise it starts with: each spill is read
+			// once.
 			noise := replay.Noise{}
 			v := replay.Verification{Reproduced: true}
 			counts := map[string]int{}
+			var parts *jsonParts
+			if c.Bool("json") {
+				if parts, err = newJSONParts(len(runs.spills)); err != nil {
+					return err
+				}
+				defer parts.close()
+			}
 			err = runs.each(func(rec replay.StepResult, _ kavach.Step, got []replay.StepResult) error {
 				noise.AddStep(got[0], got[1:]...)
 				ch := replay.CheckStep(rec, got[0], fx.Failure, noise, violated)
 				v.Count(ch)
 				counts[ch.Status]++
+				if parts != nil {
+					return parts.add(got, ch)
+				}
 				return nil
 			})
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
-				err = runs.printJSON(c.App.Writer, fx.Failure, v, noise, violated)
+				err = runs.printJSON(c.App.Writer, parts, v, noise)
 			} else {
 				err = runs.print(c.App.Writer, v, noise, counts, violated)
 			}
@@ -317,9 +332,74 @@ func networkLine(mode string) string {
 	return mode
 }
 
+// jsonParts are the arrays of kavach replay --json made in the pass that
+// reads the spills: each run's steps, and the verification's, each in a
+// file of its own until printJSON copies them out.
+type jsonParts struct {
+	files []*os.File // one per run, and the verification's last
+	bufs  []*bufio.Writer
+	n     int // steps written
+}
+
+func newJSONParts(runs int) (*jsonParts, error) {
+	p := &jsonParts{}
+	for i := 0; i <= runs; i++ {
+		f, err := os.CreateTemp("", "kavach-json-")
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		os.Remove(f.Name())
+		p.files, p.bufs = append(p.files, f), append(p.bufs, bufio.NewWriterSize(f, 64<<10))
+	}
+	return p, nil
+}
+
+// add writes one step of every run, and its judgment, each as an array
+// element at the depth the output nests it.
+func (p *jsonParts) add(got []replay.StepResult, check any) error {
+	p.n++
+	put := func(w *bufio.Writer, prefix string, x any) error {
+		b, err := json.MarshalIndent(x, prefix, "  ")
+		if err != nil {
+			return err
+		}
+		if p.n > 1 {
+			w.WriteString(",")
+		}
+		w.WriteString("\n" + prefix)
+		_, err = w.Write(b)
+		return err
+	}
+	for i, s := range got {
+		if err := put(p.bufs[i], "        ", s); err != nil {
+			return err
+		}
+	}
+	return put(p.bufs[len(got)], "      ", check)
+}
+
+// copyOut writes part i to w.
+func (p *jsonParts) copyOut(w io.Writer, i int) error {
+	if err := p.bufs[i].Flush(); err != nil {
+		return err
+	}
+	if _, err := p.files[i].Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err := io.Copy(w, p.files[i])
+	return err
+}
+
+func (p *jsonParts) close() {
+	for _, f := range p.files {
+		f.Close()
+	}
+}
+
 // printJSON writes {"noise", "traces", "verification"} as a JSON object,
-// each run's steps and the verification's streamed from the spills.
-func (r *replayRuns) printJSON(w io.Writer, failure *kavach.Failure, v replay.Verification, noise replay.Noise, violated func(int) bool) error {
+// each run's steps and the verification's copied from parts.
+func (r *replayRuns) printJSON(w io.Writer, parts *jsonParts, v replay.Verification, noise replay.Noise) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	put := func(prefix string, x any) error {
 		b, err := json.MarshalIndent(x, prefix, "  ")
@@ -354,18 +434,10 @@ func (r *replayRuns) printJSON(w io.Writer, failure *kavach.Failure, v replay.Ve
 		}
 		bw.Write(head)
 		bw.WriteString(`"steps": [`)
-		n := 0
-		err = r.each(func(_ replay.StepResult, _ kavach.Step, got []replay.StepResult) error {
-			if n++; n > 1 {
-				bw.WriteString(",")
-			}
-			bw.WriteString("\n        ")
-			return put("        ", got[i])
-		})
-		if err != nil {
+		if err := parts.copyOut(bw, i); err != nil {
 			return err
 		}
-		if n > 0 {
+		if parts.n > 0 {
 			bw.WriteString("\n      ")
 		}
 		bw.WriteString("]")
@@ -374,18 +446,10 @@ func (r *replayRuns) printJSON(w io.Writer, failure *kavach.Failure, v replay.Ve
 	bw.WriteString("\n  ],\n  \"verification\": {\n    \"reproduced\": ")
 	fmt.Fprint(bw, v.Reproduced)
 	bw.WriteString(",\n    \"steps\": [")
-	n := 0
-	err := r.each(func(rec replay.StepResult, _ kavach.Step, got []replay.StepResult) error {
-		if n++; n > 1 {
-			bw.WriteString(",")
-		}
-		bw.WriteString("\n      ")
-		return put("      ", replay.CheckStep(rec, got[0], failure, noise, violated))
-	})
-	if err != nil {
+	if err := parts.copyOut(bw, len(r.traces)); err != nil {
 		return err
 	}
-	if n > 0 {
+	if parts.n > 0 {
 		bw.WriteString("\n    ")
 	}
 	bw.WriteString("]")

@@ -660,3 +660,42 @@ func (Codec) Kin(request []byte) (string, []string) {
 }
 
 var _ kavach.Kin = Codec{}
+
+var _ kavach.StateSetter = Codec{}
+
+// SetsState tells the requests that set state no key names: of their
+// connection, SELECT, AUTH, HELLO, RESET, READONLY, READWRITE, the CLIENT
+// subcommands that change how the connection is answered (REPLY,
+// SETNAME, SETINFO, TRACKING, CACHING, NO-EVICT, NO-TOUCH) and the
+// transaction's frame (MULTI, EXEC, DISCARD: a write queued between them
+// runs at EXEC); of the server, the scripts and functions loaded (SCRIPT
+// LOAD, FUNCTION LOAD, FUNCTION RESTORE), which EVALSHA and FCALL on any
+// connection run.
+func (Codec) SetsState(request []byte) kavach.StateScope {
+	c, err := ParseCommand(request)
+	if err != nil || c.Name == "" {
+		return kavach.NoState
+	}
+	sub := ""
+	if len(c.Args) > 1 {
+		sub = strings.ToUpper(string(c.Args[1]))
+	}
+	switch c.Name {
+	case "SELECT", "AUTH", "HELLO", "RESET", "READONLY", "READWRITE", "MULTI", "EXEC", "DISCARD":
+		return kavach.ConnState
+	case "CLIENT":
+		switch sub {
+		case "REPLY", "SETNAME", "SETINFO", "TRACKING", "CACHING", "NO-EVICT", "NO-TOUCH":
+			return kavach.ConnState
+		}
+	case "SCRIPT":
+		if sub == "LOAD" {
+			return kavach.ServerState
+		}
+	case "FUNCTION":
+		if sub == "LOAD" || sub == "RESTORE" {
+			return kavach.ServerState
+		}
+	}
+	return kavach.NoState
+}

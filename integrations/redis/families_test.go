@@ -223,3 +223,31 @@ func TestSiblingsOfABuildWithoutAMember(t *testing.T) {
 		t.Errorf("EVAL on a build without FCALL_RO: %d siblings, skipped %v; want 4, FCALL_RO", len(subs), skipped)
 	}
 }
+
+// The requests that set state no key names, of the connection or of the
+// server, for a long recording's dependency slice; the others set none.
+func TestSetsState(t *testing.T) {
+	for _, tc := range []struct {
+		req  []byte
+		want kavach.StateScope
+	}{
+		{cmd("SELECT", "2"), kavach.ConnState},
+		{cmd("auth", "secret"), kavach.ConnState},
+		{cmd("HELLO", "3"), kavach.ConnState},
+		{cmd("CLIENT", "reply", "OFF"), kavach.ConnState},
+		{cmd("CLIENT", "TRACKING", "ON"), kavach.ConnState},
+		{cmd("MULTI"), kavach.ConnState},
+		{cmd("EXEC"), kavach.ConnState},
+		{cmd("SCRIPT", "LOAD", "return 1"), kavach.ServerState},
+		{cmd("FUNCTION", "LOAD", "#!lua name=f\n"), kavach.ServerState},
+		{cmd("CLIENT", "LIST"), kavach.NoState},
+		{cmd("SCRIPT", "EXISTS", "abc"), kavach.NoState},
+		{cmd("SET", "k", "v"), kavach.NoState},
+		{cmd("EVALSHA", "abc", "0"), kavach.NoState},
+		{[]byte("*1\r\n$3\r\nSE"), kavach.NoState}, // cut short
+	} {
+		if got := (Codec{}).SetsState(tc.req); got != tc.want {
+			t.Errorf("%q: %d, want %d", tc.req, got, tc.want)
+		}
+	}
+}

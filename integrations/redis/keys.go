@@ -2,8 +2,10 @@ package redis
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -38,7 +40,7 @@ func (Launcher) Keys(ctx context.Context, addr string, requests [][]byte) (keys,
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
 	}
-	r := bufio.NewReader(conn)
+	r := bufio.NewReaderSize(conn, 256<<10)
 	ask := func(args ...[]byte) (Value, error) {
 		if _, err := conn.Write(AppendCommand(nil, args...)); err != nil {
 			return Value{}, err
@@ -48,15 +50,103 @@ func (Launcher) Keys(ctx context.Context, addr string, requests [][]byte) (keys,
 	type answer struct{ keys, writes []string }
 	seen := map[string]answer{}
 	infos := map[string]commandInfo{}
+	// The first question about each distinct request (COMMAND
+	// GETKEYSANDFLAGS) is pipelined, a chunk at a time: a long
+	// recording's requests are mostly distinct, and one round trip each
+	// took minutes for millions.
+	pre, ok := prefetchKeys(conn, r, requests)
+	if !ok {
+		return keys, writes // the connection's answers are out of step: all unknown
+	}
 	for i, req := range requests {
 		a, ok := seen[string(req)]
 		if !ok {
-			a.keys, a.writes = keysOf(req, ask, infos)
+			q := ask
+			if v, ok := pre[string(req)]; ok {
+				q = func(args ...[]byte) (Value, error) {
+					if len(args) > 2 && string(args[0]) == "COMMAND" && string(args[1]) == "GETKEYSANDFLAGS" {
+						return v, nil
+					}
+					return ask(args...)
+				}
+			}
+			a.keys, a.writes = keysOf(req, q, infos)
 			seen[string(req)] = a
 		}
 		keys[i], writes[i] = a.keys, a.writes
 	}
 	return keys, writes
+}
+
+// prefetchKeys asks COMMAND GETKEYSANDFLAGS of every distinct request
+// with arguments, pipelined a chunk at a time, and returns the answers by
+// request (a request that is not a command with arguments has none:
+// keysOf places it). ok is false when a chunk was not answered whole.
+func prefetchKeys(conn io.Writer, r *bufio.Reader, requests [][]byte) (map[string]Value, bool) {
+	const chunk = 256
+	pre := map[string]Value{}
+	var asked []string
+	var buf []byte
+	flush := func() bool {
+		if len(asked) == 0 {
+			return true
+		}
+		if _, err := conn.Write(buf); err != nil {
+			return false
+		}
+		for _, req := range asked {
+			v, err := readOneReply(r)
+			if err != nil {
+				return false
+			}
+			pre[req] = v
+		}
+		asked, buf = asked[:0], buf[:0]
+		return true
+	}
+	queued := map[string]bool{}
+	for _, req := range requests {
+		if queued[string(req)] {
+			continue
+		}
+		queued[string(req)] = true
+		c, err := ParseCommand(req)
+		if err != nil || len(c.Args) < 2 {
+			continue
+		}
+		buf = AppendCommand(buf, append([][]byte{[]byte("COMMAND"), []byte("GETKEYSANDFLAGS")}, c.Args...)...)
+		asked = append(asked, string(req))
+		if len(asked) == chunk && !flush() {
+			return nil, false
+		}
+	}
+	return pre, flush()
+}
+
+// readOneReply reads exactly one reply from r, leaving the ones after it
+// (pipelined) buffered. A reply larger than r's buffer is an error.
+func readOneReply(r *bufio.Reader) (Value, error) {
+	for {
+		n := r.Buffered()
+		if n > 0 {
+			b, _ := r.Peek(n)
+			m, err := Split(b)
+			if err != nil {
+				return Value{}, err
+			}
+			if m > 0 {
+				v, err := Parse(bytes.Clone(b[:m]))
+				r.Discard(m)
+				return v, err
+			}
+			if n == r.Size() {
+				return Value{}, errors.New("a reply larger than the buffer")
+			}
+		}
+		if _, err := r.Peek(n + 1); err != nil {
+			return Value{}, err
+		}
+	}
 }
 
 // commandInfo is what COMMAND INFO tells of a command, for placing its keys.
