@@ -300,6 +300,8 @@ var VariantKinds = []string{
 	"sibling",       // the failing request made by another command of its family
 	"transplant",    // the failing request's trigger put into another request of the recording
 	"typed-sibling", // the failing request made by a command of another family, same argument type
+	"writer-value",  // a value or script of an earlier request writing the failing request's key varied, the failure kept
+	"read-back",     // a number an earlier write stores in another form, read back later; the recording cut before the failure
 	"wakeup",        // a blocked failing request's wakers dropped, delayed or twice, its count or timeout changed (regression, kept whole)
 	"aggregate",     // an earlier request that feeds the aggregate the failing request reads, varied
 }

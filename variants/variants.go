@@ -359,6 +359,8 @@ type gen struct {
 	// request too large to copy once per candidate.
 	wide map[int][]kavach.Field
 	mu   sync.Mutex // deferred builds (finish)
+	// stepValues are earlier steps' value variants (valuesOf).
+	stepValues map[int][]substitution
 }
 
 func newGen(events []kavach.Event, failing int, opts Options) *gen {
@@ -530,6 +532,7 @@ func (g *gen) incident() []Variant {
 			out = g.add(out, v)
 		}
 	}
+	out = g.writerValues(out, affecting)
 	// Moving the failing request before a step that cannot affect it is
 	// moving it before the next one that can.
 	for _, j := range affecting {
@@ -679,7 +682,7 @@ func (g *gen) regression() []Variant {
 			out = g.add(out, v)
 		}
 	}
-	return out
+	return g.readBacks(out, cut)
 }
 
 type substitution struct {

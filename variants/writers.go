@@ -1,0 +1,59 @@
+package variants
+
+import (
+	"fmt"
+	"slices"
+)
+
+// writerValues are the incident's variants that vary the values of the
+// earlier steps writing a key the failing request names (PlaceWriter),
+// and of the scripts that name one (a script's writes are unknown to
+// the codec: it is placed with the others, PlaceOther): each value kind
+// the failing request gets (number forms, structured values) and its
+// script kinds (script sites, runners), put on the writer instead, the
+// failing step kept. The failure may live in what was stored (a
+// stream's entries written with a gap between their ids that a range
+// then walks), which the failing request's own arguments never reach.
+// Kind "writer-value", kept like every variant of the incident: when
+// the old build then fails at the failing step (docs/variants.md, "On
+// the writers").
+func (g *gen) writerValues(out []Variant, affecting []int) []Variant {
+	for _, j := range affecting {
+		what := "writes the failing request's key"
+		if g.place[j] != PlaceWriter {
+			if !g.scriptOnKey(j) {
+				continue
+			}
+			what = "a script naming the failing request's key"
+		}
+		for _, sub := range g.valuesOf(j) {
+			v := g.substituted(j, sub.Substitution, fmt.Sprintf("step %d (%s): %s, %s", j, what, sub.kind, sub.What), false)
+			v.group, v.Kind, v.Place = fmt.Sprintf("step %d writer-value %s", j, sub.kind), "writer-value", g.place[j]
+			out = g.add(out, v)
+		}
+	}
+	return out
+}
+
+// scriptOnKey reports whether earlier step j is a script (its value
+// variants include script sites or runners) that names a key the failing
+// request names (Options.Keys).
+func (g *gen) scriptOnKey(j int) bool {
+	if g.place[j] != PlaceOther || j-1 >= len(g.opts.Keys) || g.F-1 >= len(g.opts.Keys) || !anyRelate(g.opts.Keys[j-1], g.opts.Keys[g.F-1]) {
+		return false
+	}
+	return slices.ContainsFunc(g.valuesOf(j), func(s substitution) bool { return s.kind == "script-site" || s.kind == "runner" })
+}
+
+// valuesOf are step j's value variants (values), made once for the
+// writers' variants and the read-back ones.
+func (g *gen) valuesOf(j int) []substitution {
+	if subs, ok := g.stepValues[j]; ok {
+		return subs
+	}
+	if g.stepValues == nil {
+		g.stepValues = map[int][]substitution{}
+	}
+	g.stepValues[j] = g.values(j)
+	return g.stepValues[j]
+}
