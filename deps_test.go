@@ -43,9 +43,10 @@ func TestImportDirection(t *testing.T) {
 		"example":              {"", "fixtures", "grade", "internal/buildscript", "invariants", "record"},
 		"cmd/kavach": {"", "example", "fixtures", "grade", "htmlreport", "integrations/axum", "integrations/redis", "internal/pathcheck",
 			"invariants", "launch", "mcpserver", "record", "recount", "replay", "variants"},
-		"bench/plainproxy": {},
-		"bench/htmlbig":    {"", "grade", "replay"},
-		"bench/scalegen":   {"", "fixtures"},
+		"bench/plainproxy":  {},
+		"bench/htmlbig":     {"", "grade", "replay"},
+		"bench/scalegen":    {"", "fixtures"},
+		"bench/widefixture": {"", "fixtures", "integrations/redis"},
 		// A client of Redis only: the go-redis contract's session.
 		"examples/upgrade-contracts/goredis": {},
 	}
