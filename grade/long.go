@@ -71,13 +71,35 @@ type window struct {
 	slice *SliceEvidence
 }
 
+// cutWindow is the steps first to last of a long recording cut out as a
+// recording of their own (see window).
 func cutWindow(src replay.Source, codec kavach.Codec, first, last int) (*window, error) {
-	evs, err := src.Open()
-	if err != nil {
+	w := &window{first: first, last: last}
+	in := func(n int) bool { return n >= first && n <= last }
+	// A connection opened in the window is opened where the recording
+	// opened it, when the window uses it.
+	openedIn := func(before int) bool { return before >= first-1 && before < last }
+	if err := w.cut(src, codec, in, openedIn); err != nil {
 		return nil, err
 	}
+	if len(w.steps) != last-first+1 {
+		return nil, fmt.Errorf("grade: the window of steps %d to %d has %d steps", first, last, len(w.steps))
+	}
+	return w, nil
+}
+
+// cut reads the recording's events into w: the requests and replies of
+// the steps in (counting from 1), each connection opened where the
+// recording opened it when openedIn says so of the steps before its open
+// (nil: never), else where w first uses it, and closed where the
+// recording closed it. It stops reading past w.last once no connection
+// it kept is open.
+func (w *window) cut(src replay.Source, codec kavach.Codec, in, openedIn func(n int) bool) error {
+	evs, err := src.Open()
+	if err != nil {
+		return err
+	}
 	defer evs.Close()
-	w := &window{first: first, last: last}
 	g := kavach.NewStepGrouper(codec)
 	opened := map[uint64]bool{}
 	for {
@@ -86,18 +108,15 @@ func cutWindow(src replay.Source, codec kavach.Codec, first, last int) (*window,
 			break
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		n, _ := g.Add(ev)
 		keep := false
 		switch ev.Dir {
-		case kavach.Request:
-			keep = n >= first && n <= last
-		case kavach.Response:
-			keep = n >= first && n <= last
+		case kavach.Request, kavach.Response:
+			keep = in(n)
 		case kavach.Open:
-			// Opened in the window: kept when the window uses it (below).
-			if g.Steps() >= first-1 && g.Steps() < last {
+			if openedIn != nil && openedIn(g.Steps()) {
 				opened[ev.Conn] = true
 				w.events = append(w.events, ev)
 			}
@@ -107,6 +126,9 @@ func cutWindow(src replay.Source, codec kavach.Codec, first, last int) (*window,
 			delete(opened, ev.Conn)
 		}
 		if !keep {
+			if g.Steps() > w.last && len(opened) == 0 {
+				break
+			}
 			continue
 		}
 		if !opened[ev.Conn] {
@@ -116,10 +138,7 @@ func cutWindow(src replay.Source, codec kavach.Codec, first, last int) (*window,
 		w.events = append(w.events, ev)
 	}
 	w.steps = kavach.Steps(w.events, codec)
-	if len(w.steps) != last-first+1 {
-		return nil, fmt.Errorf("grade: the window of steps %d to %d has %d steps", first, last, len(w.steps))
-	}
-	return w, nil
+	return nil
 }
 
 // shift maps the window's step n to the fixture's.

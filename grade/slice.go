@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"sort"
@@ -294,49 +293,14 @@ func dependencySlice(k *stepKeys, f, max int) (steps []int, ev SliceEvidence, ok
 // order) cut out as a recording of their own: a connection is opened
 // where the slice first uses it, and closed where the recording closed it.
 func cutSlice(src replay.Source, codec kavach.Codec, steps []int) (*window, error) {
-	evs, err := src.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer evs.Close()
 	in := make(map[int]bool, len(steps))
 	for _, n := range steps {
 		in[n] = true
 	}
-	last := steps[len(steps)-1]
-	w := &window{first: steps[0], last: last, orig: steps}
-	g := kavach.NewStepGrouper(codec)
-	opened := map[uint64]bool{}
-	for {
-		ev, err := evs.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		n, _ := g.Add(ev)
-		keep := false
-		switch ev.Dir {
-		case kavach.Request, kavach.Response:
-			keep = in[n]
-		case kavach.Close:
-			keep = opened[ev.Conn]
-			delete(opened, ev.Conn)
-		}
-		if !keep {
-			if g.Steps() > last && len(opened) == 0 {
-				break
-			}
-			continue
-		}
-		if !opened[ev.Conn] {
-			opened[ev.Conn] = true
-			w.events = append(w.events, kavach.Event{Seq: ev.Seq, Conn: ev.Conn, Dir: kavach.Open, Offset: ev.Offset})
-		}
-		w.events = append(w.events, ev)
+	w := &window{first: steps[0], last: steps[len(steps)-1], orig: steps}
+	if err := w.cut(src, codec, func(n int) bool { return in[n] }, nil); err != nil {
+		return nil, err
 	}
-	w.steps = kavach.Steps(w.events, codec)
 	if len(w.steps) != len(steps) {
 		return nil, fmt.Errorf("grade: the dependency slice of %d steps cut into %d", len(steps), len(w.steps))
 	}
