@@ -78,11 +78,7 @@ func (g *gen) transplants() []Variant {
 	if g.F < 1 || g.F > len(g.steps) {
 		return nil
 	}
-	req := g.steps[g.F-1].Request
-	if req.Flags&kavach.ParseError != 0 {
-		return nil
-	}
-	_, fields, ok := g.opts.Variator.Fields(req.Data, g.opts.Schema)
+	_, _, fields, ok := g.fieldsOf(g.F)
 	if !ok {
 		return nil
 	}

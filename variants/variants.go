@@ -849,12 +849,19 @@ func (g *gen) fieldMutations(n int, all bool) []mutation {
 	return m
 }
 
-func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
-	req := g.steps[n-1].Request
+// fieldsOf is step n's request and its fields as the variator splits
+// them; false when the request did not parse or does not split.
+func (g *gen) fieldsOf(n int) (req kavach.Event, kind string, fields []kavach.Field, ok bool) {
+	req = g.steps[n-1].Request
 	if req.Flags&kavach.ParseError != 0 {
-		return nil
+		return req, "", nil, false
 	}
-	kind, fields, ok := g.opts.Variator.Fields(req.Data, g.opts.Schema)
+	kind, fields, ok = g.opts.Variator.Fields(req.Data, g.opts.Schema)
+	return req, kind, fields, ok
+}
+
+func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
+	req, kind, fields, ok := g.fieldsOf(n)
 	if !ok {
 		return nil
 	}

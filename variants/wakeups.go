@@ -86,11 +86,7 @@ func (g *gen) wakeups() []Variant {
 	if len(wakers) == 0 {
 		return nil
 	}
-	req := g.steps[g.F-1].Request
-	if req.Flags&kavach.ParseError != 0 {
-		return nil
-	}
-	_, fields, ok := g.opts.Variator.Fields(req.Data, g.opts.Schema)
+	req, _, fields, ok := g.fieldsOf(g.F)
 	if !ok {
 		return nil
 	}
