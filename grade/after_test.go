@@ -2,7 +2,6 @@ package grade_test
 
 import (
 	"context"
-	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -107,14 +106,7 @@ func gradeAfter(t *testing.T, fx *fixtures.Fixture, old, new string, set *invari
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(rep)
-	var back grade.Report
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if parts, _ := grade.Derive(back.Evidence); parts.String() != rep.Verdict {
-		t.Errorf("the report's evidence gives %s, its verdict says %s", parts, rep.Verdict)
-	}
+	back := readBack(t, rep)
 	if a, b := reasons(grade.Explain(back.Evidence)), reasons(rep.Explained); !slices.Equal(a, b) {
 		t.Errorf("the report's evidence explains %v, the report lists %v", a, b)
 	}

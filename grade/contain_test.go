@@ -2,7 +2,6 @@ package grade_test
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -31,14 +30,7 @@ func gradeContained(t *testing.T, fx *fixtures.Fixture, old, new string) *grade.
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(rep)
-	var back grade.Report
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if parts, _ := grade.Derive(back.Evidence); parts.String() != rep.Verdict {
-		t.Errorf("the report's evidence gives %s, its verdict says %s", parts, rep.Verdict)
-	}
+	back := readBack(t, rep)
 	if back.Network != rep.Network {
 		t.Errorf("network %q read back as %q", rep.Network, back.Network)
 	}

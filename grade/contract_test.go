@@ -43,14 +43,7 @@ func gradeContract(t *testing.T, fx *fixtures.Fixture, old, new string, set *inv
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(rep)
-	var back grade.Report
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if parts, _ := grade.Derive(back.Evidence); parts.String() != rep.Verdict {
-		t.Errorf("the report's evidence gives %s, its verdict says %s", parts, rep.Verdict)
-	}
+	readBack(t, rep)
 	if !rep.Evidence.Contract || rep.Fixture.Failure != nil {
 		t.Errorf("evidence contract=%v, fixture failure %+v: want a contract", rep.Evidence.Contract, rep.Fixture.Failure)
 	}

@@ -66,14 +66,7 @@ func diff(t *testing.T, fx *fixtures.Fixture, old, new string, minVariants int) 
 	}
 	// The verdict must follow from the report's evidence alone, after a
 	// round trip through JSON as `kavach verdict` reads it.
-	b, _ := json.Marshal(rep)
-	var back grade.Report
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if parts, _ := grade.Derive(back.Evidence); parts.String() != rep.Verdict {
-		t.Errorf("the report's evidence gives %s, its verdict says %s", parts, rep.Verdict)
-	}
+	readBack(t, rep)
 	return rep
 }
 
@@ -507,4 +500,20 @@ func TestDeriveAfterTheFailure(t *testing.T) {
 			t.Errorf("%s: Derive = %s, want %s", tc.why, got, tc.want)
 		}
 	}
+}
+
+// readBack is rep read back through JSON, as kavach verdict reads it; it
+// fails the test when the evidence read back does not give the report's
+// verdict again.
+func readBack(t *testing.T, rep *grade.Report) grade.Report {
+	t.Helper()
+	b, _ := json.Marshal(rep)
+	var back grade.Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if parts, _ := grade.Derive(back.Evidence); parts.String() != rep.Verdict {
+		t.Errorf("the report's evidence gives %s, its verdict says %s", parts, rep.Verdict)
+	}
+	return back
 }

@@ -2,7 +2,6 @@ package grade_test
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,14 +40,7 @@ func diffBudget(t *testing.T, fx *fixtures.Fixture, old, new string, budget int)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(rep)
-	var back grade.Report
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if parts, _ := grade.Derive(back.Evidence); parts.String() != rep.Verdict {
-		t.Errorf("the report's evidence gives %s, its verdict says %s", parts, rep.Verdict)
-	}
+	readBack(t, rep)
 	return rep
 }
 
