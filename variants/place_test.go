@@ -144,14 +144,7 @@ func TestLongRecordingSampled(t *testing.T) {
 // A query parameter the failing request sends as text, which another
 // request of its kind sent as a number, is varied as a number too.
 func TestFieldsTypedFromTheRecording(t *testing.T) {
-	var evs []kavach.Event
-	for i, target := range []string{"/items?page=2", "/items?page=last"} {
-		evs = append(evs,
-			kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: kavach.Request, Offset: time.Duration(i) * time.Millisecond,
-				Data: []byte("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n")},
-			kavach.Event{Seq: uint64(len(evs) + 2), Conn: 1, Dir: kavach.Response, Offset: time.Duration(i) * time.Millisecond,
-				Data: []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")})
-	}
+	evs := httpSession("GET /items?page=2 HTTP/1.1\r\nHost: x\r\n\r\n", "GET /items?page=last HTTP/1.1\r\nHost: x\r\n\r\n")
 	c := axum.Codec{}
 	var numeric []string
 	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: c, Variator: c, Budget: 200, Seed: 1}) {
@@ -167,16 +160,10 @@ func TestFieldsTypedFromTheRecording(t *testing.T) {
 // An HTTP request's variants are described in HTTP's words: a header, a
 // path segment, a query parameter; never Redis's arguments and keys.
 func TestHTTPWords(t *testing.T) {
-	var evs []kavach.Event
-	for i, req := range []string{
+	evs := httpSession(
 		"POST /lists/groceries/items HTTP/1.1\r\nHost: x\r\nX-Note: buy milk\r\nContent-Length: 0\r\n\r\n",
 		"GET /lists/chores/items?page=2 HTTP/1.1\r\nHost: x\r\nX-Note: soon\r\n\r\n",
-	} {
-		evs = append(evs,
-			kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: kavach.Request, Offset: time.Duration(i) * time.Millisecond, Data: []byte(req)},
-			kavach.Event{Seq: uint64(len(evs) + 2), Conn: 1, Dir: kavach.Response, Offset: time.Duration(i) * time.Millisecond,
-				Data: []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")})
-	}
+	)
 	c := axum.Codec{}
 	var all []string
 	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: c, Variator: c, Budget: 500, Seed: 1}) {
@@ -198,4 +185,18 @@ func TestHTTPWords(t *testing.T) {
 			t.Errorf("no variant %q among:\n%s", want, text)
 		}
 	}
+}
+
+// httpSession is the HTTP requests sent on one connection a millisecond
+// apart, each answered 200 with an empty body.
+func httpSession(reqs ...string) []kavach.Event {
+	var evs []kavach.Event
+	for i, req := range reqs {
+		at := time.Duration(i) * time.Millisecond
+		evs = append(evs,
+			kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: kavach.Request, Offset: at, Data: []byte(req)},
+			kavach.Event{Seq: uint64(len(evs) + 2), Conn: 1, Dir: kavach.Response, Offset: at,
+				Data: []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")})
+	}
+	return evs
 }

@@ -4,9 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/integrations/axum"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/variants"
@@ -98,18 +96,12 @@ func TestTransplantsBounded(t *testing.T) {
 // the other requests, a JSON field's to JSON fields: never to a path or a
 // header.
 func TestTransplantsHTTP(t *testing.T) {
-	var evs []kavach.Event
-	for i, req := range []string{
+	evs := httpSession(
 		"GET /items/7?page=2 HTTP/1.1\r\nHost: x\r\n\r\n",
 		"POST /items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"count\": 40}",
 		"GET /items/7?page=999999999999 HTTP/1.1\r\nHost: x\r\n\r\n",
 		"GET /items/8?page=3&size=5 HTTP/1.1\r\nHost: x\r\n\r\n",
-	} {
-		evs = append(evs,
-			kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: kavach.Request, Offset: time.Duration(i) * time.Millisecond, Data: []byte(req)},
-			kavach.Event{Seq: uint64(len(evs) + 2), Conn: 1, Dir: kavach.Response, Offset: time.Duration(i) * time.Millisecond,
-				Data: []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")})
-	}
+	)
 	c := axum.Codec{}
 	var got []string
 	for _, v := range variants.Generate(evs, 3, variants.Options{Codec: c, Variator: c, Budget: 200, Seed: 1}) {

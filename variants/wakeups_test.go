@@ -127,18 +127,12 @@ func TestWakeupsShareTheBudget(t *testing.T) {
 // metricsFed is an HTTP session whose last request reads the metrics
 // page: the earlier requests name other paths, yet feed it.
 func metricsFed() ([]kavach.Event, [][]string) {
-	var evs []kavach.Event
 	reqs := []string{
 		"POST /api/v1/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"name\":\"a\"}\n",
 		"DELETE /api/v1/items/7 HTTP/1.1\r\nHost: x\r\n\r\n",
 		"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
 	}
-	for i, req := range reqs {
-		evs = append(evs,
-			kavach.Event{Seq: uint64(len(evs) + 1), Conn: 1, Dir: kavach.Request, Offset: time.Duration(i) * time.Millisecond, Data: []byte(req)},
-			kavach.Event{Seq: uint64(len(evs) + 2), Conn: 1, Dir: kavach.Response, Offset: time.Duration(i) * time.Millisecond,
-				Data: []byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")})
-	}
+	evs := httpSession(reqs...)
 	keys, _ := axum.Launcher{}.Keys(context.Background(), "", [][]byte{[]byte(reqs[0]), []byte(reqs[1]), []byte(reqs[2])})
 	return evs, keys
 }
