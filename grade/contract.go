@@ -21,9 +21,9 @@ import (
 // invariant, which the old build is expected not to meet) is not compared
 // with the recording: the feature may rightly change its answer, and the
 // invariant decides it instead.
-func deriveContract(ev Evidence) (Parts, []Finding) {
+func deriveContract(ev Evidence) (Verdict, []Finding) {
 	if reason := notReplayed(ev); reason != "" {
-		return Parts{Kind: Unverified, Reason: "not-replayed: " + reason}, nil
+		return Verdict{Kind: Unverified, Reason: "not-replayed: " + reason}, nil
 	}
 	noise := noiseOf(ev)
 	oldViolated := map[int]bool{}
@@ -36,7 +36,7 @@ func deriveContract(ev Evidence) (Parts, []Finding) {
 			// The replay stopped early without a broken step to show
 			// for it (a crash is the broken step's finding).
 			if len(findings) == 0 || findings[len(findings)-1].Kind != Diverged || !broken(findings[len(findings)-1].Outcome) {
-				findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request, Expected: s.Recorded,
+				findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request, Expected: s.Recorded,
 					Outcome: kavach.Outcome{Kind: "not-run"}, Detail: "the new build's replay stopped before this step: " + ev.New.Stopped})
 			}
 			break
@@ -45,7 +45,7 @@ func deriveContract(ev Evidence) (Parts, []Finding) {
 			continue // not compared: Kavach answered it, or its reply was known to differ
 		}
 		if broken(s.Outcome) && s.Outcome.Kind != s.Recorded.Kind {
-			findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request, Expected: s.Recorded,
+			findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request, Expected: s.Recorded,
 				Outcome: s.Outcome, Detail: fmt.Sprintf("the new build gave %s where the recording did not: %s", s.Outcome.Kind, s.Outcome.Detail)})
 			continue
 		}
@@ -53,13 +53,13 @@ func deriveContract(ev Evidence) (Parts, []Finding) {
 			continue
 		}
 		if counted, _ := noise.Split(s.Diffs); len(counted) > 0 {
-			findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
+			findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request,
 				Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted, Detail: s.Outcome.Detail})
 		}
 	}
 	for _, inv := range ev.Invariants {
 		if !inv.Held {
-			findings = append(findings, Finding{Parts: Parts{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
+			findings = append(findings, Finding{Verdict: Verdict{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
 				Outcome: outcomeAt(ev.New.Steps, inv.FirstStep)})
 		}
 	}
@@ -72,15 +72,15 @@ func deriveContract(ev Evidence) (Parts, []Finding) {
 	})
 	findings = append(findings, variantFindings(ev)...)
 	if len(findings) > 0 {
-		return findings[0].Parts, findings
+		return findings[0].Verdict, findings
 	}
 	if v := ev.Variants; v.Handled < v.Min {
-		return Parts{Kind: Unverified, Reason: fmt.Sprintf("variants: %d of %d regression variants handled by the old build, need %d", v.Handled, v.Regression, v.Min)}, findings
+		return Verdict{Kind: Unverified, Reason: fmt.Sprintf("variants: %d of %d regression variants handled by the old build, need %d", v.Handled, v.Regression, v.Min)}, findings
 	}
 	if below := ev.Floor.Below(); below != "" {
-		return Parts{Kind: Unverified, Reason: reasonBelowFloor + ": " + below}, findings
+		return Verdict{Kind: Unverified, Reason: reasonBelowFloor + ": " + below}, findings
 	}
-	return Parts{Kind: Held}, findings
+	return Verdict{Kind: Held}, findings
 }
 
 // broken reports whether an outcome is a crash or a hang.

@@ -242,12 +242,12 @@ func afterFailure(ev Evidence, noise replay.Noise) ([]Finding, []Explained) {
 		broken := func(out kavach.Outcome) bool { return out.Kind == kavach.Crash || out.Kind == kavach.Hang }
 		switch {
 		case s.Outcome.Kind == kavach.Crash && !ev.Failure.Reproduces(s.Outcome):
-			findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
+			findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request,
 				Expected: s.Recorded, Outcome: s.Outcome, Detail: "the new build crashed after the failing step: " + s.Outcome.Detail})
 			continue
 		case s.Outcome.Kind == kavach.Hang && !ev.Failure.Reproduces(s.Outcome) &&
 			!(s.Recorded.Kind == kavach.Hang && oldRan && o.Ran && o.Outcome.Kind == kavach.Hang):
-			findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
+			findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request,
 				Expected: s.Recorded, Outcome: s.Outcome, Detail: "the new build hung after the failing step: " + s.Outcome.Detail})
 			continue
 		}
@@ -263,7 +263,7 @@ func afterFailure(ev Evidence, noise replay.Noise) ([]Finding, []Explained) {
 		ex := Explained{Step: s.Step, Rule: rule, Request: s.Request, Recorded: s.Recorded, Old: o.Outcome, New: s.Outcome,
 			RecordedOutput: s.RecordedOutput, OldOutput: o.Output, NewOutput: s.Output, Diffs: counted}
 		diverged := func(detail string, inputs []InputField) {
-			findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
+			findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request,
 				Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted, Detail: detail, Rule: rule, Inputs: inputs})
 		}
 		showedFailure := broken(s.Recorded) || !oldRan || !o.Ran || broken(o.Outcome) ||

@@ -42,7 +42,7 @@ func Green(kind string) bool { return kind == Fixed || kind == Held }
 type Report struct {
 	SchemaVersion int       `json:"schema_version"`
 	Verdict       string    `json:"verdict"` // exactly as printed: "diverged@3"
-	Parts         Parts     `json:"verdict_parts"`
+	Parts         Verdict     `json:"verdict_parts"`
 	Findings      []Finding `json:"findings"`
 	// Explained are the steps after the failure whose difference from
 	// the recording the fix explains, each with its reason (Explain):
@@ -61,8 +61,9 @@ type Report struct {
 	Network string `json:"network,omitempty"`
 }
 
-// Parts are the verdict's parts.
-type Parts struct {
+// Verdict is a verdict in its parts: its kind, and the step, variant,
+// invariant or reason it names (String renders it).
+type Verdict struct {
 	Kind      string `json:"kind"`
 	Step      int    `json:"step,omitempty"`
 	Variant   int    `json:"variant,omitempty"`
@@ -73,7 +74,7 @@ type Parts struct {
 // String renders the verdict: "fixed", "diverged@3",
 // "invariant_violated(ttl-bound)@7", "variant_failed(4)@9",
 // "unverified(not-reproduced: ...)".
-func (p Parts) String() string {
+func (p Verdict) String() string {
 	switch p.Kind {
 	case Fixed, Held:
 		return p.Kind
@@ -90,7 +91,7 @@ func (p Parts) String() string {
 // Finding is one thing wrong with the new build, with what an agent needs
 // to act on it.
 type Finding struct {
-	Parts
+	Verdict
 	Request  string         `json:"request,omitempty"` // the step's request, rendered
 	Expected kavach.Outcome `json:"expected"`          // recorded (or old-build) outcome
 	Outcome  kavach.Outcome `json:"outcome"`           // the new build's
@@ -362,15 +363,15 @@ type InvariantEvidence struct {
 // unverified when fewer than the minimum variants reproduce; else
 // unverified(below-floor: ...) when graded below the fixture's floor;
 // else fixed.
-func Derive(ev Evidence) (Parts, []Finding) {
+func Derive(ev Evidence) (Verdict, []Finding) {
 	if ev.Contract {
 		return deriveContract(ev)
 	}
 	if reason := containedFailure(ev); reason != "" {
-		return Parts{Kind: Unverified, Reason: reasonContained + ": " + reason}, nil
+		return Verdict{Kind: Unverified, Reason: reasonContained + ": " + reason}, nil
 	}
 	if reason := notReproduced(ev); reason != "" {
-		return Parts{Kind: Unverified, Reason: reasonNotReproduce + ": " + reason}, nil
+		return Verdict{Kind: Unverified, Reason: reasonNotReproduce + ": " + reason}, nil
 	}
 	noise := noiseOf(ev)
 	F := ev.Failure.Step
@@ -382,7 +383,7 @@ func Derive(ev Evidence) (Parts, []Finding) {
 		if s.Step < F {
 			counted, _ := noise.Split(s.Diffs)
 			if len(counted) > 0 {
-				findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
+				findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request,
 					Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted, Detail: s.Outcome.Detail})
 			}
 			continue
@@ -395,7 +396,7 @@ func Derive(ev Evidence) (Parts, []Finding) {
 		again := recurs(ev.Failure, s.Outcome, s.Violated) && (ev.Failure.Oracle.Invariant == "" || s.Step == F) ||
 			s.Step == F && ev.Failure.Oracle.Fires(s.Outcome)
 		if again || s.Step == F && (s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang) {
-			findings = append(findings, Finding{Parts: Parts{Kind: StillFailing, Step: s.Step}, Request: s.Request,
+			findings = append(findings, Finding{Verdict: Verdict{Kind: StillFailing, Step: s.Step}, Request: s.Request,
 				Expected: s.Recorded, Outcome: s.Outcome, Detail: s.Outcome.Detail})
 		}
 	}
@@ -403,7 +404,7 @@ func Derive(ev Evidence) (Parts, []Finding) {
 	findings = append(findings, after...)
 	for _, inv := range ev.Invariants {
 		if !inv.Held {
-			findings = append(findings, Finding{Parts: Parts{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
+			findings = append(findings, Finding{Verdict: Verdict{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
 				Outcome: outcomeAt(ev.New.Steps, inv.FirstStep)})
 		}
 	}
@@ -416,13 +417,13 @@ func Derive(ev Evidence) (Parts, []Finding) {
 	})
 	findings = append(findings, variantFindings(ev)...)
 	if len(findings) > 0 {
-		return findings[0].Parts, findings
+		return findings[0].Verdict, findings
 	}
 	for _, inv := range ev.Invariants {
 		if inv.TooCostly != "" {
 			// Not checked past where the budget ran out: nothing says
 			// they hold there.
-			return Parts{Kind: Unverified, Reason: reasonTooCostly + ": " + inv.TooCostly}, findings
+			return Verdict{Kind: Unverified, Reason: reasonTooCostly + ": " + inv.TooCostly}, findings
 		}
 	}
 	for _, inv := range ev.Invariants {
@@ -436,18 +437,18 @@ func Derive(ev Evidence) (Parts, []Finding) {
 					msg += fmt.Sprintf(" (first: %s)", inv.NotEvaluableMessage)
 				}
 			}
-			return Parts{Kind: Unverified, Reason: "not-evaluable: " + msg}, findings
+			return Verdict{Kind: Unverified, Reason: "not-evaluable: " + msg}, findings
 		}
 	}
 	if v := ev.Variants; v.Reproducing < v.Min {
-		return Parts{Kind: Unverified, Reason: fmt.Sprintf("variants: %d of %d reproduce, need %d", v.Reproducing, v.Generated, v.Min)}, findings
+		return Verdict{Kind: Unverified, Reason: fmt.Sprintf("variants: %d of %d reproduce, need %d", v.Reproducing, v.Generated, v.Min)}, findings
 	}
 	// Graded more weakly than the fixture allows (--below-floor): the
 	// checks passed, but not the ones the incident asks for.
 	if below := ev.Floor.Below(); below != "" {
-		return Parts{Kind: Unverified, Reason: reasonBelowFloor + ": " + below}, findings
+		return Verdict{Kind: Unverified, Reason: reasonBelowFloor + ": " + below}, findings
 	}
-	return Parts{Kind: Fixed}, findings
+	return Verdict{Kind: Fixed}, findings
 }
 
 // recurs reports whether the recorded failure happened again at a step:
@@ -529,7 +530,7 @@ func variantFindings(ev Evidence) []Finding {
 	var out []Finding
 	for _, v := range ev.Variants.List {
 		if v.Kept && v.FailedStep > 0 {
-			out = append(out, Finding{Parts: Parts{Kind: VariantFailed, Variant: v.K, Step: v.FailedStep},
+			out = append(out, Finding{Verdict: Verdict{Kind: VariantFailed, Variant: v.K, Step: v.FailedStep},
 				Detail: v.Description, Expected: v.OldOutcome, Outcome: v.NewOutcome, Diffs: v.Diffs})
 		}
 	}

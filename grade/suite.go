@@ -8,7 +8,7 @@ type SuiteReport struct {
 	// Suite is always true: it tells a suite's report from one fixture's.
 	Suite   bool   `json:"suite"`
 	Verdict string `json:"verdict"` // the headline, exactly as printed first
-	Parts   Parts  `json:"verdict_parts"`
+	Parts   Verdict  `json:"verdict_parts"`
 	// Headline is the index in Reports of the fixture whose verdict is the
 	// headline; -1 when every fixture is green.
 	Headline int       `json:"headline"`
@@ -18,7 +18,7 @@ type SuiteReport struct {
 // NewSuiteReport puts the fixtures' reports, in argument order, under
 // their headline.
 func NewSuiteReport(reports []*Report) *SuiteReport {
-	parts := make([]Parts, len(reports))
+	parts := make([]Verdict, len(reports))
 	contract := make([]bool, len(reports))
 	for i, r := range reports {
 		parts[i], contract[i] = r.Parts, r.Evidence.Contract
@@ -31,7 +31,7 @@ func NewSuiteReport(reports []*Report) *SuiteReport {
 // order, and the index of the fixture it comes from: the first red
 // verdict; else the first unverified; else fixed when an incident is
 // among them, held when all are contracts (index -1).
-func Headline(verdicts []Parts, contract []bool) (Parts, int) {
+func Headline(verdicts []Verdict, contract []bool) (Verdict, int) {
 	for i, p := range verdicts {
 		if !Green(p.Kind) && p.Kind != Unverified {
 			return p, i
@@ -44,16 +44,16 @@ func Headline(verdicts []Parts, contract []bool) (Parts, int) {
 	}
 	for i := range verdicts {
 		if i < len(contract) && !contract[i] {
-			return Parts{Kind: Fixed}, -1
+			return Verdict{Kind: Fixed}, -1
 		}
 	}
-	return Parts{Kind: Held}, -1
+	return Verdict{Kind: Held}, -1
 }
 
 // DeriveSuite re-derives every fixture's verdict from its evidence, and
 // the headline from those.
-func DeriveSuite(s *SuiteReport) (Parts, []Parts) {
-	parts := make([]Parts, len(s.Reports))
+func DeriveSuite(s *SuiteReport) (Verdict, []Verdict) {
+	parts := make([]Verdict, len(s.Reports))
 	contract := make([]bool, len(s.Reports))
 	for i, r := range s.Reports {
 		if r == nil {

@@ -37,7 +37,7 @@ func buildSection(rep *grade.Report, prefix string, inSuite bool) *section {
 	if len(rep.Findings) > 0 {
 		s.Finding = buildFinding(rep, rep.Findings[0])
 		for _, f := range rep.Findings[1:] {
-			line := f.Parts.String()
+			line := f.Verdict.String()
 			switch {
 			case f.Kind == grade.VariantFailed:
 				line += ": " + f.Detail
@@ -156,7 +156,7 @@ type diffRow struct {
 // new outcomes of the variant and where their outputs differ.
 func buildFinding(rep *grade.Report, f grade.Finding) *findingView {
 	ev := rep.Evidence
-	fv := &findingView{Title: f.Parts.String(), Request: f.Request, Detail: f.Detail}
+	fv := &findingView{Title: f.Verdict.String(), Request: f.Request, Detail: f.Detail}
 	if f.Kind == grade.VariantFailed {
 		fv.Title = fmt.Sprintf("variant %d fails on the new build at step %d", f.Variant, f.Step)
 		fv.Request = ""
