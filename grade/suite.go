@@ -6,9 +6,9 @@ package grade
 type SuiteReport struct {
 	SchemaVersion int `json:"schema_version"`
 	// Suite is always true: it tells a suite's report from one fixture's.
-	Suite   bool   `json:"suite"`
-	Verdict string `json:"verdict"` // the headline, exactly as printed first
-	Parts   Verdict  `json:"verdict_parts"`
+	Suite   bool    `json:"suite"`
+	Verdict string  `json:"verdict"` // the headline, exactly as printed first
+	Parts   Verdict `json:"verdict_parts"`
 	// Headline is the index in Reports of the fixture whose verdict is the
 	// headline; -1 when every fixture is green.
 	Headline int       `json:"headline"`

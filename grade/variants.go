@@ -294,24 +294,6 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 	return r
 }
 
-// failsByAnswer reports whether out, a variant's answer at its varied
-// failing request, is the recorded failure by the answer itself: the
-// failure's oracle is an invariant that does not apply there (applied
-// are the invariants that did), and out carries the signature of the
-// recorded failing answer (answer), which was an error, a crash or a
-// hang — not a plain answer, which says nothing alone (docs/variants.md,
-// "Reproducing").
-func failsByAnswer(f kavach.Failure, answer, out kavach.Outcome, applied []string) bool {
-	if f.Oracle.Invariant == "" || slices.Contains(applied, f.Oracle.Invariant) {
-		return false
-	}
-	switch answer.Kind {
-	case kavach.Error, kavach.Crash, kavach.Hang:
-		return kavach.ErrorSignature(out) == kavach.ErrorSignature(answer)
-	}
-	return false
-}
-
 // runRetry replays once more when the build does not start: a start that
 // fails once (a port taken between finding and binding it, a machine
 // short of processes) is no evidence about the build; one that fails

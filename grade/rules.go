@@ -1,0 +1,505 @@
+package grade
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/replay"
+)
+
+// Every rule that decides a verdict is in this file, each a pure function
+// of a report's evidence: what `kavach diff` decides while it runs,
+// `kavach verdict` decides again from the report. docs/design.md, "How a
+// verdict is made", lists them with what decides each: an observation
+// (asking a build, replaying it, fingerprinting it) or an inference.
+
+// Derive computes the findings and the headline verdict from evidence
+// alone (docs/design.md §3): the old build must reproduce the failure, else
+// unverified(not-reproduced: ...); findings on the fixture's own replay,
+// the earliest by step (at one step: diverged, then still_failing, then
+// invariant_violated); else the failing variant with the lowest K; else
+// unverified when fewer than the minimum variants reproduce; else
+// unverified(below-floor: ...) when graded below the fixture's floor;
+// else fixed.
+func Derive(ev Evidence) (Verdict, []Finding) {
+	if ev.Contract {
+		return deriveContract(ev)
+	}
+	if reason := containedFailure(ev); reason != "" {
+		return Verdict{Kind: Unverified, Reason: reasonContained + ": " + reason}, nil
+	}
+	if reason := notReproduced(ev); reason != "" {
+		return Verdict{Kind: Unverified, Reason: reasonNotReproduce + ": " + reason}, nil
+	}
+	noise := noiseOf(ev)
+	F := ev.Failure.Step
+	var findings []Finding
+	for _, s := range ev.New.Steps {
+		if !s.Ran || s.Contained != "" {
+			continue
+		}
+		if s.Step < F {
+			counted, _ := noise.Split(s.Diffs)
+			if len(counted) > 0 {
+				findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request,
+					Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted, Detail: s.Outcome.Detail})
+			}
+			continue
+		}
+		// An invariant failure recurring at another step is that invariant
+		// violated there (invariant_violated), not the failing step still failing.
+		// At the failing step the oracle decides (an oracle "error" fires
+		// on any error there, whatever the signature's message); later,
+		// the signature (the failure recurring, moved).
+		again := recurs(ev.Failure, s.Outcome, s.Violated) && (ev.Failure.Oracle.Invariant == "" || s.Step == F) ||
+			s.Step == F && ev.Failure.Oracle.Fires(s.Outcome)
+		if again || s.Step == F && (s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang) {
+			findings = append(findings, Finding{Verdict: Verdict{Kind: StillFailing, Step: s.Step}, Request: s.Request,
+				Expected: s.Recorded, Outcome: s.Outcome, Detail: s.Outcome.Detail})
+		}
+	}
+	after, _ := afterFailure(ev, noise)
+	findings = append(findings, after...)
+	for _, inv := range ev.Invariants {
+		if !inv.Held {
+			findings = append(findings, Finding{Verdict: Verdict{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
+				Outcome: outcomeAt(ev.New.Steps, inv.FirstStep)})
+		}
+	}
+	order := map[string]int{Diverged: 0, StillFailing: 1, InvariantViolated: 2}
+	sortFindings(findings, func(a, b Finding) bool {
+		if a.Step != b.Step {
+			return a.Step < b.Step
+		}
+		return order[a.Kind] < order[b.Kind]
+	})
+	findings = append(findings, variantFindings(ev)...)
+	if len(findings) > 0 {
+		return findings[0].Verdict, findings
+	}
+	for _, inv := range ev.Invariants {
+		if inv.TooCostly != "" {
+			// Not checked past where the budget ran out: nothing says
+			// they hold there.
+			return Verdict{Kind: Unverified, Reason: reasonTooCostly + ": " + inv.TooCostly}, findings
+		}
+	}
+	for _, inv := range ev.Invariants {
+		if slices.Contains(inv.NotEvaluable, F) {
+			// The message says why at the first step it was not evaluable,
+			// which may be before the failing step: the reason names F.
+			msg := inv.NotEvaluableMessage
+			if inv.NotEvaluable[0] != F || msg == "" {
+				msg = fmt.Sprintf("%s: not evaluable at step %d", inv.Name, F)
+				if inv.NotEvaluableMessage != "" {
+					msg += fmt.Sprintf(" (first: %s)", inv.NotEvaluableMessage)
+				}
+			}
+			return Verdict{Kind: Unverified, Reason: "not-evaluable: " + msg}, findings
+		}
+	}
+	if v := ev.Variants; v.Reproducing < v.Min {
+		return Verdict{Kind: Unverified, Reason: fmt.Sprintf("variants: %d of %d reproduce, need %d", v.Reproducing, v.Generated, v.Min)}, findings
+	}
+	// Graded more weakly than the fixture allows (--below-floor): the
+	// checks passed, but not the ones the incident asks for.
+	if below := ev.Floor.Below(); below != "" {
+		return Verdict{Kind: Unverified, Reason: reasonBelowFloor + ": " + below}, findings
+	}
+	return Verdict{Kind: Fixed}, findings
+}
+
+// recurs reports whether the recorded failure happened again at a step:
+// its invariant violated there, or its signature firing on the outcome.
+func recurs(f kavach.Failure, out kavach.Outcome, violated []string) bool {
+	if f.Oracle.Invariant != "" {
+		return slices.Contains(violated, f.Oracle.Invariant)
+	}
+	return f.Reproduces(out)
+}
+
+// notReproduced says why the old build's replay does not reproduce the
+// recording up to and including the failure, or "" if it does: every step
+// before the failure with the recorded outcome, the failing step failing
+// with the recorded signature.
+func notReproduced(ev Evidence) string {
+	F := ev.Failure.Step
+	for _, s := range ev.Old.Steps {
+		switch {
+		case s.Step > F:
+			return ""
+		case !s.Ran:
+			return fmt.Sprintf("the old build's replay stopped before step %d: %s", s.Step, ev.Old.Stopped)
+		case s.Contained != "":
+			// Not compared (containedFailure has the failing step's case).
+		case s.Step < F && (s.Outcome.Kind != s.Recorded.Kind || s.Outcome.Class != s.Recorded.Class):
+			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", s.Step, s.Outcome, s.Recorded)
+		case s.Step == F && ev.Failure.Oracle.Invariant != "" && slices.Contains(s.NotEvaluable, ev.Failure.Oracle.Invariant):
+			return fmt.Sprintf("invariant %s is not evaluable at step %d on the old build", ev.Failure.Oracle.Invariant, F)
+		case s.Step == F && !recurs(ev.Failure, s.Outcome, s.Violated):
+			got := s.Outcome.String()
+			if ev.Failure.Oracle.Invariant != "" {
+				got = "no violation of " + ev.Failure.Oracle.Invariant
+			}
+			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", F, got, ev.Failure.Signature)
+		}
+	}
+	if len(ev.Old.Steps)+ev.Omitted < F {
+		return fmt.Sprintf("the old build's replay has %d steps, the failure is at step %d", len(ev.Old.Steps)+ev.Omitted, F)
+	}
+	return ""
+}
+
+// containedFailure says why the failing step was not compared, or "":
+// Kavach withheld it (or its reply was known to differ) on the old build's
+// replay or the new build's. Neither reproduced nor fixed can then be said.
+func containedFailure(ev Evidence) string {
+	F := ev.Failure.Step
+	for _, steps := range [][]StepEvidence{ev.Old.Steps, ev.New.Steps} {
+		for _, s := range steps {
+			if s.Step == F && s.Contained != "" {
+				return fmt.Sprintf("step %d (%s) was answered by Kavach, not the build: %s", F, s.Request, s.Contained)
+			}
+		}
+	}
+	return ""
+}
+
+// deriveContract derives a contract's verdict (a fixture with no failure,
+// docs/contracts.md) from evidence alone: unverified(not-replayed: ...)
+// when the old build does not replay its own recording; else findings on
+// the fixture's own replay, the earliest by step — a crash or a hang the
+// recording did not show, a step the new build did not reach, a declared
+// invariant violated, a difference from the recording (noise excluded) —
+// at one step the invariant first, as it names what is wrong; else the
+// failing regression variant with the lowest K; else unverified when fewer
+// than the minimum regression variants are handled by the old build, or
+// when graded below the fixture's floor; else held.
+//
+// A step where the old build's replay violates an invariant (a feature's
+// invariant, which the old build is expected not to meet) is not compared
+// with the recording: the feature may rightly change its answer, and the
+// invariant decides it instead.
+func deriveContract(ev Evidence) (Verdict, []Finding) {
+	if reason := notReplayed(ev); reason != "" {
+		return Verdict{Kind: Unverified, Reason: "not-replayed: " + reason}, nil
+	}
+	noise := noiseOf(ev)
+	oldViolated := map[int]bool{}
+	for _, s := range ev.Old.Steps {
+		oldViolated[s.Step] = len(s.Violated) > 0
+	}
+	var findings []Finding
+	for _, s := range ev.New.Steps {
+		if !s.Ran {
+			// The replay stopped early without a broken step to show
+			// for it (a crash is the broken step's finding).
+			if len(findings) == 0 || findings[len(findings)-1].Kind != Diverged || !broken(findings[len(findings)-1].Outcome) {
+				findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request, Expected: s.Recorded,
+					Outcome: kavach.Outcome{Kind: "not-run"}, Detail: "the new build's replay stopped before this step: " + ev.New.Stopped})
+			}
+			break
+		}
+		if s.Contained != "" {
+			continue // not compared: Kavach answered it, or its reply was known to differ
+		}
+		if broken(s.Outcome) && s.Outcome.Kind != s.Recorded.Kind {
+			findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request, Expected: s.Recorded,
+				Outcome: s.Outcome, Detail: fmt.Sprintf("the new build gave %s where the recording did not: %s", s.Outcome.Kind, s.Outcome.Detail)})
+			continue
+		}
+		if oldViolated[s.Step] {
+			continue
+		}
+		if counted, _ := noise.Split(s.Diffs); len(counted) > 0 {
+			findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request,
+				Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted, Detail: s.Outcome.Detail})
+		}
+	}
+	for _, inv := range ev.Invariants {
+		if !inv.Held {
+			findings = append(findings, Finding{Verdict: Verdict{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
+				Outcome: outcomeAt(ev.New.Steps, inv.FirstStep)})
+		}
+	}
+	order := map[string]int{InvariantViolated: 0, Diverged: 1}
+	sortFindings(findings, func(a, b Finding) bool {
+		if a.Step != b.Step {
+			return a.Step < b.Step
+		}
+		return order[a.Kind] < order[b.Kind]
+	})
+	findings = append(findings, variantFindings(ev)...)
+	if len(findings) > 0 {
+		return findings[0].Verdict, findings
+	}
+	if v := ev.Variants; v.Handled < v.Min {
+		return Verdict{Kind: Unverified, Reason: fmt.Sprintf("variants: %d of %d regression variants handled by the old build, need %d", v.Handled, v.Regression, v.Min)}, findings
+	}
+	if below := ev.Floor.Below(); below != "" {
+		return Verdict{Kind: Unverified, Reason: reasonBelowFloor + ": " + below}, findings
+	}
+	return Verdict{Kind: Held}, findings
+}
+
+// notReplayed says why the old build's replay does not replay its own
+// recording, or "" if it does: every step run, each with the recorded
+// outcome's kind and class (the rest of each output may differ: that is
+// noise, learned from these very replays).
+func notReplayed(ev Evidence) string {
+	for _, s := range ev.Old.Steps {
+		switch {
+		case !s.Ran:
+			return fmt.Sprintf("the old build's replay stopped before step %d: %s", s.Step, ev.Old.Stopped)
+		case s.Contained != "":
+			// not compared
+		case s.Outcome.Kind != s.Recorded.Kind || s.Outcome.Class != s.Recorded.Class:
+			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", s.Step, s.Outcome, s.Recorded)
+		}
+	}
+	if len(ev.Old.Steps)+ev.Omitted == 0 {
+		return "the old build's replay has no steps"
+	}
+	return ""
+}
+
+// broken reports whether an outcome is a crash or a hang.
+func broken(o kavach.Outcome) bool { return o.Kind == kavach.Crash || o.Kind == kavach.Hang }
+
+// variantFindings are the kept variants the new build failed, by K: they
+// follow the findings on the fixture's own replay, for incidents and
+// contracts alike.
+func variantFindings(ev Evidence) []Finding {
+	var out []Finding
+	for _, v := range ev.Variants.List {
+		if v.Kept && v.FailedStep > 0 {
+			out = append(out, Finding{Verdict: Verdict{Kind: VariantFailed, Variant: v.K, Step: v.FailedStep},
+				Detail: v.Description, Expected: v.OldOutcome, Outcome: v.NewOutcome, Diffs: v.Diffs})
+		}
+	}
+	sortFindings(out, func(a, b Finding) bool { return a.Variant < b.Variant })
+	return out
+}
+
+// Explain is the steps after the failure whose difference from the
+// recording the fix explains, by step, derived from the evidence alone
+// as Derive derives the findings: none when the old build does not
+// reproduce the failure, or for a contract.
+func Explain(ev Evidence) []Explained {
+	if ev.Contract || notReproduced(ev) != "" {
+		return nil
+	}
+	_, ex := afterFailure(ev, noiseOf(ev))
+	return ex
+}
+
+// afterFailure judges the new build's steps after the failing step F
+// (docs/design.md §4, step 3). A failure of the step's own is red: a crash,
+// a hang the recording and the old build did not show, or a refusal
+// where the old build answered (the recorded signature and invariants
+// are Derive's). Otherwise a difference from the recording (noise
+// excluded) is explained when the recording or the old build showed a
+// failure there; then, where both builds fingerprinted what the step
+// read (RuleObserved), when those inputs differ, or when both builds
+// refuse a request of the failing command's family on the same inputs
+// (a changed refusal); the same inputs with a different answer are
+// diverged. Without fingerprints (RuleInferred), it is explained when
+// the step touches state a changed step wrote — F itself, and every later
+// step the fix explains — by its keys (unknown keys depend on every
+// write, unknown writes explain everything; a read-only changed step
+// explains nothing after it).
+func afterFailure(ev Evidence, noise replay.Noise) ([]Finding, []Explained) {
+	F := ev.Failure.Step
+	old := map[int]StepEvidence{}
+	for _, s := range ev.Old.Steps {
+		old[s.Step] = s
+	}
+	type changedStep struct {
+		writes  []string
+		unknown bool
+	}
+	var changed []changedStep
+	change := func(s StepEvidence) {
+		w, u := written(s)
+		changed = append(changed, changedStep{w, u})
+	}
+	var findings []Finding
+	var explained []Explained
+	for _, s := range ev.New.Steps {
+		if s.Step == F {
+			change(s)
+		}
+		if s.Step <= F || !s.Ran {
+			continue
+		}
+		o, oldRan := old[s.Step]
+		broken := func(out kavach.Outcome) bool { return out.Kind == kavach.Crash || out.Kind == kavach.Hang }
+		switch {
+		case s.Outcome.Kind == kavach.Crash && !ev.Failure.Reproduces(s.Outcome):
+			findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request,
+				Expected: s.Recorded, Outcome: s.Outcome, Detail: "the new build crashed after the failing step: " + s.Outcome.Detail})
+			continue
+		case s.Outcome.Kind == kavach.Hang && !ev.Failure.Reproduces(s.Outcome) &&
+			!(s.Recorded.Kind == kavach.Hang && oldRan && o.Ran && o.Outcome.Kind == kavach.Hang):
+			findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request,
+				Expected: s.Recorded, Outcome: s.Outcome, Detail: "the new build hung after the failing step: " + s.Outcome.Detail})
+			continue
+		}
+		counted, _ := noise.Split(s.Diffs)
+		if len(counted) == 0 {
+			continue
+		}
+		differ, all, observed := compareInputs(o, s)
+		rule := RuleInferred
+		if observed {
+			rule = RuleObserved
+		}
+		ex := Explained{Step: s.Step, Rule: rule, Request: s.Request, Recorded: s.Recorded, Old: o.Outcome, New: s.Outcome,
+			RecordedOutput: s.RecordedOutput, OldOutput: o.Output, NewOutput: s.Output, Diffs: counted}
+		diverged := func(detail string, inputs []InputField) {
+			findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request,
+				Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted, Detail: detail, Rule: rule, Inputs: inputs})
+		}
+		showedFailure := broken(s.Recorded) || !oldRan || !o.Ran || broken(o.Outcome) ||
+			recurs(ev.Failure, o.Outcome, o.Violated) || len(o.Violated) > 0 || ev.Failure.Reproduces(s.Recorded)
+		switch {
+		case showedFailure:
+			ex.Reason = ReasonShown
+		case s.Outcome.Kind == kavach.Error && o.Outcome.Kind == kavach.OK:
+			diverged(DetailRefusedAfter, nil)
+			continue
+		case observed && len(differ) > 0:
+			ex.Reason, ex.Inputs = ReasonInputs, differ
+		case observed && s.Outcome.Kind == kavach.Error && o.Outcome.Kind == kavach.Error &&
+			s.Command != "" && slices.Contains(ev.FailureFamily, s.Command):
+			ex.Reason, ex.Inputs = ReasonRefusal, all
+		case observed:
+			diverged("after the failing step, the same inputs on both builds (the state the step read is equal) gave a different answer", all)
+			continue
+		default:
+			depends := false
+			for _, c := range changed {
+				if dependsOn(s.Keys, s.KeysUnknown, c.writes, c.unknown) {
+					depends = true
+					break
+				}
+			}
+			if !depends {
+				diverged("after the failing step, a difference the fix does not explain: the step touches no state a changed step wrote", nil)
+				continue
+			}
+			ex.Reason = ReasonDepends
+		}
+		change(s)
+		explained = append(explained, ex)
+	}
+	return findings, explained
+}
+
+// compareInputs compares the fingerprints of what a step read on the old
+// build (o) and the new (s), leaving out the fields that differ between
+// the old build's own replays. ok is false when either has none: the
+// step is then judged by the inferred rule.
+func compareInputs(o, s StepEvidence) (differ, all []InputField, ok bool) {
+	if o.Inputs == nil || s.Inputs == nil {
+		return nil, nil, false
+	}
+	fields := map[string]bool{}
+	for k := range o.Inputs {
+		fields[k] = true
+	}
+	for k := range s.Inputs {
+		fields[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if slices.Contains(s.InputsNoise, k) {
+			continue
+		}
+		ov, oin := o.Inputs[k]
+		nv, nin := s.Inputs[k]
+		if !oin {
+			ov = "(none)"
+		}
+		if !nin {
+			nv = "(none)"
+		}
+		f := InputField{Field: k, Old: ov, New: nv}
+		all = append(all, f)
+		if ov != nv {
+			differ = append(differ, f)
+		}
+	}
+	return differ, all, true
+}
+
+// dependsOn reports whether a step with keys k depends on state a step
+// writing keys c changed. Unknown keys (kUnknown) depend on every write;
+// unknown writes (cUnknown) may have changed anything. A step that wrote
+// nothing changed no state.
+func dependsOn(k []string, kUnknown bool, c []string, cUnknown bool) bool {
+	if cUnknown {
+		return true
+	}
+	if len(c) == 0 {
+		return false
+	}
+	if kUnknown {
+		return true
+	}
+	for _, a := range k {
+		for _, b := range c {
+			if kavach.KeysRelate(a, b) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// written is what a step may have written: its Writes when the
+// integration told them (WritesKnown), else every key it touches
+// (unknown when its keys are), as a report from before writes were told
+// from reads.
+func written(s StepEvidence) (keys []string, unknown bool) {
+	if s.WritesKnown {
+		return s.Writes, false
+	}
+	return s.Keys, s.KeysUnknown
+}
+
+// failsByAnswer reports whether out, a variant's answer at its varied
+// failing request, is the recorded failure by the answer itself: the
+// failure's oracle is an invariant that does not apply there (applied
+// are the invariants that did), and out carries the signature of the
+// recorded failing answer (answer), which was an error, a crash or a
+// hang — not a plain answer, which says nothing alone (docs/variants.md,
+// "Reproducing").
+func failsByAnswer(f kavach.Failure, answer, out kavach.Outcome, applied []string) bool {
+	if f.Oracle.Invariant == "" || slices.Contains(applied, f.Oracle.Invariant) {
+		return false
+	}
+	switch answer.Kind {
+	case kavach.Error, kavach.Crash, kavach.Hang:
+		return kavach.ErrorSignature(out) == kavach.ErrorSignature(answer)
+	}
+	return false
+}
+
+// noiseOf is the evidence's noise fields as a replay.Noise.
+func noiseOf(ev Evidence) replay.Noise {
+	noise := replay.Noise{}
+	for _, f := range ev.Noise {
+		if noise[f.Step] == nil {
+			noise[f.Step] = map[string]bool{}
+		}
+		noise[f.Step][f.Path] = true
+	}
+	return noise
+}
+
+func sortFindings(f []Finding, less func(a, b Finding) bool) {
+	sort.SliceStable(f, func(i, j int) bool { return less(f[i], f[j]) })
+}
