@@ -31,10 +31,6 @@ const (
 	reasonContained    = "contained"
 )
 
-// Green reports whether a verdict kind passes: fixed, or held (a contract
-// the new build keeps). Unverified is neither green nor red.
-func Green(kind string) bool { return kind == Fixed || kind == Held }
-
 // Report is what `kavach diff` writes: the verdict, every finding, and
 // the evidence both were derived from.
 type Report struct {

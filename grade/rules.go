@@ -503,3 +503,46 @@ func noiseOf(ev Evidence) replay.Noise {
 func sortFindings(f []Finding, less func(a, b Finding) bool) {
 	sort.SliceStable(f, func(i, j int) bool { return less(f[i], f[j]) })
 }
+
+// Green reports whether a verdict kind passes: fixed, or held (a contract
+// the new build keeps). Unverified is neither green nor red.
+func Green(kind string) bool { return kind == Fixed || kind == Held }
+
+// Headline is a suite's verdict from its fixtures' verdicts, in argument
+// order, and the index of the fixture it comes from: the first red
+// verdict; else the first unverified; else fixed when an incident is
+// among them, held when all are contracts (index -1).
+func Headline(verdicts []Verdict, contract []bool) (Verdict, int) {
+	for i, p := range verdicts {
+		if !Green(p.Kind) && p.Kind != Unverified {
+			return p, i
+		}
+	}
+	for i, p := range verdicts {
+		if p.Kind == Unverified {
+			return p, i
+		}
+	}
+	for i := range verdicts {
+		if i < len(contract) && !contract[i] {
+			return Verdict{Kind: Fixed}, -1
+		}
+	}
+	return Verdict{Kind: Held}, -1
+}
+
+// DeriveSuite re-derives every fixture's verdict from its evidence, and
+// the headline from those.
+func DeriveSuite(s *SuiteReport) (Verdict, []Verdict) {
+	parts := make([]Verdict, len(s.Reports))
+	contract := make([]bool, len(s.Reports))
+	for i, r := range s.Reports {
+		if r == nil {
+			continue
+		}
+		parts[i], _ = Derive(r.Evidence)
+		contract[i] = r.Evidence.Contract
+	}
+	h, _ := Headline(parts, contract)
+	return h, parts
+}
