@@ -327,9 +327,57 @@ type VariantEvidence struct {
 	Skipped    bool           `json:"skipped,omitempty"`     // not run on the new build: --fail-fast
 	NewOutcome kavach.Outcome `json:"new_outcome"`
 	Diffs      []replay.Diff  `json:"diffs,omitempty"`
+	// FailsAt is, for a variant of the incident, the fixture's step whose
+	// variant is its varied failing request: the failing step, or the
+	// step a transplant put the failing request's trigger into.
+	FailsAt int `json:"fails_at,omitempty"`
+	// Replayed is how many steps the variant's replays had; zero for a
+	// variant not run (Skipped) and in a report written before variants
+	// kept their steps, whose variants cannot be judged again.
+	Replayed int `json:"replayed,omitempty"`
+	// Steps are the variant's replays, step by step, on the old build and,
+	// if it kept the variant, on the new: what the variant rule
+	// (JudgeVariant) decides Kept, OldStep, FailedStep and their outcomes
+	// from. A step both builds ran and answered ok, alike, with no
+	// invariant broken, is left out (the rule finds nothing in it), except
+	// at the varied failing request.
+	Steps []VariantStep `json:"steps,omitempty"`
 	// StartError: a build did not start for this variant, twice; the diff
 	// then fails (exit 2) instead of giving a verdict.
 	StartError string `json:"-"`
+}
+
+// VariantStep is one step of a variant on both builds.
+type VariantStep struct {
+	// Step names the step as the variant's findings do: the variant's
+	// own step, or, for a variant of a long recording's window or slice,
+	// the fixture's step it came from.
+	Step int `json:"step"`
+	// Origin is the fixture's step this one came from (0: a step the
+	// variant added): its noise is the fixture step's, and a contract's
+	// step where the old build breaks an invariant is not compared.
+	Origin int          `json:"origin,omitempty"`
+	Old    VariantReply `json:"old"`
+	// New is nil when the new build did not replay the variant (the old
+	// build did not keep it).
+	New *VariantReply `json:"new,omitempty"`
+	// Diffs are every difference of the new build's answer from the old
+	// build's, noise included, when both ran the step.
+	Diffs []replay.Diff `json:"diffs,omitempty"`
+}
+
+// VariantReply is one build's answer at a step of a variant.
+type VariantReply struct {
+	Ran     bool           `json:"ran"`
+	Outcome kavach.Outcome `json:"outcome"`
+	// Violated are the invariants that did not hold at the step, and
+	// Message what the first says.
+	Violated []string `json:"violated,omitempty"`
+	Message  string   `json:"message,omitempty"`
+	// Applied are, at the varied failing request, the invariants that
+	// applied there (a failure by the answer itself needs its invariant
+	// not to, failsByAnswer).
+	Applied []string `json:"applied,omitempty"`
 }
 
 // InvariantEvidence is one invariant's result on the new build's replay.

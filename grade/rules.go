@@ -546,3 +546,258 @@ func DeriveSuite(s *SuiteReport) (Verdict, []Verdict) {
 	h, _ := Headline(parts, contract)
 	return h, parts
 }
+
+// JudgeVariant is the variant rule: v with Kept, OldStep, OldOutcome,
+// FailedStep, NewOutcome and Diffs decided from its steps (v.Steps) and
+// the diff's evidence (its failure, the recorded failing answer, the
+// noise, and for a contract the steps where the old build breaks an
+// invariant).
+//
+// A variant of the incident is kept when the old build fails at the
+// varied failing request (the step whose origin is FailsAt) with the
+// recorded signature, or the failure's invariant violated there, or, where
+// that invariant does not apply, with the recorded failing answer's
+// signature (failsByAnswer); a failure elsewhere does not count. A
+// regression variant is kept when the old build fails nowhere: no crash,
+// no hang, no recurrence of the failure.
+//
+// The new build fails a kept variant at its first step that shows a
+// failure: a crash, a hang, an invariant violated (unless the old build
+// broke it too with the same answer), the recorded signature (unless the
+// old build gave the very same answer there and it is not the varied
+// failing request: an unrelated error both builds give is none of the new
+// build's doing); or, before the old build's first failure (the recorded
+// way, a crash or a hang) and where the old build did not fail, an output
+// different from the old build's, the noise of the step's origin
+// excepted, and a contract's steps where the old build breaks an
+// invariant not compared.
+func JudgeVariant(ev Evidence, v VariantEvidence) VariantEvidence {
+	return newVariantRule(ev).judge(v)
+}
+
+// variantRule is what the variant rule reads of a diff's evidence.
+type variantRule struct {
+	failure kavach.Failure // zero for a contract
+	answer  kavach.Outcome // the recording's answer at the failing step
+	noise   replay.Noise
+	feature map[int]bool // a contract's steps where the old build breaks an invariant
+}
+
+func newVariantRule(ev Evidence) variantRule {
+	r := variantRule{failure: ev.Failure, noise: noiseOf(ev)}
+	if ev.Contract {
+		r.feature = map[int]bool{}
+	}
+	for _, s := range ev.Old.Steps {
+		if !ev.Contract && s.Step == ev.Failure.Step {
+			r.answer = s.Recorded
+		}
+		if ev.Contract && len(s.Violated) > 0 {
+			r.feature[s.Step] = true
+		}
+	}
+	return r
+}
+
+func (r variantRule) judge(v VariantEvidence) VariantEvidence {
+	v.Kept, v.OldStep, v.OldOutcome = false, 0, kavach.Outcome{}
+	v.FailedStep, v.NewOutcome, v.Diffs = 0, kavach.Outcome{}, nil
+	at, limit := r.keeps(&v)
+	if !v.Kept {
+		if v.OldOutcome.Kind == "" {
+			v.OldOutcome = kavach.Outcome{Kind: kavach.OK, Detail: "no step failed the recorded way"}
+		}
+		return v
+	}
+	r.fails(&v, at, limit)
+	return v
+}
+
+// keeps is the old build's half of the variant rule: it sets v.Kept,
+// v.OldStep and v.OldOutcome, and returns the index in v.Steps of the
+// varied failing request (-1: none, or a regression variant) and of the
+// first step whose output is not compared (limit).
+func (r variantRule) keeps(v *VariantEvidence) (at, limit int) {
+	f := r.failure
+	if v.Regression {
+		v.Kept = true
+		for _, s := range v.Steps {
+			if s.Old.Ran && (recurs(f, s.Old.Outcome, s.Old.Violated) || broken(s.Old.Outcome)) {
+				v.Kept, v.OldStep, v.OldOutcome = false, s.Step, s.Old.Outcome
+				break
+			}
+		}
+		return -1, len(v.Steps)
+	}
+	at = -1
+	for i, s := range v.Steps {
+		if !s.Old.Ran || s.Origin != v.FailsAt {
+			continue
+		}
+		at, v.OldStep, v.OldOutcome = i, s.Step, s.Old.Outcome
+		switch {
+		case recurs(f, s.Old.Outcome, s.Old.Violated):
+			v.Kept = true
+			if s.Old.Message != "" {
+				v.OldOutcome.Detail = s.Old.Message
+			}
+		case failsByAnswer(f, r.answer, s.Old.Outcome, s.Old.Applied):
+			v.Kept = true
+			v.OldOutcome.Detail = fmt.Sprintf("the recorded failing answer (%s), where invariant %s does not apply: %s",
+				kavach.ErrorSignature(r.answer), f.Oracle.Invariant, describeOutcome(s.Old.Outcome))
+		default:
+			v.OldOutcome.Detail = "at the varied failing request: " + describeOutcome(s.Old.Outcome)
+		}
+		break
+	}
+	// Outputs are compared only before the old build first failed the
+	// recorded way: a variant can make it fail earlier than at the varied
+	// failing request (the step before it delivered twice pops what the
+	// failing one would have), and what follows that failure is the fix's
+	// to change.
+	limit = max(at, 0)
+	for i, s := range v.Steps[:limit] {
+		if s.Old.Ran && (recurs(f, s.Old.Outcome, s.Old.Violated) || broken(s.Old.Outcome)) {
+			return at, i
+		}
+	}
+	return at, limit
+}
+
+// fails is the new build's half of the variant rule, for a kept variant:
+// it sets v.FailedStep, v.NewOutcome and v.Diffs (and, for a regression
+// variant failed by its output, v.OldOutcome: the old build's answer
+// there). at and limit are keeps'.
+func (r variantRule) fails(v *VariantEvidence, at, limit int) {
+	f := r.failure
+	for i, s := range v.Steps {
+		if s.New == nil || !s.New.Ran {
+			break
+		}
+		n := s.New
+		var o *VariantReply
+		if s.Old.Ran {
+			o = &s.Old
+		}
+		// The same answer as the old build's, at a step that is not the
+		// old build's failure: whatever it is, the new build did not cause it.
+		same := o != nil && i != at && len(s.Diffs) == 0
+		signature := recurs(f, n.Outcome, n.Violated) && !same ||
+			i == at && failsByAnswer(f, r.answer, n.Outcome, n.Applied)
+		// An invariant the old build breaks at the same step with the same
+		// answer does not speak for this variant (SET ... NX that did not
+		// set, read back by a "GET returns what SET set" rule): the new
+		// build broke nothing there.
+		var violated []string
+		for _, name := range n.Violated {
+			if !(same && slices.Contains(o.Violated, name)) {
+				violated = append(violated, name)
+			}
+		}
+		if broken(n.Outcome) || signature || len(violated) > 0 {
+			v.FailedStep, v.NewOutcome = s.Step, n.Outcome
+			if n.Message != "" && !broken(n.Outcome) {
+				v.NewOutcome.Detail = n.Message
+			}
+			return
+		}
+		// Outputs are compared before the old build's failing step, where
+		// the old build did not fail: an answer that was itself a failure
+		// (an invariant it broke, the signature) may rightly change.
+		if i >= limit || o == nil || broken(o.Outcome) || recurs(f, o.Outcome, o.Violated) || len(o.Violated) > 0 || r.feature[s.Origin] {
+			continue
+		}
+		// Noise of the step's origin does not count.
+		var counted []replay.Diff
+		for _, d := range s.Diffs {
+			if s.Origin == 0 || !r.noise.Covers(s.Origin, d.Path) {
+				counted = append(counted, d)
+			}
+		}
+		if len(counted) > 0 {
+			v.FailedStep, v.NewOutcome, v.Diffs = s.Step, n.Outcome, counted
+			// A variant of the incident keeps the old outcome that kept
+			// it (at OldStep); a regression variant, kept by failing
+			// nowhere, has the old build's answer here.
+			if v.Regression {
+				v.OldOutcome = o.Outcome
+			}
+			return
+		}
+	}
+	v.NewOutcome = kavach.Outcome{Kind: kavach.OK, Detail: fmt.Sprintf("no failure in %d steps", v.Replayed)}
+}
+
+// countVariants counts ve.List: the variants of the incident and those of
+// them kept (reproducing), the regression variants and those kept
+// (handled), and the kept variants of either kind the new build passes.
+func countVariants(ve *VariantsEvidence) {
+	ve.Generated, ve.Reproducing, ve.Regression, ve.Handled, ve.Passing = 0, 0, 0, 0, 0
+	for _, r := range ve.List {
+		if r.Regression {
+			ve.Regression++
+			if r.Kept {
+				ve.Handled++
+			}
+		} else {
+			ve.Generated++
+			if r.Kept {
+				ve.Reproducing++
+			}
+		}
+		if r.Kept && r.FailedStep == 0 && !r.Skipped {
+			ve.Passing++
+		}
+	}
+}
+
+// VariantChange is a variant whose judgment from its steps differs from
+// the one its report wrote.
+type VariantChange struct {
+	K       int    `json:"k"`
+	Written string `json:"written"` // VariantEvidence.Result as written
+	Derived string `json:"derived"` // as its steps give it
+}
+
+// JudgeVariants judges again, by the variant rule (JudgeVariant), every
+// variant of the evidence that kept its steps, and counts the variants
+// again: the evidence with their judgments, and those whose judgment
+// differs from the one written. A variant not run (Skipped), or from a
+// report written before variants kept their steps (Replayed zero),
+// stays as written.
+func JudgeVariants(ev Evidence) (Evidence, []VariantChange) {
+	rule := newVariantRule(ev)
+	ev.Variants.List = slices.Clone(ev.Variants.List)
+	var changed []VariantChange
+	for i, v := range ev.Variants.List {
+		if v.Skipped || v.Replayed == 0 {
+			continue
+		}
+		j := rule.judge(v)
+		if a, b := v.Result(), j.Result(); a != b {
+			changed = append(changed, VariantChange{K: v.K, Written: a, Derived: b})
+		}
+		ev.Variants.List[i] = j
+	}
+	countVariants(&ev.Variants)
+	return ev, changed
+}
+
+// Result is a variant's judgment in words: "not kept", "skipped", "kept
+// at step 5, passed", "kept, failed at step 3".
+func (v VariantEvidence) Result() string {
+	switch {
+	case v.Skipped:
+		return "skipped"
+	case !v.Kept:
+		return "not kept"
+	}
+	s := "kept"
+	if v.OldStep > 0 {
+		s += fmt.Sprintf(" at step %d", v.OldStep)
+	}
+	if v.FailedStep > 0 {
+		return s + fmt.Sprintf(", failed at step %d", v.FailedStep)
+	}
+	return s + ", passed"
+}
