@@ -531,8 +531,8 @@ func Headline(verdicts []Verdict, contract []bool) (Verdict, int) {
 	return Verdict{Kind: Held}, -1
 }
 
-// DeriveSuite re-derives every fixture's verdict from its evidence, and
-// the headline from those.
+// DeriveSuite re-derives every fixture's verdict from its evidence (its
+// variants judged again, JudgeVariants), and the headline from those.
 func DeriveSuite(s *SuiteReport) (Verdict, []Verdict) {
 	parts := make([]Verdict, len(s.Reports))
 	contract := make([]bool, len(s.Reports))
@@ -540,7 +540,8 @@ func DeriveSuite(s *SuiteReport) (Verdict, []Verdict) {
 		if r == nil {
 			continue
 		}
-		parts[i], _ = Derive(r.Evidence)
+		judged, _ := JudgeVariants(r.Evidence)
+		parts[i], _ = Derive(judged)
 		contract[i] = r.Evidence.Contract
 	}
 	h, _ := Headline(parts, contract)
