@@ -87,7 +87,7 @@ type Options struct {
 // failure, a build that does not start.
 //
 // Its phases, in order (docs/design.md, "How a verdict is made"): open the
-// recording (newDiff), learn the keys of its steps (learnStepKeys),
+// recording (newDiff), find the keys its steps touch (findKeys),
 // replay the builds (replayBuilds), gather the evidence (gatherEvidence),
 // check the invariants (addInvariants), run the variants (runVariants),
 // and derive the verdict from the evidence alone (Derive, in rules.go).
@@ -97,7 +97,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if err != nil {
 		return nil, err
 	}
-	if err := d.learnStepKeys(ctx); err != nil {
+	if err := d.findKeys(ctx); err != nil {
 		return nil, err
 	}
 	rs, err := d.replayBuilds(ctx)
@@ -109,9 +109,9 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if err != nil {
 		return nil, err
 	}
-	oldInv := d.addInvariants(&ev, traces)
+	d.addInvariants(&ev, traces)
 	vstart := time.Now()
-	if err := d.runVariants(ctx, &ev, oldInv); err != nil {
+	if err := d.runVariants(ctx, &ev); err != nil {
 		return nil, err
 	}
 	return d.report(ev, rs, time.Since(vstart), began), nil
@@ -184,11 +184,11 @@ func newDiff(fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*diff,
 	return d, nil
 }
 
-// learnStepKeys cuts a long recording's window, and asks the old build
+// findKeys cuts a long recording's window, and asks the old build
 // for every step's keys: those after the failure for judging them, those
 // before it for where the variants go (docs/variants.md). A long
 // recording's are the window's: a step after it has its keys unknown.
-func (d *diff) learnStepKeys(ctx context.Context) error {
+func (d *diff) findKeys(ctx context.Context) error {
 	f, n := d.failure.Step, d.rec.n
 	if d.long {
 		first, last := max(1, f-d.opts.Window), min(n, f+d.opts.Window)
@@ -413,7 +413,7 @@ func (d *diff) addStep(ev *Evidence, s kavach.Step, noise replay.Noise, olds []r
 }
 
 // addKeys sets the keys a step from the failing one on touches, and those
-// it may write, as learnStepKeys learned them.
+// it may write, as findKeys learned them.
 func (d *diff) addKeys(se *StepEvidence) {
 	i := d.keyOf(se.Step)
 	se.KeysUnknown = i < 0 || i >= len(d.keys) || d.keys[i] == nil
@@ -426,10 +426,8 @@ func (d *diff) addKeys(se *StepEvidence) {
 }
 
 // addInvariants checks the invariants on the first old replay and the new
-// one, and adds their results to the evidence; it returns the old
-// build's (a contract's variants leave a step where the old build breaks
-// one to the invariant).
-func (d *diff) addInvariants(ev *Evidence, tr *traces) checked {
+// one, and adds their results to the evidence.
+func (d *diff) addInvariants(ev *Evidence, tr *traces) {
 	oldInv := checkInvariants(d.opts.Invariants, d.opts.Codec, &tr.old, "")
 	newInv := checkInvariants(d.opts.Invariants, d.opts.Codec, &tr.new, "")
 	for i := range ev.Old.Steps {
@@ -454,16 +452,15 @@ func (d *diff) addInvariants(ev *Evidence, tr *traces) checked {
 			}
 		}
 	}
-	return oldInv
 }
 
-// runVariants makes, replays and judges the variants (runVariants'
-// function), when the old build reproduces the incident (or replays its
+// runVariants makes, replays and judges the variants (replayVariants),
+// when the old build reproduces the incident (or replays its
 // contract) and variants were asked for, and adds them to the evidence.
 // A long recording's variants replay the failing step's dependency slice
 // when the old build fails it the recorded way; else (a contract, a slice
 // too long or not failing) the window.
-func (d *diff) runVariants(ctx context.Context, ev *Evidence, oldInv checked) error {
+func (d *diff) runVariants(ctx context.Context, ev *Evidence) error {
 	switch {
 	case d.contract && notReplayed(*ev) != "":
 		ev.Variants.Note = "no variants: the old build does not replay its own recording"
@@ -492,11 +489,11 @@ func (d *diff) runVariants(ctx context.Context, ev *Evidence, oldInv checked) er
 			keys = cut.keys
 		}
 		ev.Variants = variantsOn(cut, func(wfx *fixtures.Fixture) VariantsEvidence {
-			return runVariants(ctx, wfx, d.old, d.new, d.ropts, rule, keys, o)
+			return replayVariants(ctx, wfx, d.old, d.new, d.ropts, rule, keys, o)
 		}, d.fx)
 		ev.Variants.SliceFallback = fallback
 	} else {
-		ev.Variants = runVariants(ctx, d.fx, d.old, d.new, d.ropts, rule, d.keys, d.opts)
+		ev.Variants = replayVariants(ctx, d.fx, d.old, d.new, d.ropts, rule, d.keys, d.opts)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", context.Cause(ctx))

@@ -47,36 +47,48 @@ func learnSchema(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, o
 	return schema, "field types learned from the old build"
 }
 
-// runVariants generates the variants, replays each on the old build,
+// makeVariants generates the variants of fx (docs/variants.md), with
+// what their evidence says of how they were made; ok is false when the
+// integration cannot vary requests.
+func makeVariants(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, keys [][]string, opts Options) (vs []variants.Variant, ve VariantsEvidence, ok bool) {
+	ve = VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
+	variator, ok := opts.Codec.(kavach.Variator)
+	if !ok {
+		ve.Note = "the integration cannot vary requests: no variants"
+		return nil, ve, false
+	}
+	schema, note := learnSchema(ctx, fx, old, opts)
+	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
+	// A contract (no failure) has regression variants of every step only.
+	if f := fx.Failure; f == nil {
+		vs = variants.Regression(fx.Events, vopts)
+	} else {
+		vopts.Exclude = f.ExcludeVariants
+		vs = variants.Generate(fx.Events, f.Step, vopts)
+		ve.LeftWhole = variants.LeftWhole(fx.Events, f.Step, vopts)
+		ve.SkippedSiblings = variants.SkippedSiblings(fx.Events, f.Step, vopts)
+		ve.Excluded = f.ExcludeVariants
+	}
+	ve.Note = note
+	return vs, ve, true
+}
+
+// replayVariants generates the variants, replays each on the old build,
 // keeps those that reproduce the failure (or, for regression variants,
 // that the old build handles), and replays the kept ones on the new build
 // (docs/design.md §4, steps 4 and 5), Jobs at a time, each variant
 // holding a place in the pool; the variant rule (rule, JudgeVariant)
 // judges each. keys are each step's keys (learnKeys), for where the
 // variants go; nil when unknown.
-func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys [][]string, opts Options) VariantsEvidence {
-	ve := VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
-	variator, ok := opts.Codec.(kavach.Variator)
+func replayVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys [][]string, opts Options) VariantsEvidence {
+	vs, ve, ok := makeVariants(ctx, fx, old, keys, opts)
 	if !ok {
-		ve.Note = "the integration cannot vary requests: no variants"
 		return ve
 	}
-	schema, note := learnSchema(ctx, fx, old, opts)
-	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
-	// A contract (no failure) has regression variants of every step only.
 	var f kavach.Failure
-	var vs []variants.Variant
-	if fx.Failure == nil {
-		vs = variants.Regression(fx.Events, vopts)
-	} else {
+	if fx.Failure != nil {
 		f = *fx.Failure
-		vopts.Exclude = f.ExcludeVariants
-		vs = variants.Generate(fx.Events, f.Step, vopts)
-		ve.LeftWhole = variants.LeftWhole(fx.Events, f.Step, vopts)
-		ve.SkippedSiblings = variants.SkippedSiblings(fx.Events, f.Step, vopts)
 	}
-	ve.Note = note
-	ve.Excluded = f.ExcludeVariants
 	results := make([]VariantEvidence, len(vs))
 	var (
 		next   atomic.Int64
