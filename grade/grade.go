@@ -105,11 +105,11 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		return nil, err
 	}
 	defer rs.close()
-	ev, traces, err := d.gatherEvidence(rs)
+	ev, tr, err := d.gatherEvidence(rs)
 	if err != nil {
 		return nil, err
 	}
-	d.addInvariants(&ev, traces)
+	d.addInvariants(&ev, tr)
 	vstart := time.Now()
 	if err := d.runVariants(ctx, &ev); err != nil {
 		return nil, err
