@@ -1,7 +1,7 @@
 // Package grade is `kavach diff`: it replays an incident on the old and the
 // new build, gathers the evidence of docs/design.md §4, and derives one verdict from
 // that evidence alone (Derive), so that `kavach verdict` can recompute it
-// from a report.
+// from a report. Every rule that decides a verdict is in rules.go.
 package grade
 
 import (
