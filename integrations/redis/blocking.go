@@ -13,7 +13,7 @@ import (
 // may end with COUNT n; XREAD and XREADGROUP take BLOCK ms and COUNT n
 // before STREAMS; WAIT is numreplicas (its count) then its timeout. Any
 // other command has neither.
-func (Codec) BlockingFields(request []byte, fields []kavach.Field) (count, timeout int) {
+func (Integration) BlockingFields(request []byte, fields []kavach.Field) (count, timeout int) {
 	count, timeout = -1, -1
 	c, err := ParseCommand(request)
 	if err != nil || len(fields) == 0 {
@@ -54,7 +54,7 @@ var aggregates = map[string]bool{"DBSIZE": true, "INFO": true, "KEYS": true, "SC
 // ReadsAggregate reports whether request reads an aggregate
 // (variants.Aggregator): DBSIZE, INFO, KEYS, SCAN, RANDOMKEY, MEMORY
 // (STATS): whatever key an earlier write named, it may have fed it.
-func (Codec) ReadsAggregate(request []byte) bool {
+func (Integration) ReadsAggregate(request []byte) bool {
 	c, err := ParseCommand(request)
 	return err == nil && aggregates[c.Name]
 }

@@ -685,16 +685,19 @@ func luaNames(src, name string) bool {
 	return false
 }
 
-// After is the Codec for a request sent after earlier
-// (kavach.EarlierVariator): the script of an EVALSHA or FCALL is looked
+// After is the Variation for a request sent after earlier
+// (kavach.Variation.After): the script of an EVALSHA or FCALL is looked
 // for in those requests, and varied as an EVAL's is.
-func (Codec) After(earlier [][]byte) kavach.Variator { return afterCodec{earlier: earlier} }
+func (in Integration) After(earlier [][]byte) *kavach.Variation {
+	if earlier == nil {
+		earlier = [][]byte{}
+	}
+	return variation(in, earlier)
+}
 
-var _ kavach.EarlierVariator = Codec{}
-
-// afterCodec is a Codec told the requests sent before the one it varies.
+// afterCodec is an Integration told the requests sent before the one it varies.
 type afterCodec struct {
-	Codec
+	Integration
 	earlier [][]byte
 }
 
@@ -710,7 +713,7 @@ func (a afterCodec) Siblings(request []byte, schema kavach.Schema) ([]kavach.Sub
 			return nil, skippedRunners(c, a.earlier, schema)
 		}
 	}
-	return a.Codec.Siblings(request, schema)
+	return a.Integration.Siblings(request, schema)
 }
 
 // LeftWhole says what script variants leave whole in a request, and
@@ -719,7 +722,7 @@ func (a afterCodec) Siblings(request []byte, schema kavach.Schema) ([]kavach.Sub
 // other runners), or a runner whose script is not in the request
 // (EVALSHA, FCALL: nothing of the script is varied; After looks for it in
 // the steps before). Nil for any other request. It is pure.
-func (Codec) LeftWhole(request []byte) []string { return leftWhole(request, nil) }
+func (Integration) LeftWhole(request []byte) []string { return leftWhole(request, nil) }
 
 func leftWhole(request []byte, earlier [][]byte) []string {
 	c, err := ParseCommand(request)

@@ -6,7 +6,7 @@ package redis
 // it will have. 0 when data does not tell. The recording proxy uses it to
 // make room for a large value once, rather than growing its buffer as
 // the value comes in (kavach.FrameSizer).
-func (Codec) MinFrameLen(data []byte, request bool) int {
+func (Integration) MinFrameLen(data []byte, request bool) int {
 	return minLen(data, 0, 0)
 }
 
