@@ -97,8 +97,8 @@ type SpillReader struct {
 }
 
 // Next is the next step, its Request set to request and its Output
-// normalized from its replies with n (nil: raw). io.EOF after the last.
-func (r *SpillReader) Next(request []byte, n kavach.Normalizer) (StepResult, error) {
+// normalized from its replies by in. io.EOF after the last.
+func (r *SpillReader) Next(request []byte, in kavach.Integration) (StepResult, error) {
 	var sp spilled
 	if err := r.dec.Decode(&sp); err != nil {
 		if err != io.EOF {
@@ -112,7 +112,7 @@ func (r *SpillReader) Next(request []byte, n kavach.Normalizer) (StepResult, err
 		s.Responses = [][]byte{}
 	}
 	for _, resp := range s.Responses {
-		s.Output = append(s.Output, Normalize(n, request, resp))
+		s.Output = append(s.Output, in.Normalize(request, resp))
 	}
 	return s, nil
 }
