@@ -711,7 +711,7 @@ func (r *runner) advance(t time.Time) {
 // the build took it in; one read after the move would count from the new
 // time), or a request that no reply confirms (or a close) went out since
 // the build was last idle; and when the move is settled (the service
-// keeps time in a timer of its own, Settler, or the replay is
+// keeps time in a timer of its own, kavach.Abilities.Settle, or the replay is
 // perturbed). Otherwise every request sent has been answered, so it ran
 // on the time it was sent at; what the build still does before it
 // sleeps (pushes to another connection, say) is waited for without the
