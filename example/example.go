@@ -80,9 +80,8 @@ type Row struct {
 	Report     string `json:"report"`
 }
 
-// Integration returns what recording needs of a protocol: its codec and
-// a launcher giving up on a build not ready within a timeout.
-type Integration func(protocol string) (codec kavach.Codec, launcher func(startTimeout time.Duration) kavach.Launcher, ok bool)
+// Integration returns the integration of a protocol.
+type Integration func(protocol string) (in kavach.Integration, ok bool)
 
 // Options are what Grade needs from the command.
 type Options struct {
@@ -261,16 +260,13 @@ func (ex *Example) hiddenTest(ctx context.Context, dir, build string) error {
 // ended when the build dies or, after the client is done, stopped; then
 // the failure marked and the invariants embedded when the example says.
 func (ex *Example) record(ctx context.Context, dir, old, out string, integration Integration) error {
-	codec, launcher, ok := integration(ex.Protocol)
+	codec, ok := integration(ex.Protocol)
 	if !ok {
 		return fmt.Errorf("example %s: protocol %q", dir, ex.Protocol)
 	}
 	os.Remove(out)
-	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old, Args: ex.Args}, Launcher: launcher(10 * time.Second),
-		Proxy: record.Options{Codec: codec}}
-	if r, ok := codec.(kavach.Redactor); ok {
-		s.Proxy.Redactor = r
-	}
+	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old, Args: ex.Args},
+		Proxy: record.Options{Codec: codec.WithStartTimeout(10 * time.Second), Redactor: codec.Abilities().Redaction}}
 	rec, err := s.Go(ctx, ex.Protocol)
 	if err != nil {
 		return err

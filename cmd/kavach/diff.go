@@ -173,7 +173,7 @@ func prepareDiff(r diffRequest) (grade.Diff, error) {
 		}
 		fx = whole
 	}
-	if err := in.checkLaunch(fx, r.TrustLaunch, r.Old, r.New); err != nil {
+	if err := checkLaunch(context.Background(), in, fx, r.TrustLaunch, r.Old, r.New); err != nil {
 		return grade.Diff{}, err
 	}
 	set, err := loadInvariants(r.Invariants, fx)
@@ -182,7 +182,7 @@ func prepareDiff(r diffRequest) (grade.Diff, error) {
 	}
 	ropts := replayOptions(fx, in, r.StepTimeout, r.StartTimeout)
 	opts := grade.Options{
-		Codec: ropts.Codec, Classifier: ropts.Classifier, Normalizer: ropts.Normalizer, Launcher: ropts.Launcher,
+		Integration: ropts.Integration,
 		StepTimeout: ropts.StepTimeout, Prepare: ropts.Prepare,
 		Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs,
 		FailFast: r.FailFast, Invariants: set, Progress: r.Progress,

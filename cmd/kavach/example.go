@@ -51,9 +51,9 @@ func gradeCommand() *cli.Command {
 					return exitCode(verdictExit(rep.Parts.Kind))
 				},
 				WriteReport: func(path string, rep *grade.Report) error { return writeReport(path, rep) },
-				Integration: func(protocol string) (kavach.Codec, func(time.Duration) kavach.Launcher, bool) {
+				Integration: func(protocol string) (kavach.Integration, bool) {
 					in, ok := integrations()[protocol]
-					return in.codec, in.launcher, ok
+					return in, ok
 				},
 				Log: func(format string, args ...any) { fmt.Fprintf(c.App.ErrWriter, "kavach grade: "+format+"\n", args...) },
 			})

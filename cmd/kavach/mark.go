@@ -110,7 +110,7 @@ func markCommand() *cli.Command {
 					set, _ = loadInvariants(c.String("invariants"), fx)
 				}
 				in := integrations()[fx.Header.Protocol]
-				if err := grade.CheckMark(fx, in.codec, in.classifier(), in.normalizer(), set, f); err != nil {
+				if err := grade.CheckMark(fx, in, set, f); err != nil {
 					return usagef("run 'kavach show "+path+" --step "+strconv.Itoa(f.Step)+"' to see the step, or pass --force to mark it anyway", "%v", err)
 				}
 			}

@@ -54,7 +54,7 @@ func recordCommand() *cli.Command {
 				return err
 			}
 			redact := append(c.StringSlice("redact"), c.StringSlice("redact-param")...)
-			if len(redact) > 0 && in.secretParams == nil {
+			if len(redact) > 0 && in.Abilities().SecretParams == nil {
 				return usagef("", "--redact: the %s protocol has no named fields to redact (its passwords always are)", c.String("protocol"))
 			}
 			for _, n := range redact {
@@ -67,7 +67,7 @@ func recordCommand() *cli.Command {
 				Upstream:  c.String("upstream"),
 				ReadyFile: c.String("ready-file"),
 				Volatile:  c.StringSlice("volatile"),
-				Proxy:     record.Options{Codec: in.codec, Listen: c.String("listen")},
+				Proxy:     record.Options{Codec: in, Listen: c.String("listen")},
 			}
 			if s.Upstream != "" {
 				if err := checkAddr(s.Upstream); err != nil {
@@ -81,18 +81,15 @@ func recordCommand() *cli.Command {
 				return usagef("run 'kavach record --help' for an example", "nothing to record: give --upstream ADDR or -- BUILD ARGS")
 			case c.NArg() > 0:
 				s.Launch = &kavach.Launch{Path: c.Args().First(), Args: c.Args().Tail()}
-				s.Launcher = in.launcher(c.Duration("start-timeout"))
+				s.Proxy.Codec = in.WithStartTimeout(c.Duration("start-timeout"))
 			}
-			if cl, ok := in.codec.(kavach.Classifier); ok {
-				s.Proxy.Classifier = cl
-			}
-			if r, ok := in.codec.(kavach.Redactor); ok && !c.Bool("keep-secrets") {
-				s.Proxy.Redactor = r
-				if len(redact) > 0 && in.secretParams != nil {
-					s.Proxy.Redactor = in.secretParams(redact, in.codec).(kavach.Redactor)
+			if ab := in.Abilities(); ab.Redaction != nil && !c.Bool("keep-secrets") {
+				s.Proxy.Redactor = ab.Redaction
+				if len(redact) > 0 && ab.SecretParams != nil {
+					s.Proxy.Redactor = ab.SecretParams(redact).Abilities().Redaction
 					s.Redact = redact
 				}
-				s.RedactArgs = in.redactArgs
+				s.RedactArgs = ab.RedactArgs
 			}
 			if f := c.String("fail-on"); f != "" {
 				o, err := kavach.ParseOracle(f)

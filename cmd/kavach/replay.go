@@ -65,12 +65,12 @@ func replayCommand() *cli.Command {
 			if err := checkTimeouts(map[string]time.Duration{"--step-timeout": c.Duration("step-timeout"), "--start-timeout": c.Duration("start-timeout")}); err != nil {
 				return err
 			}
-			if err := in.checkLaunch(fx, c.Bool("trust-fixture-launch"), a[0]); err != nil {
+			if err := checkLaunch(c.Context, in, fx, c.Bool("trust-fixture-launch"), a[0]); err != nil {
 				return err
 			}
 			opts := replayOptions(fx, in, c.Duration("step-timeout"), c.Duration("start-timeout"))
 			opts.RealTime = c.Bool("real-time")
-			launch := buildLaunch(fx, a[0])
+			build := buildLaunch(fx, a[0])
 			if f := fx.Failure; f != nil && (f.Step < 1 || f.Step > sum.Steps) {
 				return fmt.Errorf("fixture %s: its failure is marked at step %d, but it has %d steps: mark the failing step again with kavach mark",
 					fx.Path, f.Step, sum.Steps)
@@ -112,7 +112,7 @@ func replayCommand() *cli.Command {
 					return err
 				}
 				runs.spills = append(runs.spills, sp)
-				tr, err := replay.Stream(c.Context, launch, src, o, sp)
+				tr, err := replay.Stream(c.Context, build, src, o, sp)
 				if err != nil {
 					return err
 				}
@@ -130,7 +130,7 @@ func replayCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				v := grade.Violated(set, in.codec, tr)
+				v := grade.Violated(set, in, tr)
 				name := fx.Failure.Oracle.Invariant
 				violated = func(n int) bool { return slices.Contains(v[n], name) }
 			}
@@ -181,10 +181,10 @@ func replayCommand() *cli.Command {
 
 // skimFixture reads a fixture's records but its events, which replay
 // streams, and finds its integration: fx has no Events.
-func skimFixture(path string) (*fixtures.Fixture, *fixtures.Summary, integration, error) {
+func skimFixture(path string) (*fixtures.Fixture, *fixtures.Summary, kavach.Integration, error) {
 	r, err := fixtures.Open(path)
 	if err != nil {
-		return nil, nil, integration{}, err
+		return nil, nil, nil, err
 	}
 	h := r.Header()
 	r.Close()
@@ -192,7 +192,7 @@ func skimFixture(path string) (*fixtures.Fixture, *fixtures.Summary, integration
 	if err != nil {
 		return nil, nil, in, err
 	}
-	sum, err := fixtures.Summarize(path, in.codec)
+	sum, err := fixtures.Summarize(path, in)
 	if err != nil {
 		return nil, nil, in, err
 	}
@@ -208,7 +208,7 @@ func skimFixture(path string) (*fixtures.Fixture, *fixtures.Summary, integration
 // back beside the recording.
 type replayRuns struct {
 	sum    *fixtures.Summary
-	in     integration
+	in     kavach.Integration
 	opts   replay.Options
 	spills []*replay.Spill
 	traces []*replay.Trace // without steps: they are in the spills
@@ -234,13 +234,13 @@ func (r *replayRuns) each(fn func(rec replay.StepResult, st kavach.Step, runs []
 	got := make([]replay.StepResult, len(readers))
 	return r.sum.EachStep(func(st kavach.Step) error {
 		for i, rd := range readers {
-			s, err := rd.Next(st.Request.Data, r.opts.Normalizer)
+			s, err := rd.Next(st.Request.Data, r.opts.Integration)
 			if err != nil {
 				return fmt.Errorf("run %d, step %d: %w", i+1, st.N, err)
 			}
 			got[i] = s
 		}
-		return fn(replay.RecordedStep(st, r.opts.Classifier, r.opts.Normalizer), st, got)
+		return fn(replay.RecordedStep(st, r.opts.Integration), st, got)
 	})
 }
 
@@ -285,7 +285,7 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 		if c.Status == replay.StatusNotRun {
 			out = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, c.Status, recd, out, r.in.codec.DescribeRequest(st.Request.Data, 48))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, c.Status, recd, out, r.in.DescribeRequest(st.Request.Data, 48))
 		for _, d := range c.Diffs {
 			// Under REQUEST, the last column: a line with fewer cells
 			// would end the columns' block, and the rows after it would
@@ -461,10 +461,10 @@ func (r *replayRuns) printJSON(w io.Writer, parts *jsonParts, v replay.Verificat
 }
 
 // loadFixture loads a fixture and finds its integration.
-func loadFixture(path string) (*fixtures.Fixture, integration, error) {
+func loadFixture(path string) (*fixtures.Fixture, kavach.Integration, error) {
 	fx, err := fixtures.Load(path)
 	if err != nil {
-		return nil, integration{}, err
+		return nil, nil, err
 	}
 	if fx.Warning != nil {
 		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", fx.Warning)
@@ -474,18 +474,18 @@ func loadFixture(path string) (*fixtures.Fixture, integration, error) {
 }
 
 // integrationOf is the integration that speaks the protocol of the
-// fixture at path, whose header is h, its codec told the header's
-// volatile fields.
-func integrationOf(path string, h fixtures.Header) (integration, error) {
+// fixture at path, whose header is h, told the header's volatile fields
+// and secret parameters.
+func integrationOf(path string, h fixtures.Header) (kavach.Integration, error) {
 	in, ok := integrations()[h.Protocol]
 	if !ok {
-		return in, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, h.Protocol, strings.Join(protocols(), ", "))
+		return nil, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, h.Protocol, strings.Join(protocols(), ", "))
 	}
-	if len(h.Volatile) > 0 && in.volatile != nil {
-		in.codec = in.volatile(h.Volatile)
+	if volatile := in.Abilities().Volatile; len(h.Volatile) > 0 && volatile != nil {
+		in = volatile(h.Volatile)
 	}
-	if len(h.Redact) > 0 && in.secretParams != nil {
-		in.codec = in.secretParams(h.Redact, in.codec)
+	if secretParams := in.Abilities().SecretParams; len(h.Redact) > 0 && secretParams != nil {
+		in = secretParams(h.Redact)
 	}
 	return in, nil
 }
@@ -502,55 +502,56 @@ func buildLaunch(fx *fixtures.Fixture, build string) kavach.Launch {
 	return l
 }
 
-func replayOptions(fx *fixtures.Fixture, in integration, timeout, startTimeout time.Duration) replay.Options {
+func replayOptions(fx *fixtures.Fixture, in kavach.Integration, timeout, startTimeout time.Duration) replay.Options {
 	opts := replay.Options{
-		Codec: in.codec, Classifier: in.classifier(), Normalizer: in.normalizer(), Launcher: in.launcher(startTimeout),
+		Integration: in.WithStartTimeout(startTimeout),
 		StepTimeout: timeout, Start: fx.Header.Start,
 	}
+	ab := in.Abilities()
 	secret := os.Getenv("KAVACH_REDIS_SECRET")
-	if secret != "" && in.unredact != nil {
-		opts.Prepare = func(b []byte) []byte { return in.unredact(b, secret) }
+	if secret != "" && ab.Unredact != nil {
+		opts.Prepare = func(b []byte) []byte { return ab.Unredact(b, secret) }
 	}
 	// A fixture with redactions compares replies as they were written:
 	// with the secrets in them redacted the same way.
-	if rr, ok := in.codec.(kavach.ReplyRedactor); ok && len(fx.Redactions) > 0 && opts.Normalizer != nil {
-		opts.Normalizer = redactingNormalizer{n: opts.Normalizer, rr: rr, in: in, secret: secret}
+	if red := ab.Redaction; red != nil && red.Reply != nil && len(fx.Redactions) > 0 {
+		opts.Integration = redactingIntegration{Integration: opts.Integration, red: red, unredact: ab.Unredact, secret: secret}
 	}
 	return opts
 }
 
-// redactingNormalizer redacts a reply (see kavach.ReplyRedactor) before
+// redactingIntegration redacts a reply (see kavach.Redaction) before
 // normalizing it, so that a replayed reply holding a secret compares equal
 // to the recorded one, where recording redacted it. The request is taken
 // with the secret put back, so that an echo of it is found.
-type redactingNormalizer struct {
-	n      kavach.Normalizer
-	rr     kavach.ReplyRedactor
-	in     integration
-	secret string
+type redactingIntegration struct {
+	kavach.Integration
+	red      *kavach.Redaction
+	unredact func(request []byte, secret string) []byte // nil: none
+	secret   string
 }
 
-func (r redactingNormalizer) Normalize(request, response []byte) any {
+func (r redactingIntegration) Normalize(request, response []byte) any {
 	req := request
-	if r.secret != "" && r.in.unredact != nil {
-		req = r.in.unredact(request, r.secret)
+	if r.secret != "" && r.unredact != nil {
+		req = r.unredact(request, r.secret)
 	}
 	var full []byte
-	if r.rr.ReplyMayHoldSecret(req) {
+	if r.red.ReplyMayHoldSecret != nil && r.red.ReplyMayHoldSecret(req) {
 		full = req
 	}
-	if out, note := r.rr.RedactReply(full, response); note != "" {
+	if out, note := r.red.Reply(full, response); note != "" {
 		response = out
 	}
 	// The reply to bytes the codec cannot frame, by pattern, as recording did.
-	if rw, ok := r.rr.(kavach.RawRedactor); ok {
-		if n, err := r.in.codec.SplitRequest(request); err != nil || n != len(request) {
-			if out, note := rw.RedactRaw(response, false); note != "" {
+	if r.red.Raw != nil {
+		if n, err := r.SplitRequest(request); err != nil || n != len(request) {
+			if out, note := r.red.Raw(response, false); note != "" {
 				response = out
 			}
 		}
 	}
-	return r.n.Normalize(request, response)
+	return r.Integration.Normalize(request, response)
 }
 
 func cutString(s string, max int) string {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/grade"
-	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/variants"
 )
 
@@ -60,8 +59,8 @@ func variantsCommand() *cli.Command {
 			if fx.Failure == nil {
 				return fmt.Errorf("fixture %s has no failure to vary: mark it with 'kavach mark %s --step N --oracle ...'", path, path)
 			}
-			variator, ok := in.codec.(kavach.Variator)
-			if !ok {
+			variator := in.Abilities().Variation
+			if variator == nil {
 				return fmt.Errorf("the %s integration cannot vary requests", fx.Header.Protocol)
 			}
 			var schema kavach.Schema
@@ -71,32 +70,32 @@ func variantsCommand() *cli.Command {
 					"The variants a diff ran, as it numbers them: kavach variants --report REPORT\n")
 			}
 			if b := c.String("build"); b != "" {
-				if err := in.checkLaunch(fx, c.Bool("trust-fixture-launch"), b); err != nil {
+				ctx := c.Context
+				if err := checkLaunch(ctx, in, fx, c.Bool("trust-fixture-launch"), b); err != nil {
 					return err
 				}
-				l := in.launcher(10 * time.Second)
-				learner, ok := l.(kavach.SchemaLearner)
-				if !ok {
+				l := in.WithStartTimeout(10 * time.Second)
+				learn := l.Abilities().Learn
+				if learn == nil {
 					return fmt.Errorf("the %s integration cannot learn request types from a build", fx.Header.Protocol)
 				}
-				ctx := c.Context
-				p, err := launch.Start(ctx, l, buildLaunch(fx, b))
+				p, err := l.Start(ctx, buildLaunch(fx, b))
 				if err != nil {
 					return err
 				}
 				var kinds []string
 				var requests [][]byte
-				for _, s := range kavach.Steps(fx.Events, in.codec) {
+				for _, s := range kavach.Steps(fx.Events, in) {
 					if k, _, ok := variator.Fields(s.Request.Data, nil); ok {
 						kinds = append(kinds, k)
 					}
 					requests = append(requests, s.Request.Data)
 				}
-				schema, err = learner.Learn(ctx, p.Addr(), kinds)
+				schema, err = learn(ctx, p.Addr(), kinds)
 				// The steps' keys, as kavach diff asks them: where the
 				// budget goes.
-				if finder, ok := l.(kavach.KeyFinder); ok && err == nil {
-					keys, _ = finder.Keys(ctx, p.Addr(), requests)
+				if finder := l.Abilities().Keys; finder != nil && err == nil {
+					keys, _ = finder(ctx, p.Addr(), requests)
 				}
 				p.Stop()
 				if err != nil {
@@ -104,7 +103,7 @@ func variantsCommand() *cli.Command {
 				}
 			}
 			vs := variants.Generate(fx.Events, fx.Failure.Step, variants.Options{
-				Codec: in.codec, Variator: variator, Schema: schema, Budget: c.Int("variants"), Seed: c.Uint64("seed"), Start: fx.Header.Start, Keys: keys, Deferred: true,
+				Codec: in, Variator: variator, Schema: schema, Budget: c.Int("variants"), Seed: c.Uint64("seed"), Start: fx.Header.Start, Keys: keys, Deferred: true,
 				// The kinds the fixture excludes, as kavach diff leaves them out.
 				Exclude: fx.Failure.ExcludeVariants})
 			if c.Bool("json") {
@@ -116,7 +115,7 @@ func variantsCommand() *cli.Command {
 				}
 				return nil
 			}
-			for _, l := range variants.LeftWhole(fx.Events, fx.Failure.Step, variants.Options{Codec: in.codec, Variator: variator}) {
+			for _, l := range variants.LeftWhole(fx.Events, fx.Failure.Step, variants.Options{Codec: in, Variator: variator}) {
 				fmt.Fprintf(c.App.ErrWriter, "kavach: left whole: %s\n", l)
 			}
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)

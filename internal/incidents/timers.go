@@ -158,7 +158,7 @@ var TimerScenarios = []TimerScenario{
 // RecordClients records into a fixture in dir, through the real proxy in
 // front of build, what clients does against the proxy's address.
 func RecordClients(dir, build string, clients func(addr string) error) (*fixtures.Fixture, error) {
-	srv, err := redis.Launcher{}.Start(kavach.Launch{Path: build})
+	srv, err := redis.Integration{}.Start(context.Background(), kavach.Launch{Path: build})
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func RecordClients(dir, build string, clients func(addr string) error) (*fixture
 	if err != nil {
 		return nil, err
 	}
-	p, err := record.Start(record.Options{Codec: redis.Codec{}, Upstream: srv.Addr(), Fixture: w}, h.Start)
+	p, err := record.Start(record.Options{Codec: redis.Integration{}, Upstream: srv.Addr(), Fixture: w}, h.Start)
 	if err != nil {
 		w.Close(fixtures.End{})
 		return nil, err
