@@ -18,7 +18,7 @@ import (
 // inferredOnly is the Redis launcher without its probe: a grade with it
 // judges the steps after the failure by the inferred rule, as before
 // fingerprints, and takes none.
-type inferredOnly struct{ redis.Launcher }
+type inferredOnly struct{ redis.Integration }
 
 func (inferredOnly) FingerprintLaunch(l kavach.Launch, _ func(func([]byte) bool)) (kavach.Launch, string) {
 	return l, "switched off for the benchmark"
@@ -48,7 +48,7 @@ func BenchmarkAfterTheFailure(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := redis.Codec{}
+	c := redis.Integration{}
 	run := func(l kavach.Launcher, want string) time.Duration {
 		start := time.Now()
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: fixed},
@@ -64,7 +64,7 @@ func BenchmarkAfterTheFailure(b *testing.B) {
 	var observed, inferred time.Duration
 	b.ResetTimer()
 	for range b.N {
-		observed += run(redis.Launcher{}, grade.RuleObserved)
+		observed += run(redis.Integration{}, grade.RuleObserved)
 		inferred += run(inferredOnly{}, grade.RuleInferred)
 	}
 	n := float64(b.N)

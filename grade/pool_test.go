@@ -21,7 +21,7 @@ import (
 // countingLauncher is the Redis launcher counting the builds it has
 // running at once, and the most it ever had.
 type countingLauncher struct {
-	redis.Launcher
+	redis.Integration
 	live, peak, started *atomic.Int64
 }
 
@@ -86,7 +86,7 @@ func TestSuiteSharesPool(t *testing.T) {
 	}
 
 	var live, peak, started atomic.Int64
-	c := redis.Codec{}
+	c := redis.Integration{}
 	opts := grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: countingLauncher{live: &live, peak: &peak, started: &started},
 		Variants: 64, MinVariants: 10, Seed: 1, Jobs: 2}
 	stOpts := opts
@@ -139,8 +139,8 @@ func TestSuiteErrorInArgumentOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := redis.Codec{}
-	opts := grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, BelowFloor: true, Jobs: 2}
+	c := redis.Integration{}
+	opts := grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Integration{}, BelowFloor: true, Jobs: 2}
 	missing := filepath.Join(t.TempDir(), "no-such-server")
 	diffs := []grade.Diff{
 		{Fixture: fx, Old: kavach.Launch{Path: old}, New: kavach.Launch{Path: old}, Options: opts},

@@ -16,7 +16,7 @@ import (
 // counted from 1, made to fail for real: they start an executable that
 // does not exist.
 type failingStarts struct {
-	redis.Launcher
+	redis.Integration
 	build   string // the build whose starts are counted
 	missing string
 	mu      sync.Mutex
@@ -48,7 +48,7 @@ func (f *failingStarts) StartContext(ctx context.Context, l kavach.Launch) (kava
 func TestVariantStartRetried(t *testing.T) {
 	b := getBuilds(t)
 	fx := recordIncident(t, b.old)
-	c := redis.Codec{}
+	c := redis.Integration{}
 	run := func(variants int, fail ...int) (*grade.Report, int, error) {
 		l := &failingStarts{build: b.old, missing: filepath.Join(t.TempDir(), "missing-build"), fail: map[int]bool{}}
 		for _, n := range fail {

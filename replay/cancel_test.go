@@ -23,7 +23,7 @@ type ctxTracker struct {
 }
 
 func (t *ctxTracker) StartContext(ctx context.Context, l kavach.Launch) (kavach.Process, error) {
-	p, err := redis.Launcher{}.StartContext(ctx, l)
+	p, err := redis.Integration{}.StartContext(ctx, l)
 	if err == nil {
 		t.mu.Lock()
 		t.pids = append(t.pids, p.(*launch.Spawned).Pid())
@@ -43,7 +43,7 @@ func TestRunStopsOnContext(t *testing.T) {
 		step{1, time.Millisecond, args("DEBUG SLEEP 3600"), "+OK\r\n", false},
 		step{1, 2 * time.Millisecond, args("GET k"), "$1\r\nv\r\n", false},
 	)
-	tl := &ctxTracker{tracker: tracker{Launcher: redis.Launcher{}}, started: make(chan struct{})}
+	tl := &ctxTracker{tracker: tracker{Launcher: redis.Integration{}}, started: make(chan struct{})}
 	opts := options(tl)
 	opts.StepTimeout = time.Hour
 	ctx, cancel := context.WithCancelCause(context.Background())
