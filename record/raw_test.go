@@ -14,11 +14,9 @@ import (
 
 // rawRecorded feeds chunks, each as one read, through the framing and raw
 // handling of one direction, and returns what would be written.
-func rawRecorded(codec interface {
-	kavach.Codec
-	kavach.Redactor
-}, chunks ...string) (written []byte, events []message) {
-	p := &Proxy{opts: Options{Codec: codec, Redactor: codec, MaxFrame: 64 << 20}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+func rawRecorded(codec kavach.Integration, chunks ...string) (written []byte, events []message) {
+	ab := codec.Abilities()
+	p := &Proxy{opts: Options{Codec: codec, Redactor: ab.Redaction, MaxFrame: 64 << 20}, ab: ab, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var (
 		pending []byte
 		mode    rawMode

@@ -61,7 +61,7 @@ func startRecording(t testing.TB, upstream string, mod func(*record.Options)) *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := record.Options{Codec: redis.Integration{}, Classifier: redis.Integration{}, Redactor: redis.Integration{}, Upstream: upstream, Fixture: w}
+	opts := record.Options{Codec: redis.Integration{}, Redactor: redis.Integration{}.Abilities().Redaction, Upstream: upstream, Fixture: w}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -347,9 +347,9 @@ func TestNothingLostUnderLoad(t *testing.T) {
 func TestCrashIsTheFailure(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "crash.kavach")
-	launch := &kavach.Launch{Path: redisServer(t), Args: []string{"--enable-debug-command", "yes"}}
+	build := &kavach.Launch{Path: redisServer(t), Args: []string{"--enable-debug-command", "yes"}}
 	s := record.Session{
-		Out: out, Launch: launch, Launcher: redis.Integration{},
+		Out: out, Launch: build,
 		Proxy: record.Options{Codec: redis.Integration{}},
 	}
 	addr := make(chan string, 1)
@@ -393,7 +393,7 @@ func TestCrashIsTheFailure(t *testing.T) {
 		t.Errorf("result failure %+v", res.Failure)
 	}
 	h := fx.Header
-	if h.Build == nil || h.Build.Path != launch.Path || len(h.Build.SHA256) != 64 || !strings.HasPrefix(h.Build.Version, "redis ") {
+	if h.Build == nil || h.Build.Path != build.Path || len(h.Build.SHA256) != 64 || !strings.HasPrefix(h.Build.Version, "redis ") {
 		t.Errorf("build identity = %+v", h.Build)
 	}
 	if h.Launch == nil || h.Launch.Args[1] != "yes" || fx.End == nil || !strings.Contains(fx.End.Reason, "SIGSEGV") {
