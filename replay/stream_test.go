@@ -53,7 +53,7 @@ func TestStreamKeepsAWindow(t *testing.T) {
 			}
 			evs := events(ss...)
 			c := redis.Integration{}
-			sink := &checkSink{t: t, recorded: replay.Recorded(evs, c, c, c)}
+			sink := &checkSink{t: t, recorded: replay.Recorded(evs, c)}
 			tr, err := replay.Stream(context.Background(), kavach.Launch{Path: build}, replay.Slice(evs), options(redis.Integration{}), sink)
 			if err != nil {
 				t.Fatal(err)
@@ -80,7 +80,7 @@ func TestStreamHoldsBehindABlockedStep(t *testing.T) {
 	evs := events(ss...)
 	evs = append(evs, kavach.Event{Seq: uint64(len(evs) + 1), Conn: 2, Dir: kavach.Response, Offset: time.Second, Data: []byte("*2\r\n$4\r\njobs\r\n$2\r\nj1\r\n")})
 	c := redis.Integration{}
-	sink := &checkSink{t: t, recorded: replay.Recorded(evs, c, c, c)}
+	sink := &checkSink{t: t, recorded: replay.Recorded(evs, c)}
 	tr, err := replay.Stream(context.Background(), kavach.Launch{Path: build}, replay.Slice(evs), options(redis.Integration{}), sink)
 	if err != nil {
 		t.Fatal(err)
