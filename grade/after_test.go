@@ -101,7 +101,7 @@ func gradeAfter(t *testing.T, fx *fixtures.Fixture, old, new string, set *invari
 	t.Helper()
 	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Integration{}, Seed: 1,
+		grade.Options{Integration: c, Seed: 1,
 			Variants: variants, MinVariants: min(10, variants), Invariants: set})
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ func TestHTTPBudgetWhereTheFailureLives(t *testing.T) {
 	c := axum.Integration{}
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old, Args: []string{"--port", "{port}"}},
 		kavach.Launch{Path: fixed, Args: []string{"--port", "{port}"}},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: axum.Integration{}, Variants: 64, MinVariants: 10, Seed: 1})
+		grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func diff(t *testing.T, fx *fixtures.Fixture, old, new string, minVariants int) 
 	t.Helper()
 	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Integration{}, MinVariants: minVariants, Variants: 64, Seed: 1})
+		grade.Options{Integration: c, MinVariants: minVariants, Variants: 64, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestOneSeedOneSetOfVariants(t *testing.T) {
 	list := func(seed uint64) []string {
 		c := redis.Integration{}
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Integration{}, MinVariants: 10, Variants: 16, Seed: seed})
+			grade.Options{Integration: c, MinVariants: 10, Variants: 16, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +329,7 @@ func TestWrongAnswerOnlyAnInvariantSees(t *testing.T) {
 		t.Helper()
 		c := redis.Integration{}
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Integration{}, MinVariants: 10, Variants: 64, Seed: 1, Invariants: set})
+			grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Invariants: set})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -112,7 +112,7 @@ func TestLongRecording(t *testing.T) {
 	run := func(fx *fixtures.Fixture, new string, min int) *grade.Report {
 		t.Helper()
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: new},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Integration{}, MinVariants: min, Variants: 32, Seed: 1,
+			grade.Options{Integration: c, MinVariants: min, Variants: 32, Seed: 1,
 				LongSteps: 100, Window: window})
 		if err != nil {
 			t.Fatal(err)
@@ -195,7 +195,7 @@ func TestOnePlanOneSummary(t *testing.T) {
 	summaries := fixtures.Summaries()
 	plans, _ := replay.Counts()
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Integration{}, Variants: 0, Seed: 1, LongSteps: 100, Summary: sum})
+		grade.Options{Integration: c, Variants: 0, Seed: 1, LongSteps: 100, Summary: sum})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func TestVariantsOnTheSlice(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := grade.Run(context.Background(), in, kavach.Launch{Path: b.old}, kavach.Launch{Path: tc.new},
-				grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Integration{}, MinVariants: 10, Variants: 32, Seed: 1, OldRuns: 1})
+				grade.Options{Integration: c, MinVariants: 10, Variants: 32, Seed: 1, OldRuns: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

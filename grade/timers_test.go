@@ -77,7 +77,7 @@ func TestTimerScenariosSameVerdictUnderLoad(t *testing.T) {
 	for i := range timerRuns {
 		for _, gc := range cases {
 			rep, err := grade.Run(context.Background(), gc.fx, kavach.Launch{Path: gc.old}, kavach.Launch{Path: gc.new},
-				grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Integration{}, Seed: 1})
+				grade.Options{Integration: c, Seed: 1})
 			if err != nil {
 				t.Fatalf("%s: %v", gc.name, err)
 			}

@@ -36,7 +36,7 @@ func diffBudget(t *testing.T, fx *fixtures.Fixture, old, new string, budget int)
 	t.Helper()
 	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Integration{}, MinVariants: 10, Variants: budget, Seed: 1})
+		grade.Options{Integration: c, MinVariants: 10, Variants: budget, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestWakeupsCatchWokenCount(t *testing.T) {
 	}
 	fx = markAt(t, fx.Path, []string{"BLMPOP", "0", "1", "jobs", "LEFT", "COUNT", "5"}, "error")
 	c := redis.Integration{}
-	opts := grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Integration{}}
+	opts := grade.Options{Integration: c}
 	checkCaughtBy(t, "wakeup", func(new kavach.Launch, exclude bool) *grade.Report {
 		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "wakeup", exclude)
 	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
@@ -164,7 +164,7 @@ func TestAggregatesCatchNarrowFeedFix(t *testing.T) {
 	if fx, err = fixtures.Load(out); err != nil {
 		t.Fatal(err)
 	}
-	opts := grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: axum.Integration{}}
+	opts := grade.Options{Integration: c}
 	checkCaughtBy(t, "aggregate", func(new kavach.Launch, exclude bool) *grade.Report {
 		return gradeKind(t, fx, old, new, opts, "aggregate", exclude)
 	}, fixed, wrong)
