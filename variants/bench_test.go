@@ -77,7 +77,7 @@ var bigLearned = &redis.Learned{
 // 50 ms per generation (docs/variants.md).
 func BenchmarkGenerate1000Steps(b *testing.B) {
 	evs := bigIncident(1000)
-	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}, Schema: bigLearned, Budget: 64, Seed: 1, Keys: bigKeys(evs)}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: bigLearned, Budget: 64, Seed: 1, Keys: bigKeys(evs)}
 	if vs := variants.Generate(evs, 1000, o); len(vs) != 64 {
 		b.Fatalf("%d variants, want 64", len(vs))
 	}
@@ -101,7 +101,7 @@ func bigKeys(evs []kavach.Event) [][]string {
 // keys: every earlier step may affect the failing one.
 func BenchmarkGenerate1000StepsKeysUnknown(b *testing.B) {
 	evs := bigIncident(1000)
-	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}, Schema: bigLearned, Budget: 64, Seed: 1}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: bigLearned, Budget: 64, Seed: 1}
 	for b.Loop() {
 		variants.Generate(evs, 1000, o)
 	}
@@ -131,7 +131,7 @@ func wideIncident(n int) []kavach.Event {
 
 func benchmarkGenerateWide(b *testing.B, n int) {
 	evs := wideIncident(n)
-	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}, Schema: bigLearned, Budget: 64, Seed: 1,
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: bigLearned, Budget: 64, Seed: 1,
 		Keys: [][]string{{"z"}, {"z"}}, Deferred: true}
 	b.ReportAllocs()
 	for b.Loop() {

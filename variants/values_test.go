@@ -48,7 +48,7 @@ var expireAtSchema = &redis.Learned{Args: redis.Schema{
 // the time the build sees when it is replayed.
 func TestValueVariants(t *testing.T) {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}, Schema: expireAtSchema, Budget: 1000, Seed: 1, Start: start}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: expireAtSchema, Budget: 1000, Seed: 1, Start: start}
 	vs := variants.Generate(expireAt(), 2, o)
 	kinds := map[string]int{}
 	for _, v := range vs {
@@ -128,7 +128,7 @@ func evalIncident(script string) []kavach.Event {
 // connection; one seed gives one set; a script Kavach cannot read is left
 // whole and LeftWhole says so.
 func TestScriptVariantsGenerated(t *testing.T) {
-	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}, Budget: 1000, Seed: 1}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Budget: 1000, Seed: 1}
 	vs := variants.Generate(evalIncident("return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])"), 2, o)
 	kinds := map[string]int{}
 	for _, v := range vs {
@@ -192,7 +192,7 @@ func TestScriptLoadedEarlierGenerated(t *testing.T) {
 		{Seq: 4, Conn: 2, Dir: kavach.Open, Offset: time.Second},
 		{Seq: 5, Conn: 2, Dir: kavach.Request, Offset: time.Second, Data: frame("EVALSHA", sha, "1", "k")},
 	}
-	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}, Budget: 1000, Seed: 1}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Budget: 1000, Seed: 1}
 	kinds := map[string]int{}
 	for _, v := range variants.Generate(evs, 2, o) {
 		kinds[v.Kind]++

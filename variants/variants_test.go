@@ -52,7 +52,7 @@ var schema = redis.Schema{
 }
 
 func opts(budget int, seed uint64) variants.Options {
-	return variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}, Schema: schema, Budget: budget, Seed: seed}
+	return variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: schema, Budget: budget, Seed: seed}
 }
 
 func descriptions(vs []variants.Variant) []string {

@@ -28,7 +28,7 @@ func TestWriterValues(t *testing.T) {
 		[]string{"XADD", "events", "5000000001-1", "name", "b"}, // 3: writes events
 		[]string{"XRANGE", "events", "-", "+"},                  // 4: fails
 	)
-	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}
 	vs := variants.Generate(evs, 4, o)
 	steps := map[string]int{}
 	want := `step 3 (writes the failing request's key): structured, argument 2 (id) "5000000001-1" → "9223372036854775807-1" (ms part 2^63-1)`
@@ -68,7 +68,7 @@ func TestWriterValues(t *testing.T) {
 	)
 	keys[1] = []string{"stock"}
 	kinds := map[string]bool{}
-	for _, v := range variants.Generate(evs, 3, variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}) {
+	for _, v := range variants.Generate(evs, 3, variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}) {
 		if v.Kind == "writer-value" && strings.HasPrefix(v.Description, "step 2 (a script naming the failing request's key): ") {
 			kinds[strings.SplitN(strings.TrimPrefix(v.Description, "step 2 (a script naming the failing request's key): "), ",", 2)[0]] = true
 			if v.Place != variants.PlaceOther {
@@ -115,7 +115,7 @@ func TestReadBackVariants(t *testing.T) {
 		[]string{"SET", "debt", "5"},              // 5: read only by the failing step
 		[]string{"INCRBYFLOAT", "debt", "-3"},     // 6: fails
 	)
-	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}
 	vs := variants.Generate(evs, 6, o)
 	steps := map[string]int{}
 	want := `read-back: step 2: argument 2 (increment) "2.5" → "0.1" (a fraction no binary float holds exactly), read back at step 3`
