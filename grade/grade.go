@@ -56,7 +56,7 @@ type Options struct {
 	// Header.Floor), which Run refuses otherwise; such a diff is never
 	// fixed (Derive).
 	BelowFloor bool
-	// StartTimeout is recorded in the report's options; the Launcher
+	// StartTimeout is recorded in the report's options; the Integration
 	// applies it.
 	StartTimeout time.Duration
 	// LongSteps: a fixture of more steps than this, or one given without

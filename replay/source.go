@@ -117,7 +117,7 @@ func makePlan(src Source, codec kavach.Integration, start time.Time, batch bool)
 // it that asks for the same one (the same start and batching): a diff's
 // four replays of one recording read it once to plan, not four times. A
 // plan is read only, once made. Every replay of a shared source must use
-// one codec (Options.Codec): the first one's plan is everyone's.
+// one codec (Options.Integration): the first one's plan is everyone's.
 func Shared(src Source) Source { return &shared{Source: src} }
 
 type shared struct {
