@@ -39,8 +39,10 @@ func TestImportDirection(t *testing.T) {
 		"internal/buildscript": {},
 		"internal/redisbuild":  {"internal/buildscript"},
 		"internal/axumbuild":   {"internal/buildscript"},
-		"internal/incidents":   {"", "fixtures", "integrations/axum", "integrations/redis", "record"},
-		"example":              {"", "fixtures", "grade", "internal/buildscript", "invariants", "record"},
+		// Test helpers only: a base for fake integrations.
+		"internal/integrationtest": {""},
+		"internal/incidents":       {"", "fixtures", "integrations/axum", "integrations/redis", "record"},
+		"example":                  {"", "fixtures", "grade", "internal/buildscript", "invariants", "record"},
 		"cmd/kavach": {"", "example", "fixtures", "grade", "htmlreport", "integrations/axum", "integrations/redis", "internal/pathcheck",
 			"invariants", "launch", "mcpserver", "record", "recount", "replay", "variants"},
 		"bench/plainproxy":  {},
