@@ -74,7 +74,7 @@ func (v Variant) ShiftAt(step int) time.Duration {
 // Options configure Generate.
 type Options struct {
 	Codec    kavach.Integration // frames steps; required
-	Variator *kavach.Variation  // splits requests into fields; required
+	Variator *kavach.Variation  // the integration's Variation: fields of requests; required
 	Schema   kavach.Schema      // field types learned from the old build; nil: guessed
 	// Budget is the most variants made; the rest of what could be made is
 	// sampled by Seed. Zero means 64.
