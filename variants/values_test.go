@@ -170,7 +170,7 @@ func TestScriptVariantsGenerated(t *testing.T) {
 
 // An EVALSHA's script is in a SCRIPT LOAD sent before it, here on
 // another connection: the generator gives the steps before the failing
-// one to the Variator (kavach.EarlierVariator), so the script's sites are
+// one to the Variator (kavach.Variation.After), so the script's sites are
 // varied (the changed script loaded right before the EVALSHA, on its
 // connection) and it is run through EVAL; LeftWhole and SkippedSiblings
 // see the script too. A step after the failing one is not looked at.

@@ -257,11 +257,11 @@ func encodeKeepingFraming(m *Message) []byte {
 }
 
 // FieldName names a field as HTTP does: "header X-Note", "query page",
-// "path segment 2", "body title" (variants.Wording).
+// "path segment 2", "body title" (kavach.Variation.FieldName, KeyWords).
 func (Integration) FieldName(_ int, f kavach.Field) string { return f.Name }
 
 // KeyWords say what a path segment typed as a key (a name in the path)
-// is when varied (variants.Wording): one no request of the recording
+// is when varied (kavach.Variation.FieldName, KeyWords): one no request of the recording
 // names, or another the recording's paths show.
 func (Integration) KeyWords() (missing, other string) {
 	return "a path segment no recorded request names", "another path segment the recording shows"

@@ -635,7 +635,7 @@ func rangeMember(name, typ string) Member {
 }
 
 // Kin is a request's command, upper case, and the members of its family
-// (itself included; itself alone when it has none) (kavach.Kin).
+// (itself included; itself alone when it has none) (kavach.Abilities.Kin).
 func (Integration) Kin(request []byte) (string, []string) {
 	c, err := ParseCommand(request)
 	if err != nil || c.Name == "" {

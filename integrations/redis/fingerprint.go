@@ -22,7 +22,7 @@ import (
 // launch names the directive (then the build keeps what was recorded),
 // or it sends DEBUG (then allowing it would change what those requests
 // get). A build that does not know the directive (before Redis 7) allows
-// DEBUG already (kavach.Fingerprinter).
+// DEBUG already (kavach.Fingerprinting).
 func (Integration) FingerprintLaunch(l kavach.Launch, requests func(yield func([]byte) bool)) (kavach.Launch, string) {
 	for _, a := range l.Args {
 		if strings.EqualFold(a, "--enable-debug-command") {
@@ -64,7 +64,7 @@ func knowsDirective(path, name string) bool {
 
 var directives sync.Map // knowsDirective's answers
 
-// NewProbe returns a probe of the build at addr (kavach.Fingerprinter).
+// NewProbe returns a probe of the build at addr (kavach.Fingerprinting).
 func (Integration) NewProbe(addr string, timeout time.Duration) kavach.Probe {
 	return &probe{addr: addr, timeout: timeout, dbs: map[uint64]string{}, db: "0"}
 }
