@@ -52,8 +52,18 @@ func (Integration) CheckBuild(ctx context.Context, path string) error {
 func (Integration) CheckArgs(args []string) error { return CheckArgs(args) }
 
 // Abilities are everything Redis offers beyond framing: all but the
-// HTTP-only ones (Volatile, SecretParams, the variants' own wording).
-func (in Integration) Abilities() kavach.Abilities {
+// HTTP-only ones (Volatile, SecretParams, the variants' own wording). None
+// depends on the Integration's fields, so they are made once; each call
+// gets its own copies of the structs they point to.
+func (Integration) Abilities() kavach.Abilities {
+	ab := abilities
+	red, v, fp := *ab.Redaction, *ab.Variation, *ab.Fingerprint
+	ab.Redaction, ab.Variation, ab.Fingerprint = &red, &v, &fp
+	return ab
+}
+
+var abilities = func() kavach.Abilities {
+	var in Integration
 	return kavach.Abilities{
 		Redaction: &kavach.Redaction{
 			Request:            in.Redact,
@@ -80,7 +90,7 @@ func (in Integration) Abilities() kavach.Abilities {
 		},
 		Unredact: Unredact,
 	}
-}
+}()
 
 // variation is the Variation of in, or of the requests sent after
 // earlier when earlier is not nil (After).

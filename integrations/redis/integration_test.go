@@ -37,3 +37,15 @@ func TestAbilities(t *testing.T) {
 		t.Errorf("WithStartTimeout(7): StartTimeout %v", got)
 	}
 }
+
+// BenchmarkAbilities is what asking for the abilities costs: replay asks
+// for Settle at each clock move. Run with
+// go test -run XXX -bench Abilities -benchmem ./integrations/redis
+func BenchmarkAbilities(b *testing.B) {
+	in := Integration{Secret: "s"}
+	for range b.N {
+		if in.Abilities().Settle == nil {
+			b.Fatal("no Settle")
+		}
+	}
+}
