@@ -316,23 +316,9 @@ func layoutAxis(tl *timeline, pts []stepPoint, order []int, timed bool) []float6
 	if timed {
 		tl.Span = duration(last - first)
 	}
-	// Gaps that become jumps: the longest maxJumps of at least minJump.
-	type gap struct {
-		after int // index into order of the step before the gap
-		len   int64
-	}
 	var gaps []gap
 	if timed {
-		for k := 1; k < len(order); k++ {
-			if d := pts[order[k]].at - pts[order[k-1]].at; d >= minJump {
-				gaps = append(gaps, gap{k - 1, d})
-			}
-		}
-		sort.Slice(gaps, func(a, b int) bool { return gaps[a].len > gaps[b].len })
-		if len(gaps) > maxJumps {
-			gaps = gaps[:maxJumps]
-		}
-		sort.Slice(gaps, func(a, b int) bool { return gaps[a].after < gaps[b].after })
+		gaps = clockJumps(pts, order)
 	}
 	// Stretches between the jumps: [from, to] in order.
 	type stretch struct{ from, to int }
@@ -386,11 +372,39 @@ func layoutAxis(tl *timeline, pts []stepPoint, order []int, timed bool) []float6
 	if end := float64(plotLeft + plotWidth - 6); end-lastLabel >= labelEvery && len(order) > 1 {
 		tl.Ticks = append(tl.Ticks, tick{X: end, Label: axisLabel(timed, last-first, order[len(order)-1]), Anchor: "end"})
 	}
-	// Jump labels on two rows below the ticks; one with no room on
-	// either is left to its title.
+	placeJumpLabels(tl.Jumps)
+	return xOf
+}
+
+// gap is a stretch of time with no step, drawn as a clock jump.
+type gap struct {
+	after int // index into order of the step before the gap
+	len   int64
+}
+
+// clockJumps are the gaps that become jumps: the longest maxJumps of at
+// least minJump, in the order of time.
+func clockJumps(pts []stepPoint, order []int) []gap {
+	var gaps []gap
+	for k := 1; k < len(order); k++ {
+		if d := pts[order[k]].at - pts[order[k-1]].at; d >= minJump {
+			gaps = append(gaps, gap{k - 1, d})
+		}
+	}
+	sort.Slice(gaps, func(a, b int) bool { return gaps[a].len > gaps[b].len })
+	if len(gaps) > maxJumps {
+		gaps = gaps[:maxJumps]
+	}
+	sort.Slice(gaps, func(a, b int) bool { return gaps[a].after < gaps[b].after })
+	return gaps
+}
+
+// placeJumpLabels puts the jumps' labels on two rows below the ticks;
+// one with no room on either is left to its title.
+func placeJumpLabels(jumps []jump) {
 	row := [2]float64{-1e9, -1e9}
-	for i := range tl.Jumps {
-		j := &tl.Jumps[i]
+	for i := range jumps {
+		j := &jumps[i]
 		room := float64(len(j.Label))*6 + 8
 		switch {
 		case j.X-row[0] >= room:
@@ -401,7 +415,6 @@ func layoutAxis(tl *timeline, pts []stepPoint, order []int, timed bool) []float6
 			j.Label = ""
 		}
 	}
-	return xOf
 }
 
 // axisLabel is a tick's label: the virtual time since the first step, or
