@@ -383,71 +383,91 @@ func (s *Set) CheckVariant(steps []Step, kind string) []Result {
 			continue
 		}
 		if spent > budget {
-			costliest := &results[0]
-			for j := range results {
-				if results[j].Cost > costliest.Cost {
-					costliest = &results[j]
-				}
-			}
-			costliest.TooCostly = fmt.Sprintf("%s: the invariants spent their budget of %d cost units for one replay by step %d, %d of them on %s; no invariant was evaluated from step %d on",
-				costliest.Name, budget, last, costliest.Cost, costliest.Name, p.N)
+			tooCostly(results, budget, last, p.N)
 			break
 		}
 		st.at, last = i, p.N
-		vars := map[string]any{
-			"step": int64(p.N), "time": p.Time, "req": p.Request, "reply": nil, "replies": p.Replies,
-			"outcome": p.Outcome, "steps": history,
-		}
-		if len(p.Replies) > 0 {
-			vars["reply"] = p.Replies[0]
-		}
-		if p.Replies == nil {
-			vars["replies"] = []any{}
-		}
-		if history == nil {
-			vars["steps"] = []any{}
-		}
+		vars := stepVars(p, history)
 		for j, inv := range s.Invariants {
-			r := &results[j]
-			if r.Excepted {
+			if results[j].Excepted {
 				continue
 			}
-			v, why, cost := verdictTrue, "", uint64(0)
-			if inv.when != nil {
-				v, why, cost = eval(inv.when, vars)
-				r.Cost += cost
-				spent += cost
-			}
-			if v == verdictTrue {
-				v, why, cost = eval(inv.check, vars)
-				r.Cost += cost
-				spent += cost
-			} else if v == verdictFalse {
-				continue // the invariant does not apply here
-			}
-			// Its when held, or could not be evaluated: not known not to
-			// apply.
-			r.Applied = append(r.Applied, p.N)
-			switch v {
-			case verdictError:
-				r.NotEvaluable = append(r.NotEvaluable, p.N)
-				if r.NotEvaluableMessage == "" {
-					r.NotEvaluableMessage = fmt.Sprintf("%s: not evaluable: %s at step %d", inv.Name, why, p.N)
-				}
-			case verdictFalse:
-				r.Violations = append(r.Violations, p.N)
-				if r.Held {
-					r.Held, r.FirstStep = false, p.N
-					r.Message = fmt.Sprintf("%s: %s", inv.Name, why)
-					if inv.Description != "" {
-						r.Message = fmt.Sprintf("%s (%s): %s", inv.Name, inv.Description, why)
-					}
-				}
-			}
+			spent += inv.checkAt(&results[j], vars, p.N)
 		}
 		history = append(history, stepMap(p))
 	}
 	return results
+}
+
+// tooCostly says, on the result that spent the most, that the budget ran
+// out by step last and nothing was evaluated from step next on.
+func tooCostly(results []Result, budget uint64, last, next int) {
+	costliest := &results[0]
+	for j := range results {
+		if results[j].Cost > costliest.Cost {
+			costliest = &results[j]
+		}
+	}
+	costliest.TooCostly = fmt.Sprintf("%s: the invariants spent their budget of %d cost units for one replay by step %d, %d of them on %s; no invariant was evaluated from step %d on",
+		costliest.Name, budget, last, costliest.Cost, costliest.Name, next)
+}
+
+// stepVars are the variables an expression sees at step p, after the
+// steps of history.
+func stepVars(p Step, history []any) map[string]any {
+	vars := map[string]any{
+		"step": int64(p.N), "time": p.Time, "req": p.Request, "reply": nil, "replies": p.Replies,
+		"outcome": p.Outcome, "steps": history,
+	}
+	if len(p.Replies) > 0 {
+		vars["reply"] = p.Replies[0]
+	}
+	if p.Replies == nil {
+		vars["replies"] = []any{}
+	}
+	if history == nil {
+		vars["steps"] = []any{}
+	}
+	return vars
+}
+
+// checkAt evaluates the invariant at step n with vars, adding to r where
+// it applied, was violated or could not be evaluated; it returns the
+// cost spent, which r.Cost counts too.
+func (inv *Invariant) checkAt(r *Result, vars map[string]any, n int) (spent uint64) {
+	v, why, cost := verdictTrue, "", uint64(0)
+	if inv.when != nil {
+		v, why, cost = eval(inv.when, vars)
+		r.Cost += cost
+		spent += cost
+	}
+	if v == verdictTrue {
+		v, why, cost = eval(inv.check, vars)
+		r.Cost += cost
+		spent += cost
+	} else if v == verdictFalse {
+		return spent // the invariant does not apply here
+	}
+	// Its when held, or could not be evaluated: not known not to
+	// apply.
+	r.Applied = append(r.Applied, n)
+	switch v {
+	case verdictError:
+		r.NotEvaluable = append(r.NotEvaluable, n)
+		if r.NotEvaluableMessage == "" {
+			r.NotEvaluableMessage = fmt.Sprintf("%s: not evaluable: %s at step %d", inv.Name, why, n)
+		}
+	case verdictFalse:
+		r.Violations = append(r.Violations, n)
+		if r.Held {
+			r.Held, r.FirstStep = false, n
+			r.Message = fmt.Sprintf("%s: %s", inv.Name, why)
+			if inv.Description != "" {
+				r.Message = fmt.Sprintf("%s (%s): %s", inv.Name, inv.Description, why)
+			}
+		}
+	}
+	return spent
 }
 
 // An evaluation gives true, false, or an error.
