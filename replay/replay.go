@@ -197,23 +197,12 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		return nil, false, err
 	}
 
-	var clock *Clock
-	fakeable, why := Fakeable(build.Path)
-	if opts.RealTime {
-		fakeable, why = false, "asked for real time"
+	clock, dir, err := fakeClock(&build, opts, tr)
+	if err != nil {
+		return nil, false, err
 	}
-	if fakeable {
-		dir, err := os.MkdirTemp(clockDir(), launch.DirPattern("clock"))
-		if err != nil {
-			return nil, false, fmt.Errorf("replay: clock directory: %w", err)
-		}
+	if dir != "" {
 		defer os.RemoveAll(dir)
-		if clock, err = NewClock(dir, opts.Start); err != nil {
-			return nil, false, err
-		}
-		build.Env = append(append([]string(nil), build.Env...), clock.Env()...)
-	} else {
-		tr.Clock = "real: " + why
 	}
 
 	proc, err := launch.Start(ctx, opts.Launcher, build)
@@ -246,18 +235,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		}
 	}()
 
-	var contain kavach.Containment
-	if sh, ok := proc.(interface{ Shared() bool }); ok {
-		tr.Network = NetworkIsolated
-		if sh.Shared() {
-			why := " (namespaces refused: " + launch.IsolationReason() + ")"
-			tr.Network = NetworkShared + why
-			if c, ok := opts.Codec.(kavach.Container); ok && !launch.TrustNetwork() {
-				contain = c.NewContainment()
-				tr.Network = NetworkContained + why
-			}
-		}
-	}
+	contain := network(proc, opts, tr)
 
 	if id, ok := opts.Launcher.(kavach.Identifier); ok {
 		tr.Version = id.Identify(build)
@@ -292,6 +270,52 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		return nil, false, err
 	}
 	return tr, r.lostBatch, nil
+}
+
+// fakeClock gives build a virtual clock (libfaketime's variables in its
+// environment) where it can be faked, and says why not in tr.Clock where
+// it cannot. dir, when not empty, is the clock's directory, the caller's
+// to remove.
+func fakeClock(build *kavach.Launch, opts Options, tr *Trace) (clock *Clock, dir string, err error) {
+	fakeable, why := Fakeable(build.Path)
+	if opts.RealTime {
+		fakeable, why = false, "asked for real time"
+	}
+	if !fakeable {
+		tr.Clock = "real: " + why
+		return nil, "", nil
+	}
+	dir, err = os.MkdirTemp(clockDir(), launch.DirPattern("clock"))
+	if err != nil {
+		return nil, "", fmt.Errorf("replay: clock directory: %w", err)
+	}
+	if clock, err = NewClock(dir, opts.Start); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	build.Env = append(append([]string(nil), build.Env...), clock.Env()...)
+	return clock, dir, nil
+}
+
+// network sets tr.Network to the network mode the build was started in,
+// and returns the containment its requests go through when it shares the
+// machine's network (nil: none).
+func network(proc kavach.Process, opts Options, tr *Trace) kavach.Containment {
+	sh, ok := proc.(interface{ Shared() bool })
+	if !ok {
+		return nil
+	}
+	tr.Network = NetworkIsolated
+	if !sh.Shared() {
+		return nil
+	}
+	why := " (namespaces refused: " + launch.IsolationReason() + ")"
+	tr.Network = NetworkShared + why
+	if c, ok := opts.Codec.(kavach.Container); ok && !launch.TrustNetwork() {
+		tr.Network = NetworkContained + why
+		return c.NewContainment()
+	}
+	return nil
 }
 
 // runner drives one replay. docs/replay.md ("Order", "Time that flows")
