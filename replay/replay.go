@@ -2,6 +2,10 @@
 // as they were recorded, under a virtual clock, and returns a trace: per
 // step, the replies, the normalized output and the outcome. It owns the
 // build process, its port and its clock; no process outlives a replay.
+// It also holds what kavach replay and kavach diff share to judge a
+// replay against its recording: the comparison (Compare), the noise
+// (Noise, found where a replay differs from the recording), the rule for
+// one step (CheckStep) and the read-back of spilled replays (ReadBack).
 package replay
 
 import (
