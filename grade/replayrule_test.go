@@ -62,14 +62,16 @@ func TestReplayJudgesAsDiffsOldBuild(t *testing.T) {
 
 			// kavach replay: noise where the runs differ from the recording.
 			noise := replay.Noise{}
+			var seen []replay.NoiseField
 			v := replay.Verification{Reproduced: true}
 			for i, want := range recorded {
 				noise.AddStep(want, replayed[i])
+				seen = append(seen, noise.SeenStep(want, replayed[i])...)
 				v.Count(replay.CheckStep(want, replayed[i], tc.failure, noise, violated))
 			}
 
 			// kavach diff: the same replay as its old build's.
-			ev := grade.Evidence{Contract: tc.failure == nil, Noise: noise.List()}
+			ev := grade.Evidence{Contract: tc.failure == nil, Noise: seen}
 			if tc.failure != nil {
 				ev.Failure = *tc.failure
 			}

@@ -431,23 +431,6 @@ func (n Noise) Split(diffs []Diff) (count, noise []Diff) {
 	return count, noise
 }
 
-// List returns the noise as sorted "step N: PATH" entries.
-func (n Noise) List() []NoiseField {
-	var out []NoiseField
-	for step, paths := range n {
-		for p := range paths {
-			out = append(out, NoiseField{Step: step, Path: p})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Step != out[j].Step {
-			return out[i].Step < out[j].Step
-		}
-		return out[i].Path < out[j].Path
-	})
-	return out
-}
-
 // NoiseField is one output path of one step that is noise.
 type NoiseField struct {
 	Step int    `json:"step"`

@@ -1,6 +1,10 @@
 package replay
 
-import "github.com/kavach-dev/kavach"
+import (
+	"sort"
+
+	"github.com/kavach-dev/kavach"
+)
 
 // Test-only helpers: whole traces judged at once. kavach replay and kavach
 // diff read their replays back step by step (ReadBack) and judge each with
@@ -76,4 +80,21 @@ func (n Noise) Seen(recorded []StepResult, traces ...*Trace) []NoiseField {
 func (v *Verification) Add(c StepCheck) {
 	v.Count(c)
 	v.Steps = append(v.Steps, c)
+}
+
+// List returns the noise as sorted "step N: PATH" entries.
+func (n Noise) List() []NoiseField {
+	var out []NoiseField
+	for step, paths := range n {
+		for p := range paths {
+			out = append(out, NoiseField{Step: step, Path: p})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Step != out[j].Step {
+			return out[i].Step < out[j].Step
+		}
+		return out[i].Path < out[j].Path
+	})
+	return out
 }
