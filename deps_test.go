@@ -41,8 +41,9 @@ func TestImportDirection(t *testing.T) {
 		"internal/cut":         {},
 		"internal/pathcheck":   {},
 		"internal/buildscript": {},
-		"internal/redisbuild":  {"internal/buildscript"},
-		"internal/axumbuild":   {"internal/buildscript"},
+		"internal/reporoot":    {},
+		"internal/redisbuild":  {"internal/buildscript", "internal/reporoot"},
+		"internal/axumbuild":   {"internal/buildscript", "internal/reporoot"},
 		"internal/incidents":   {"", "fixtures", "integrations/axum", "integrations/redis", "record"},
 		"example":              {"", "fixtures", "grade", "grading", "internal/buildscript", "invariants", "record"},
 		// The command names no integration: grading lists them.
@@ -98,6 +99,22 @@ func TestBinaryLinksNoTesting(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if dep == "testing" || strings.HasPrefix(dep, "testing/") {
 			t.Errorf("cmd/kavach links %s", dep)
+		}
+	}
+}
+
+// TestBinaryLinksNoRepoRoot: the shipped kavach command finds nothing
+// from where it was compiled (internal/reporoot asks runtime.Caller, which
+// holds only inside a checkout): kavach grade resolves an example's
+// scripts from the example's folder, so an installed binary grades it.
+func TestBinaryLinksNoRepoRoot(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./cmd/kavach").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasSuffix(dep, "/internal/reporoot") || strings.HasSuffix(dep, "/internal/incidents") {
+			t.Errorf("cmd/kavach links %s, a test helper that finds files from where it was compiled", dep)
 		}
 	}
 }
