@@ -102,26 +102,33 @@ func recordCommand() *cli.Command {
 				}
 				fmt.Fprintf(stderr, "kavach: recording %s to %s; clients connect to %s (Ctrl-C ends it)\n", to, s.Out, addr)
 			})
-			if res.Reason != "" {
-				fmt.Fprintf(stderr, "kavach: %s: %d requests, %d replies on %d connections (%s)\n",
-					s.Out, res.Stats.Requests, res.Stats.Responses, res.Stats.Conns, res.Reason)
-			}
-			if f := res.Failure; f != nil {
-				fmt.Fprintf(stderr, "kavach: failure at step %d: %s\n", f.Step, f.Signature)
-			} else if res.Reason != "" {
-				fmt.Fprintf(stderr, "kavach: no failure recorded: %s is a contract (kavach diff holds every step to the recording); to grade it as an incident, mark it with 'kavach mark %s --step N --oracle ...'\n", s.Out, s.Out)
-			}
-			if err == nil && c.Bool("json") {
-				out := recordJSON{Fixture: s.Out, Requests: res.Stats.Requests, Responses: res.Stats.Responses,
-					Connections: res.Stats.Conns, Ended: res.Reason}
-				if f := res.Failure; f != nil {
-					out.Failure = &recordFailure{Step: f.Step, Signature: f.Signature}
-				}
-				return printJSON(c.App.Writer, out)
-			}
-			return err
+			return printRecord(c, s.Out, res, err)
 		},
 	}
+}
+
+// printRecord says on stderr what was recorded and how it ended, and
+// with --json prints it on stdout; err is the recording's.
+func printRecord(c *cli.Context, out string, res record.Result, err error) error {
+	stderr := c.App.ErrWriter
+	if res.Reason != "" {
+		fmt.Fprintf(stderr, "kavach: %s: %d requests, %d replies on %d connections (%s)\n",
+			out, res.Stats.Requests, res.Stats.Responses, res.Stats.Conns, res.Reason)
+	}
+	if f := res.Failure; f != nil {
+		fmt.Fprintf(stderr, "kavach: failure at step %d: %s\n", f.Step, f.Signature)
+	} else if res.Reason != "" {
+		fmt.Fprintf(stderr, "kavach: no failure recorded: %s is a contract (kavach diff holds every step to the recording); to grade it as an incident, mark it with 'kavach mark %s --step N --oracle ...'\n", out, out)
+	}
+	if err == nil && c.Bool("json") {
+		js := recordJSON{Fixture: out, Requests: res.Stats.Requests, Responses: res.Stats.Responses,
+			Connections: res.Stats.Conns, Ended: res.Reason}
+		if f := res.Failure; f != nil {
+			js.Failure = &recordFailure{Step: f.Step, Signature: f.Signature}
+		}
+		return printJSON(c.App.Writer, js)
+	}
+	return err
 }
 
 // recordJSON is `kavach record --json`'s output.
