@@ -8,6 +8,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/variants"
 )
@@ -79,15 +80,14 @@ func learn(ctx context.Context, fx *fixtures.Fixture, in integration, variator k
 		return nil, nil, err
 	}
 	defer p.Stop()
-	var kinds []string
+	steps := kavach.Steps(fx.Events, in.codec)
 	var requests [][]byte
-	for _, s := range kavach.Steps(fx.Events, in.codec) {
-		if k, _, ok := variator.Fields(s.Request.Data, nil); ok {
-			kinds = append(kinds, k)
-		}
+	for _, s := range steps {
 		requests = append(requests, s.Request.Data)
 	}
-	schema, err := learner.Learn(ctx, p.Addr(), kinds)
+	// The kinds a diff asks about (grade.RequestKinds), so that the
+	// numbering is the diff's.
+	schema, err := learner.Learn(ctx, p.Addr(), grade.RequestKinds(steps, variator))
 	if err != nil {
 		return nil, nil, err
 	}
