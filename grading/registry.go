@@ -32,9 +32,7 @@ func Speaks(protocol string) bool {
 
 // CodecFor returns the codec of a protocol, or nil when no integration
 // knows it (kavach show then prints printable bytes).
-func CodecFor(protocol string) kavach.Codec {
-	return integrations()[protocol].codec
-}
+func CodecFor(protocol string) kavach.Codec { return codecFor(protocol) }
 
 // RedactsNames reports whether protocol has named fields (headers, query
 // parameters, JSON members) that recording can be told to redact.
