@@ -73,6 +73,10 @@ type Options struct {
 	// summarize it. Nil: Run summarizes a fixture given without its
 	// events.
 	Summary *fixtures.Summary
+	// FixtureSHA256 is the fixture's SHA-256, when the caller took it as
+	// it read the file (grading.Open does): Run then does not read the
+	// file again to hash it. "": Run hashes the file.
+	FixtureSHA256 string
 	// Window is, for a long recording, how many steps before and after
 	// the failing step its variants replay. Zero means DefaultWindow.
 	Window int
@@ -404,7 +408,10 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if explained == nil {
 		explained = []Explained{}
 	}
-	sum, _ := fixtures.SHA256File(fx.Path)
+	sum := opts.FixtureSHA256
+	if sum == "" {
+		sum, _ = fixtures.SHA256File(fx.Path)
+	}
 	rep := &Report{
 		SchemaVersion: SchemaVersion,
 		Verdict:       parts.String(),

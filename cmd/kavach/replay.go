@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kavach-dev/kavach/internal/pathcheck"
 	"io"
 	"os"
 	"slices"
@@ -19,6 +18,9 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/grading"
+	"github.com/kavach-dev/kavach/internal/cut"
+	"github.com/kavach-dev/kavach/internal/pathcheck"
 	"github.com/kavach-dev/kavach/invariants"
 	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/replay"
@@ -56,22 +58,26 @@ func replayCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fx, sum, in, err := skimFixture(a[1])
+			rec, err := grading.Skim(a[1])
 			if err != nil {
 				return err
 			}
+			if w := rec.Warning(); w != nil {
+				fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", w)
+			}
+			fx, sum := rec.Records(), rec.Summary()
 			if c.Int("runs") < 1 {
 				return usagef("", "--runs %d: need at least 1", c.Int("runs"))
 			}
-			if err := checkTimeouts(map[string]time.Duration{"--step-timeout": c.Duration("step-timeout"), "--start-timeout": c.Duration("start-timeout")}); err != nil {
+			if err := grading.CheckTimeouts(map[string]time.Duration{"--step-timeout": c.Duration("step-timeout"), "--start-timeout": c.Duration("start-timeout")}); err != nil {
 				return err
 			}
-			if err := in.checkLaunch(fx, c.Bool("trust-fixture-launch"), a[0]); err != nil {
+			if err := rec.CheckLaunch(c.Bool("trust-fixture-launch"), a[0]); err != nil {
 				return err
 			}
-			opts := replayOptions(fx, in, c.Duration("step-timeout"), c.Duration("start-timeout"))
+			opts := rec.ReplayOptions(c.Duration("step-timeout"), c.Duration("start-timeout"))
 			opts.RealTime = c.Bool("real-time")
-			launch := buildLaunch(fx, a[0])
+			launch := rec.Launch(a[0])
 			if f := fx.Failure; f != nil && (f.Step < 1 || f.Step > sum.Steps) {
 				return fmt.Errorf("fixture %s: its failure is marked at step %d, but it has %d steps: mark the failing step again with kavach mark",
 					fx.Path, f.Step, sum.Steps)
@@ -83,7 +89,7 @@ func replayCommand() *cli.Command {
 			// Each run's steps go to a spill file as they are final, and
 			// are read back in step order beside the recording's: memory
 			// does not grow with the fixture (docs/replay.md).
-			runs := &replayRuns{sum: sum, in: in, opts: opts}
+			runs := &replayRuns{sum: sum, codec: rec.Codec(), opts: opts}
 			defer runs.close()
 			if err := runs.replay(c.Context, launch, fx.Path, c.Int("runs")); err != nil {
 				return err
@@ -136,7 +142,7 @@ func replayInvariants(file string, fx *fixtures.Fixture) (*invariants.Set, error
 	if f == nil || f.Oracle.Invariant == "" {
 		return nil, nil
 	}
-	set, err := loadInvariants(file, fx)
+	set, err := grading.LoadInvariants(file, fx)
 	if err != nil {
 		return nil, err
 	}
@@ -187,40 +193,15 @@ func (r *replayRuns) violated(set *invariants.Set, f *kavach.Failure) (func(int)
 	if err != nil {
 		return nil, err
 	}
-	v := grade.Violated(set, r.in.codec, tr)
+	v := grade.Violated(set, r.codec, tr)
 	return func(n int) bool { return slices.Contains(v[n], f.Oracle.Invariant) }, nil
-}
-
-// skimFixture reads a fixture's records but its events, which replay
-// streams, and finds its integration: fx has no Events.
-func skimFixture(path string) (*fixtures.Fixture, *fixtures.Summary, integration, error) {
-	r, err := fixtures.Open(path)
-	if err != nil {
-		return nil, nil, integration{}, err
-	}
-	h := r.Header()
-	r.Close()
-	in, err := integrationOf(path, h)
-	if err != nil {
-		return nil, nil, in, err
-	}
-	sum, err := fixtures.Summarize(path, in.codec)
-	if err != nil {
-		return nil, nil, in, err
-	}
-	if sum.Warning != nil {
-		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", sum.Warning)
-	}
-	fx := &fixtures.Fixture{Path: path, Header: sum.Header, Failure: sum.Failure, Invariants: sum.Invariants,
-		Redactions: sum.Redactions, End: sum.End, Warning: sum.Warning}
-	return fx, sum, in, nil
 }
 
 // replayRuns are the runs of kavach replay, spilled, and what reads them
 // back beside the recording.
 type replayRuns struct {
 	sum    *fixtures.Summary
-	in     integration
+	codec  kavach.Codec
 	opts   replay.Options
 	spills []*replay.Spill
 	traces []*replay.Trace // without steps: they are in the spills
@@ -309,15 +290,15 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 		if c.Status == replay.StatusNotRun {
 			out = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, c.Status, recd, out, r.in.codec.DescribeRequest(st.Request.Data, 48))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, c.Status, recd, out, r.codec.DescribeRequest(st.Request.Data, 48))
 		for _, d := range c.Diffs {
 			// Under REQUEST, the last column: a line with fewer cells
 			// would end the columns' block, and the rows after it would
 			// be aligned apart from those before.
-			fmt.Fprintf(tw, "\t\t\t\t  %s: want %s, got %s\n", d.Path, cutString(d.Want, 80), cutString(d.Got, 80))
+			fmt.Fprintf(tw, "\t\t\t\t  %s: want %s, got %s\n", d.Path, cut.String(d.Want, 80), cut.String(d.Got, 80))
 		}
 		for _, d := range c.Noise {
-			fmt.Fprintf(tw, "\t\t\t\t  %s: want %s, got %s (noise)\n", d.Path, cutString(d.Want, 80), cutString(d.Got, 80))
+			fmt.Fprintf(tw, "\t\t\t\t  %s: want %s, got %s (noise)\n", d.Path, cut.String(d.Want, 80), cut.String(d.Got, 80))
 		}
 		if c.Step%4096 == 0 {
 			// The table is aligned in blocks of 4,096 steps: a long
@@ -481,104 +462,4 @@ func (r *replayRuns) printJSON(w io.Writer, parts *jsonParts, v replay.Verificat
 	}
 	bw.WriteString("\n  }\n}\n")
 	return bw.Flush()
-}
-
-// loadFixture loads a fixture and finds its integration.
-func loadFixture(path string) (*fixtures.Fixture, integration, error) {
-	fx, err := fixtures.Load(path)
-	if err != nil {
-		return nil, integration{}, err
-	}
-	if fx.Warning != nil {
-		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", fx.Warning)
-	}
-	in, err := integrationOf(path, fx.Header)
-	return fx, in, err
-}
-
-// integrationOf is the integration that speaks the protocol of the
-// fixture at path, whose header is h, its codec told the header's
-// volatile fields.
-func integrationOf(path string, h fixtures.Header) (integration, error) {
-	in, ok := integrations()[h.Protocol]
-	if !ok {
-		return in, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, h.Protocol, strings.Join(protocols(), ", "))
-	}
-	if len(h.Volatile) > 0 && in.volatile != nil {
-		in.codec = in.volatile(h.Volatile)
-	}
-	if len(h.Redact) > 0 && in.secretParams != nil {
-		in.codec = in.secretParams(h.Redact, in.codec)
-	}
-	return in, nil
-}
-
-// buildLaunch starts BUILD the way the fixture's old build was started. A
-// password recording redacted from the arguments stays Redacted here (this
-// Launch is shown in outputs and reports): the launcher puts the secret of
-// KAVACH_REDIS_SECRET back as it starts the build.
-func buildLaunch(fx *fixtures.Fixture, build string) kavach.Launch {
-	l := kavach.Launch{Path: build}
-	if fx.Header.Launch != nil {
-		l.Args = fx.Header.Launch.Args
-	}
-	return l
-}
-
-func replayOptions(fx *fixtures.Fixture, in integration, timeout, startTimeout time.Duration) replay.Options {
-	opts := replay.Options{
-		Codec: in.codec, Classifier: in.classifier(), Normalizer: in.normalizer(), Launcher: in.launcher(startTimeout),
-		StepTimeout: timeout, Start: fx.Header.Start,
-	}
-	secret := os.Getenv("KAVACH_REDIS_SECRET")
-	if secret != "" && in.unredact != nil {
-		opts.Prepare = func(b []byte) []byte { return in.unredact(b, secret) }
-	}
-	// A fixture with redactions compares replies as they were written:
-	// with the secrets in them redacted the same way.
-	if rr, ok := in.codec.(kavach.ReplyRedactor); ok && len(fx.Redactions) > 0 && opts.Normalizer != nil {
-		opts.Normalizer = redactingNormalizer{n: opts.Normalizer, rr: rr, in: in, secret: secret}
-	}
-	return opts
-}
-
-// redactingNormalizer redacts a reply (see kavach.ReplyRedactor) before
-// normalizing it, so that a replayed reply holding a secret compares equal
-// to the recorded one, where recording redacted it. The request is taken
-// with the secret put back, so that an echo of it is found.
-type redactingNormalizer struct {
-	n      kavach.Normalizer
-	rr     kavach.ReplyRedactor
-	in     integration
-	secret string
-}
-
-func (r redactingNormalizer) Normalize(request, response []byte) any {
-	req := request
-	if r.secret != "" && r.in.unredact != nil {
-		req = r.in.unredact(request, r.secret)
-	}
-	var full []byte
-	if r.rr.ReplyMayHoldSecret(req) {
-		full = req
-	}
-	if out, note := r.rr.RedactReply(full, response); note != "" {
-		response = out
-	}
-	// The reply to bytes the codec cannot frame, by pattern, as recording did.
-	if rw, ok := r.rr.(kavach.RawRedactor); ok {
-		if n, err := r.in.codec.SplitRequest(request); err != nil || n != len(request) {
-			if out, note := rw.RedactRaw(response, false); note != "" {
-				response = out
-			}
-		}
-	}
-	return r.n.Normalize(request, response)
-}
-
-func cutString(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
 }
