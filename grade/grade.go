@@ -70,6 +70,10 @@ type Options struct {
 	// summarize it. Nil: Run summarizes a fixture given without its
 	// events.
 	Summary *fixtures.Summary
+	// FixtureSHA256 is the fixture's SHA-256, when the caller took it as
+	// it read the file (grading.Open does): Run then does not read the
+	// file again to hash it. "": Run hashes the file.
+	FixtureSHA256 string
 	// Window is, for a long recording, how many steps before and after
 	// the failing step its variants replay. Zero means DefaultWindow.
 	Window int
@@ -237,28 +241,18 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	// The replays are read back step by step beside the recording: the
 	// noise (where the old build's replays differ from the recording),
 	// and each step's evidence. Only the invariants need whole traces.
-	readers := make([]*replay.SpillReader, len(spills))
-	for i, sp := range spills {
-		if readers[i], err = sp.Steps(); err != nil {
-			return nil, err
-		}
-	}
 	noise := replay.Noise{}
-	oldSteps := make([]replay.StepResult, opts.OldRuns)
 	var oldTrace, newTrace replay.Trace // the first old replay and the new one, kept for the invariants
-	err = rec.each(func(s kavach.Step) error {
-		if rec.sum != nil {
-			s = cloneStep(s) // streamed: its data is the file's block, valid during this call only
-		}
-		for j := range oldSteps {
-			if oldSteps[j], err = readers[j].Next(s.Request.Data, opts.Integration); err != nil {
-				return fmt.Errorf("old build, replay %d, step %d: %w", j+1, s.N, err)
+	steps := func(fn func(kavach.Step) error) error {
+		return rec.each(func(s kavach.Step) error {
+			if rec.sum != nil {
+				s = cloneStep(s) // streamed: its data is the file's block, valid during this call only
 			}
-		}
-		n, err := readers[opts.OldRuns].Next(s.Request.Data, opts.Integration)
-		if err != nil {
-			return fmt.Errorf("new build, step %d: %w", s.N, err)
-		}
+			return fn(s)
+		})
+	}
+	err = replay.ReadBack(steps, spills, opts.Integration, replayName(opts.OldRuns), func(s kavach.Step, got []replay.StepResult) error {
+		oldSteps, n := got[:opts.OldRuns], got[opts.OldRuns]
 		if opts.Invariants != nil {
 			oldTrace.Steps = append(oldTrace.Steps, oldSteps[0])
 			newTrace.Steps = append(newTrace.Steps, n)
@@ -411,7 +405,10 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if explained == nil {
 		explained = []Explained{}
 	}
-	sum, _ := fixtures.SHA256File(fx.Path)
+	sum := opts.FixtureSHA256
+	if sum == "" {
+		sum, _ = fixtures.SHA256File(fx.Path)
+	}
 	rep := &Report{
 		SchemaVersion: SchemaVersion,
 		Verdict:       parts.String(),
@@ -542,6 +539,17 @@ func runAll(parent context.Context, launches []kavach.Launch, src replay.Source,
 		}
 	}
 	return traces, spills, durations, nil
+}
+
+// replayName names replay i of a diff's, the old build's olds first,
+// for replay.ReadBack's errors.
+func replayName(olds int) func(i int) string {
+	return func(i int) string {
+		if i < olds {
+			return fmt.Sprintf("old build, replay %d", i+1)
+		}
+		return "new build"
+	}
 }
 
 func which(i, n int) string {

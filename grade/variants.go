@@ -22,14 +22,7 @@ func learnSchema(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, o
 	if learn == nil || v == nil {
 		return nil, "field types guessed: the integration cannot ask the build"
 	}
-	var kinds []string
-	seen := map[string]bool{}
-	for _, s := range kavach.Steps(fx.Events, opts.Integration) {
-		if k, _, ok := v.Fields(s.Request.Data, nil); ok && !seen[k] {
-			seen[k] = true
-			kinds = append(kinds, k)
-		}
-	}
+	kinds := RequestKinds(kavach.Steps(fx.Events, opts.Integration), v)
 	if !opts.Pool.acquire(ctx) {
 		return nil, "field types guessed: " + ctx.Err().Error()
 	}

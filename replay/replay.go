@@ -2,6 +2,10 @@
 // as they were recorded, under a virtual clock, and returns a trace: per
 // step, the replies, the normalized output and the outcome. It owns the
 // build process, its port and its clock; no process outlives a replay.
+// It also holds what kavach replay and kavach diff share to judge a
+// replay against its recording: the comparison (Compare), the noise
+// (Noise, found where a replay differs from the recording), the rule for
+// one step (CheckStep) and the read-back of spilled replays (ReadBack).
 package replay
 
 import (
@@ -195,23 +199,12 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		return nil, false, err
 	}
 
-	var clock *Clock
-	fakeable, why := Fakeable(build.Path)
-	if opts.RealTime {
-		fakeable, why = false, "asked for real time"
+	clock, dir, err := fakeClock(&build, opts, tr)
+	if err != nil {
+		return nil, false, err
 	}
-	if fakeable {
-		dir, err := os.MkdirTemp(clockDir(), launch.DirPattern("clock"))
-		if err != nil {
-			return nil, false, fmt.Errorf("replay: clock directory: %w", err)
-		}
+	if dir != "" {
 		defer os.RemoveAll(dir)
-		if clock, err = NewClock(dir, opts.Start); err != nil {
-			return nil, false, err
-		}
-		build.Env = append(append([]string(nil), build.Env...), clock.Env()...)
-	} else {
-		tr.Clock = "real: " + why
 	}
 
 	proc, err := opts.Integration.Start(ctx, build)
@@ -244,18 +237,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		}
 	}()
 
-	var contain kavach.Containment
-	if sh, ok := proc.(interface{ Shared() bool }); ok {
-		tr.Network = NetworkIsolated
-		if sh.Shared() {
-			why := " (namespaces refused: " + launch.IsolationReason() + ")"
-			tr.Network = NetworkShared + why
-			if newContainment := opts.Integration.Abilities().NewContainment; newContainment != nil && !launch.TrustNetwork() {
-				contain = newContainment()
-				tr.Network = NetworkContained + why
-			}
-		}
-	}
+	contain := network(proc, opts, tr)
 
 	if identify := opts.Integration.Abilities().Identify; identify != nil {
 		tr.Version = identify(ctx, build)
@@ -290,6 +272,52 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		return nil, false, err
 	}
 	return tr, r.lostBatch, nil
+}
+
+// fakeClock gives build a virtual clock (libfaketime's variables in its
+// environment) where it can be faked, and says why not in tr.Clock where
+// it cannot. dir, when not empty, is the clock's directory, the caller's
+// to remove.
+func fakeClock(build *kavach.Launch, opts Options, tr *Trace) (clock *Clock, dir string, err error) {
+	fakeable, why := Fakeable(build.Path)
+	if opts.RealTime {
+		fakeable, why = false, "asked for real time"
+	}
+	if !fakeable {
+		tr.Clock = "real: " + why
+		return nil, "", nil
+	}
+	dir, err = os.MkdirTemp(clockDir(), launch.DirPattern("clock"))
+	if err != nil {
+		return nil, "", fmt.Errorf("replay: clock directory: %w", err)
+	}
+	if clock, err = NewClock(dir, opts.Start); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	build.Env = append(append([]string(nil), build.Env...), clock.Env()...)
+	return clock, dir, nil
+}
+
+// network sets tr.Network to the network mode the build was started in,
+// and returns the containment its requests go through when it shares the
+// machine's network (nil: none).
+func network(proc kavach.Process, opts Options, tr *Trace) kavach.Containment {
+	sh, ok := proc.(interface{ Shared() bool })
+	if !ok {
+		return nil
+	}
+	tr.Network = NetworkIsolated
+	if !sh.Shared() {
+		return nil
+	}
+	why := " (namespaces refused: " + launch.IsolationReason() + ")"
+	tr.Network = NetworkShared + why
+	if newContainment := opts.Integration.Abilities().NewContainment; newContainment != nil && !launch.TrustNetwork() {
+		tr.Network = NetworkContained + why
+		return newContainment()
+	}
+	return nil
 }
 
 // runner drives one replay. docs/replay.md ("Order", "Time that flows")

@@ -27,7 +27,7 @@ func (g *gen) readBacks(out []Variant, cut int) []Variant {
 	}
 	readAt := g.readBack()
 	var steps []int
-	for j := 1; j < g.F && j <= len(g.steps); j++ {
+	for j := 1; j < g.failing && j <= len(g.steps); j++ {
 		if readAt[j] > 0 {
 			steps = append(steps, j)
 		}
@@ -36,7 +36,7 @@ func (g *gen) readBacks(out []Variant, cut int) []Variant {
 		for _, sub := range g.readBackForms(j) {
 			v := g.substituted(j, sub.Substitution, fmt.Sprintf("read-back: step %d: %s, read back at step %d", j, sub.What, readAt[j]), true)
 			v.group, v.Kind, v.Place = fmt.Sprintf("step %d read-back", j), "read-back", PlaceRegression
-			v.build = cut1(v.build, cut+len(sub.Setup), g.F-1+len(sub.Setup))
+			v.build = cutBefore(v.build, cut+len(sub.Setup), g.failing-1+len(sub.Setup))
 			out = g.add(out, v)
 		}
 	}
@@ -66,7 +66,7 @@ func spread(steps []int, n int) []int {
 // key maps to the nearest later step naming it, and each path to the
 // nearest later step naming a path below it.
 func (g *gen) readBack() []int {
-	out := make([]int, g.F)
+	out := make([]int, g.failing)
 	named := map[string]int{} // key -> nearest later step naming it
 	below := map[string]int{} // path -> nearest later step naming a path below it
 	writes := g.opts.Codec.Abilities().Writes
@@ -76,7 +76,7 @@ func (g *gen) readBack() []int {
 		}
 		return best
 	}
-	for j := min(g.F-1, len(g.steps), len(g.opts.Keys)); j >= 1; j-- {
+	for j := min(g.failing-1, len(g.steps), len(g.opts.Keys)); j >= 1; j-- {
 		keys := g.opts.Keys[j-1]
 		written := keys
 		if writes != nil && len(keys) > 0 && g.steps[j-1].Request.Flags&kavach.ParseError == 0 {

@@ -31,14 +31,14 @@ const wakeDelay = time.Second
 // failing request was answered before any other connection sent
 // anything, or never.
 func (g *gen) wakers() []int {
-	if g.F < 1 || g.F > len(g.steps) || len(g.span[g.F]) < 2 {
+	if g.failing < 1 || g.failing > len(g.steps) || len(g.span[g.failing]) < 2 {
 		return nil
 	}
-	answered := g.span[g.F][1]
-	conn := g.steps[g.F-1].Conn()
-	kF := g.keysOf(g.F)
+	answered := g.span[g.failing][1]
+	conn := g.steps[g.failing-1].Conn()
+	kF := g.keysOf(g.failing)
 	var out []int
-	for j := g.F + 1; j <= len(g.steps); j++ {
+	for j := g.failing + 1; j <= len(g.steps); j++ {
 		if g.span[j][0] > answered {
 			break
 		}
@@ -74,7 +74,7 @@ func (g *gen) wakeups() []Variant {
 	if len(wakers) == 0 {
 		return nil
 	}
-	req, _, fields, ok := g.fieldsOf(g.F)
+	req, _, fields, ok := g.fieldsOf(g.failing)
 	if !ok {
 		return nil
 	}
@@ -92,8 +92,8 @@ func (g *gen) wakeups() []Variant {
 	what := func(format string, a ...any) string { return "wake-up: " + fmt.Sprintf(format, a...) }
 	if count >= 0 {
 		for _, c := range counts(fields[count].Value) {
-			desc := what("step %d (%s): %s %s → %s, its wakers kept", g.F, g.describe(g.F), g.fieldName(count, fields[count]), quote(fields[count].Value), quote(c))
-			add(g.withRequest(g.F, set(count, c), desc, true), "count")
+			desc := what("step %d (%s): %s %s → %s, its wakers kept", g.failing, g.describe(g.failing), g.fieldName(count, fields[count]), quote(fields[count].Value), quote(c))
+			add(g.withRequest(g.failing, set(count, c), desc, true), "count")
 		}
 	}
 	// The timeout changed, its wakers kept: a request that waits for
@@ -105,7 +105,7 @@ func (g *gen) wakeups() []Variant {
 	// wakes it is the waker and not a race with its timeout.
 	var dropping, delaying []byte // nil: the failing request as recorded
 	timeoutWords := func(to string) string {
-		return fmt.Sprintf("step %d's %s %s → %s", g.F, g.fieldName(timeout, fields[timeout]), quote(fields[timeout].Value), quote(to))
+		return fmt.Sprintf("step %d's %s %s → %s", g.failing, g.fieldName(timeout, fields[timeout]), quote(fields[timeout].Value), quote(to))
 	}
 	var dropWords, delayWords string
 	if timeout >= 0 {
@@ -116,20 +116,20 @@ func (g *gen) wakeups() []Variant {
 		} else {
 			delaying, delayWords = set(timeout, "0"), "; "+timeoutWords("0")+", so that the waker wakes it"
 		}
-		desc := what("step %d (%s): %s %s → %s, its wakers kept", g.F, g.describe(g.F), g.fieldName(timeout, fields[timeout]), quote(t), quote(other))
-		add(g.withRequest(g.F, set(timeout, other), desc, true), "timeout")
+		desc := what("step %d (%s): %s %s → %s, its wakers kept", g.failing, g.describe(g.failing), g.fieldName(timeout, fields[timeout]), quote(t), quote(other))
+		add(g.withRequest(g.failing, set(timeout, other), desc, true), "timeout")
 	}
 	for _, j := range wakers {
 		d := g.lazily(fmt.Sprintf("wakeup|dropped|%d", j), func() string {
-			return what("step %d (%s), which woke or fed step %d, dropped%s", j, g.describe(j), g.F, dropWords)
+			return what("step %d (%s), which woke or fed step %d, dropped%s", j, g.describe(j), g.failing, dropWords)
 		}, func() Variant { return g.droppedWaking(j, dropping) })
 		add(d, "dropped")
 		l := g.lazily(fmt.Sprintf("wakeup|delayed|%d", j), func() string {
-			return what("step %d (%s), which woke or fed step %d, sent %s later%s", j, g.describe(j), g.F, human(g.delay(j)), delayWords)
+			return what("step %d (%s), which woke or fed step %d, sent %s later%s", j, g.describe(j), g.failing, human(g.delay(j)), delayWords)
 		}, func() Variant { return g.delayed(j, delaying) })
 		add(l, "delayed")
 		t := g.lazily(fmt.Sprintf("wakeup|twice|%d", j), func() string {
-			return what("step %d (%s), which woke or fed step %d, delivered twice", j, g.describe(j), g.F)
+			return what("step %d (%s), which woke or fed step %d, delivered twice", j, g.describe(j), g.failing)
 		}, func() Variant { return g.twice(j) })
 		add(t, "twice")
 	}
@@ -193,7 +193,7 @@ func (g *gen) sendFailing(events []kavach.Event, request []byte) {
 	if request == nil {
 		return
 	}
-	seq := g.steps[g.F-1].Request.Seq
+	seq := g.steps[g.failing-1].Request.Seq
 	for i := range events {
 		if events[i].Seq == seq && events[i].Dir == kavach.Request {
 			events[i].Data, events[i].Flags = request, events[i].Flags&^kavach.Redacted
@@ -205,7 +205,7 @@ func (g *gen) sendFailing(events []kavach.Event, request []byte) {
 // delay is how much later step j is sent by delayed: wakeDelay, or the
 // failing request's recorded wait when longer.
 func (g *gen) delay(j int) time.Duration {
-	waited := g.events[g.span[g.F][1]].Offset - g.events[g.span[g.F][0]].Offset
+	waited := g.events[g.span[g.failing][1]].Offset - g.events[g.span[g.failing][0]].Offset
 	return max(wakeDelay, waited)
 }
 

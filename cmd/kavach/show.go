@@ -19,6 +19,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grading"
 )
 
 func showCommand() *cli.Command {
@@ -41,14 +42,14 @@ func showCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fx, err := fixtures.Summarize(path, codecFor(protocolOf(path)))
+			fx, err := fixtures.Summarize(path, grading.CodecFor(protocolOf(path)))
 			if err != nil {
 				return fmt.Errorf("%w\nkavach show reads files written by 'kavach record'", err)
 			}
 			if fx.Warning != nil {
 				fmt.Fprintf(c.App.ErrWriter, "kavach: warning: %v\n", fx.Warning)
 			}
-			v := &fixtureView{fx: fx, codec: codecFor(fx.Header.Protocol)}
+			v := &fixtureView{fx: fx, codec: grading.CodecFor(fx.Header.Protocol)}
 			switch {
 			case c.IsSet("step"):
 				n := c.Int("step")

@@ -366,20 +366,6 @@ func ready(ctx context.Context, addr string, pid int) error {
 	return errors.New("accepts connections, but is not yet waiting in its event loop")
 }
 
-// ping is ready when PING gets any answer but an error, or -NOAUTH from a
-// build with a password (-LOADING and the like mean not yet). What the
-// answer says is the replay's business: a build may answer PING wrongly.
-func ping(ctx context.Context, addr string) error {
-	v, err := call(ctx, addr, "PING")
-	if err != nil {
-		return err
-	}
-	if (v.Kind != KindError && v.Kind != KindBulkError) || bytes.HasPrefix(v.Str, []byte("NOAUTH")) {
-		return nil
-	}
-	return fmt.Errorf("PING answered %s", v)
-}
-
 // Identify runs the build with --version, not the running server (which
 // would count an INFO): "redis 7.0.15", "valkey 8.0.1"; "" if it does not
 // say. The answer is kept per executable (path, size, time of change).

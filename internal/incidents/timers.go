@@ -158,11 +158,18 @@ var TimerScenarios = []TimerScenario{
 // RecordClients records into a fixture in dir, through the real proxy in
 // front of build, what clients does against the proxy's address.
 func RecordClients(dir, build string, clients func(addr string) error) (*fixtures.Fixture, error) {
+	return RecordClientsAged(dir, build, 0, clients)
+}
+
+// RecordClientsAged is RecordClients with the build started age before
+// the recording: a server that ran before the incident was recorded.
+func RecordClientsAged(dir, build string, age time.Duration, clients func(addr string) error) (*fixtures.Fixture, error) {
 	srv, err := redis.Integration{}.Start(context.Background(), kavach.Launch{Path: build})
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Stop()
+	time.Sleep(age)
 	path := filepath.Join(dir, "session.kavach")
 	h := fixtures.Header{Protocol: redis.Protocol, Upstream: srv.Addr(), Start: time.Now()}
 	w, err := fixtures.Create(path, h)

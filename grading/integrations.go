@@ -1,11 +1,9 @@
-package main
+package grading
 
 import (
 	"context"
 	"fmt"
 	"os"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
@@ -46,10 +44,4 @@ func checkLaunch(ctx context.Context, in kavach.Integration, fx *fixtures.Fixtur
 		return fmt.Errorf("fixture %s: %w", fx.Path, err)
 	}
 	return nil
-}
-
-// trustFlag is --trust-fixture-launch, on the commands that start builds
-// with a fixture's launch arguments.
-func trustFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "trust-fixture-launch", Usage: "start builds with every launch argument the fixture recorded (by default only those that change the behaviour under test; Kavach's loopback, directory and persistence settings still win)"}
 }
