@@ -521,33 +521,7 @@ func luaRegistrations(src string) ([]luaReg, error) {
 		return nil, err
 	}
 	text := func(t luaToken) string { return src[t.start:t.end] }
-	// list splits the bracketed list opened at toks[open] at its
-	// separators outside brackets: each element's tokens [from, to),
-	// and the index of the closing bracket (-1: not closed, or an
-	// element empty, which Lua does not read either).
-	list := func(open int, seps string) (elems [][2]int, close int) {
-		depth, from := 0, open+1
-		for j := open + 1; j < len(toks); j++ {
-			switch k := toks[j].kind; {
-			case depth == 0 && (k == ')' || k == '}' || k == ']'):
-				if j > from {
-					elems = append(elems, [2]int{from, j})
-				}
-				return elems, j
-			case depth == 0 && strings.IndexByte(seps, k) >= 0:
-				if j == from {
-					return nil, -1
-				}
-				elems = append(elems, [2]int{from, j})
-				from = j + 1
-			case k == '(' || k == '[' || k == '{':
-				depth++
-			case k == ')' || k == ']' || k == '}':
-				depth--
-			}
-		}
-		return elems, -1
-	}
+	list := func(open int, seps string) ([][2]int, int) { return luaList(toks, open, seps) }
 	span := func(e [2]int) [2]int { return [2]int{toks[e[0]].start, toks[e[1]-1].end} }
 	plainName := func(e [2]int) (string, bool) {
 		if e[1]-e[0] != 1 || toks[e[0]].kind != 's' || !toks[e[0]].plain {
@@ -616,6 +590,34 @@ func luaRegistrations(src string) ([]luaReg, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// luaList splits the bracketed list opened at toks[open] at its
+// separators outside brackets: each element's tokens [from, to), and the
+// index of the closing bracket (-1: not closed, or an element empty,
+// which Lua does not read either).
+func luaList(toks []luaToken, open int, seps string) (elems [][2]int, close int) {
+	depth, from := 0, open+1
+	for j := open + 1; j < len(toks); j++ {
+		switch k := toks[j].kind; {
+		case depth == 0 && (k == ')' || k == '}' || k == ']'):
+			if j > from {
+				elems = append(elems, [2]int{from, j})
+			}
+			return elems, j
+		case depth == 0 && strings.IndexByte(seps, k) >= 0:
+			if j == from {
+				return nil, -1
+			}
+			elems = append(elems, [2]int{from, j})
+			from = j + 1
+		case k == '(' || k == '[' || k == '{':
+			depth++
+		case k == ')' || k == ']' || k == '}':
+			depth--
+		}
+	}
+	return elems, -1
 }
 
 // within are the call sites of a library's function reg: those in its
