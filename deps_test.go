@@ -44,8 +44,10 @@ func TestImportDirection(t *testing.T) {
 		"internal/reporoot":    {},
 		"internal/redisbuild":  {"internal/buildscript", "internal/reporoot"},
 		"internal/axumbuild":   {"internal/buildscript", "internal/reporoot"},
-		"internal/incidents":   {"", "fixtures", "integrations/axum", "integrations/redis", "record"},
-		"example":              {"", "fixtures", "grade", "grading", "internal/buildscript", "invariants", "record"},
+		// Test helpers only: a base for fake integrations.
+		"internal/integrationtest": {""},
+		"internal/incidents":       {"", "fixtures", "integrations/axum", "integrations/redis", "record"},
+		"example":                  {"", "fixtures", "grade", "grading", "internal/buildscript", "invariants", "record"},
 		// The command names no integration: grading lists them.
 		"cmd/kavach": {"", "example", "fixtures", "grade", "grading", "htmlreport", "internal/cut", "internal/pathcheck",
 			"invariants", "launch", "mcpserver", "record", "recount", "replay", "variants"},

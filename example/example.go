@@ -276,13 +276,10 @@ func (ex *Example) record(ctx context.Context, dir, old, out string) error {
 	if !grading.Speaks(ex.Protocol) {
 		return fmt.Errorf("example %s: protocol %q", dir, ex.Protocol)
 	}
-	codec := grading.CodecFor(ex.Protocol)
+	codec := grading.Integration(ex.Protocol, 10*time.Second)
 	os.Remove(out)
-	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old, Args: ex.Args}, Launcher: grading.Launcher(ex.Protocol, 10*time.Second),
-		Proxy: record.Options{Codec: codec}}
-	if r, ok := codec.(kavach.Redactor); ok {
-		s.Proxy.Redactor = r
-	}
+	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old, Args: ex.Args},
+		Proxy: record.Options{Codec: codec, Redactor: codec.Abilities().Redaction}}
 	rec, err := s.Go(ctx, ex.Protocol)
 	if err != nil {
 		return err

@@ -20,10 +20,7 @@ import (
 // Options configure a diff. The zero value of every optional field is
 // documented beside it.
 type Options struct {
-	Codec      kavach.Codec      // required
-	Classifier kavach.Classifier // required
-	Normalizer kavach.Normalizer // nil: compare raw bytes
-	Launcher   kavach.Launcher   // required
+	Integration kavach.Integration // required
 	// StepTimeout bounds each reply; zero means 5 s.
 	StepTimeout time.Duration
 	// Prepare rewrites requests before sending (secrets). Nil: none.
@@ -59,7 +56,7 @@ type Options struct {
 	// Header.Floor), which Run refuses otherwise; such a diff is never
 	// fixed (Derive).
 	BelowFloor bool
-	// StartTimeout is recorded in the report's options; the Launcher
+	// StartTimeout is recorded in the report's options; the Integration
 	// applies it.
 	StartTimeout time.Duration
 	// LongSteps: a fixture of more steps than this, or one given without
@@ -95,8 +92,8 @@ type Options struct {
 // failure, a build that does not start.
 func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*Report, error) {
 	began := time.Now()
-	if opts.Codec == nil || opts.Classifier == nil || opts.Launcher == nil {
-		return nil, fmt.Errorf("grade: Codec, Classifier and Launcher are required")
+	if opts.Integration == nil {
+		return nil, fmt.Errorf("grade: Integration is required")
 	}
 	if opts.StepTimeout == 0 {
 		opts.StepTimeout = 5 * time.Second
@@ -118,7 +115,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		opts.Window = DefaultWindow
 	}
 	f := fx.Failure
-	rec, long, err := newRecording(fx, opts.Codec, opts.LongSteps, opts.Summary)
+	rec, long, err := newRecording(fx, opts.Integration, opts.LongSteps, opts.Summary)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +132,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		return nil, fmt.Errorf("fixture %s: its failure is invariant %q, which no invariants file given declares: pass --invariants FILE", fx.Path, name)
 	}
 	ropts := replay.Options{
-		Codec: opts.Codec, Classifier: opts.Classifier, Normalizer: opts.Normalizer, Launcher: opts.Launcher,
+		Integration: opts.Integration,
 		StepTimeout: opts.StepTimeout, Start: fx.Header.Start, Prepare: opts.Prepare,
 	}
 
@@ -147,7 +144,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		if contract {
 			first, last = max(1, rec.n-2*opts.Window+1), rec.n
 		}
-		if win, err = cutWindow(rec.src, opts.Codec, first, last); err != nil {
+		if win, err = cutWindow(rec.src, opts.Integration, first, last); err != nil {
 			return nil, err
 		}
 	}
@@ -169,7 +166,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	// "After the failure"): the four replays below, not the variants'.
 	mainOpts, mainOld, mainNew := ropts, old, new
 	inputsRule := ""
-	if fp, ok := opts.Launcher.(kavach.Fingerprinter); ok && !contract && f.Step < rec.n {
+	if fp := opts.Integration.Abilities().Fingerprint; fp != nil && !contract && f.Step < rec.n {
 		requests := func(yield func([]byte) bool) {
 			rec.each(func(s kavach.Step) error {
 				if !yield(s.Request.Data) {
@@ -178,8 +175,8 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 				return nil
 			})
 		}
-		o, whyOld := fp.FingerprintLaunch(old, requests)
-		n, whyNew := fp.FingerprintLaunch(new, requests)
+		o, whyOld := fp.Launch(old, requests)
+		n, whyNew := fp.Launch(new, requests)
 		if why := cmp.Or(whyOld, whyNew); why != "" {
 			inputsRule = RuleInferred + ": " + why
 		} else {
@@ -191,7 +188,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			if long {
 				until = f.Step + opts.Window
 			}
-			mainOpts.Inputs = &replay.Inputs{From: f.Step, Until: until, Fingerprinter: fp, Keys: func(n int) []string {
+			mainOpts.Inputs = &replay.Inputs{From: f.Step, Until: until, Fingerprint: fp, Keys: func(n int) []string {
 				if i := keyOf(n); i >= 0 && i < len(keys) {
 					return keys[i]
 				}
@@ -233,7 +230,7 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		ev.Floor = &FloorEvidence{Floor: *fl, Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed}
 	}
 	ev.Inputs = inputsRule
-	kin, _ := opts.Codec.(kavach.Kin)
+	kin := opts.Integration.Abilities().Kin
 	// Steps of a long recording before the window that reproduce the
 	// recording exactly on the old and the new build are counted, not
 	// listed (Evidence.Omitted). Invariants, decided after, keep them all.
@@ -254,13 +251,13 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			return fn(s)
 		})
 	}
-	err = replay.ReadBack(steps, spills, opts.Normalizer, replayName(opts.OldRuns), func(s kavach.Step, got []replay.StepResult) error {
+	err = replay.ReadBack(steps, spills, opts.Integration, replayName(opts.OldRuns), func(s kavach.Step, got []replay.StepResult) error {
 		oldSteps, n := got[:opts.OldRuns], got[opts.OldRuns]
 		if opts.Invariants != nil {
 			oldTrace.Steps = append(oldTrace.Steps, oldSteps[0])
 			newTrace.Steps = append(newTrace.Steps, n)
 		}
-		want := replay.RecordedStep(s, opts.Classifier, opts.Normalizer)
+		want := replay.RecordedStep(s, opts.Integration)
 		noise.AddStep(want, oldSteps...)
 		seen := noise.SeenStep(want, oldSteps...)
 		ev.Noise = append(ev.Noise, seen...)
@@ -269,13 +266,13 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 			ev.Omitted++
 			return nil
 		}
-		req := opts.Codec.DescribeRequest(s.Request.Data, 200)
+		req := opts.Integration.DescribeRequest(s.Request.Data, 200)
 		oe := StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: want.Outcome, Outcome: o.Outcome, Contained: o.Contained}
 		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: want.Outcome, Outcome: n.Outcome, Output: n.Output,
 			Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds(), Contained: n.Contained}
 		if !contract && s.N >= f.Step && kin != nil {
 			var family []string
-			se.Command, family = kin.Kin(s.Request.Data)
+			se.Command, family = kin(s.Request.Data)
 			if s.N == f.Step {
 				ev.FailureFamily = family
 			}
@@ -316,8 +313,8 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 		return nil, err
 	}
 
-	oldInv := checkInvariants(opts.Invariants, opts.Codec, &oldTrace, "")
-	newInv := checkInvariants(opts.Invariants, opts.Codec, &newTrace, "")
+	oldInv := checkInvariants(opts.Invariants, opts.Integration, &oldTrace, "")
+	newInv := checkInvariants(opts.Invariants, opts.Integration, &newTrace, "")
 	for i := range ev.Old.Steps {
 		n := ev.Old.Steps[i].Step
 		ev.Old.Steps[i].Violated, ev.Old.Steps[i].NotEvaluable = oldInv.violated[n], oldInv.notEvaluable[n]

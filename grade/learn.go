@@ -6,7 +6,7 @@ import "github.com/kavach-dev/kavach"
 // once, in the order first met: what a diff asks the old build the field
 // types of (learnSchema), and what `kavach variants --build` asks, so
 // that both number their variants alike.
-func RequestKinds(steps []kavach.Step, v kavach.Variator) []string {
+func RequestKinds(steps []kavach.Step, v *kavach.Variation) []string {
 	var kinds []string
 	seen := map[string]bool{}
 	for _, s := range steps {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
-	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/replay"
 	"github.com/kavach-dev/kavach/variants"
 )
@@ -18,22 +17,22 @@ import (
 // it about the requests in the fixture. No schema (nil) when the
 // integration cannot learn one; the variants then guess field types.
 func learnSchema(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, opts Options) (kavach.Schema, string) {
-	learner, ok := opts.Launcher.(kavach.SchemaLearner)
-	v, vok := opts.Codec.(kavach.Variator)
-	if !ok || !vok {
+	ab := opts.Integration.Abilities()
+	learn, v := ab.Learn, ab.Variation
+	if learn == nil || v == nil {
 		return nil, "field types guessed: the integration cannot ask the build"
 	}
-	kinds := RequestKinds(kavach.Steps(fx.Events, opts.Codec), v)
+	kinds := RequestKinds(kavach.Steps(fx.Events, opts.Integration), v)
 	if !opts.Pool.acquire(ctx) {
 		return nil, "field types guessed: " + ctx.Err().Error()
 	}
 	defer opts.Pool.release()
-	p, err := launch.Start(ctx, opts.Launcher, old)
+	p, err := opts.Integration.Start(ctx, old)
 	if err != nil {
 		return nil, "field types guessed: " + err.Error()
 	}
 	defer p.Stop()
-	schema, err := learner.Learn(ctx, p.Addr(), kinds)
+	schema, err := learn(ctx, p.Addr(), kinds)
 	if err != nil {
 		return nil, "field types guessed: " + err.Error()
 	}
@@ -51,13 +50,13 @@ func learnSchema(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, o
 // variants go; nil when unknown.
 func runVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, ropts replay.Options, noise replay.Noise, feature map[int]bool, keys [][]string, opts Options) VariantsEvidence {
 	ve := VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
-	variator, ok := opts.Codec.(kavach.Variator)
-	if !ok {
+	variator := opts.Integration.Abilities().Variation
+	if variator == nil {
 		ve.Note = "the integration cannot vary requests: no variants"
 		return ve
 	}
 	schema, note := learnSchema(ctx, fx, old, opts)
-	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
+	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
 	// A contract (no failure) has regression variants of every step only.
 	var f kavach.Failure
 	var vs []variants.Variant
@@ -168,7 +167,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 		return r
 	}
-	oldInv := checkInvariants(opts.Invariants, opts.Codec, ot, v.Kind)
+	oldInv := checkInvariants(opts.Invariants, opts.Integration, ot, v.Kind)
 	broken := func(s replay.StepResult) bool { return s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang }
 	limit := 0 // steps before limit must give the old build's outputs
 	if v.Regression {
@@ -229,7 +228,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r.StartError = fmt.Sprintf("variant %d: the new build did not start, twice: %v", v.K, err)
 		return r
 	}
-	newInv := checkInvariants(opts.Invariants, opts.Codec, nt, v.Kind)
+	newInv := checkInvariants(opts.Invariants, opts.Integration, nt, v.Kind)
 	for i, s := range nt.Steps {
 		if !s.Ran {
 			break

@@ -120,7 +120,7 @@ func (r Request) prepare() (grade.Diff, error) {
 	if w := rec.Warning(); w != nil {
 		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", w)
 	}
-	if err := rec.in.checkLaunch(rec.fx, r.TrustLaunch, r.Old, r.New); err != nil {
+	if err := checkLaunch(context.Background(), rec.in, rec.fx, r.TrustLaunch, r.Old, r.New); err != nil {
 		return grade.Diff{}, err
 	}
 	set, err := LoadInvariants(r.Invariants, rec.fx)
@@ -129,7 +129,7 @@ func (r Request) prepare() (grade.Diff, error) {
 	}
 	ropts := rec.ReplayOptions(r.StepTimeout, r.StartTimeout)
 	opts := grade.Options{
-		Codec: ropts.Codec, Classifier: ropts.Classifier, Normalizer: ropts.Normalizer, Launcher: ropts.Launcher,
+		Integration: ropts.Integration,
 		StepTimeout: ropts.StepTimeout, Prepare: ropts.Prepare,
 		Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs,
 		FailFast: r.FailFast, Invariants: set, Progress: r.Progress,

@@ -1,6 +1,7 @@
 package grading
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -24,17 +25,17 @@ type Recording struct {
 	steps []kavach.Step     // short: every step
 	sum   *fixtures.Summary // long: the fixture read without its events
 	sha   string            // short: the file's SHA-256
-	in    integration
+	in    kavach.Integration
 }
 
 // Open opens the fixture at path for grading: a short fixture is read
 // once, whole; a long one is summarized (a pass that keeps no event).
 func Open(path string) (*Recording, error) {
 	rec := &Recording{path: path}
-	fx, steps, sha, long, err := fixtures.LoadUpTo(path, grade.DefaultLongSteps, func(h fixtures.Header) (kavach.Codec, error) {
+	fx, steps, sha, long, err := fixtures.LoadUpTo(path, grade.DefaultLongSteps, func(h fixtures.Header) (kavach.Integration, error) {
 		in, err := integrationOf(path, h)
 		rec.in = in
-		return in.codec, err
+		return in, err
 	})
 	if err != nil {
 		return nil, err
@@ -65,7 +66,7 @@ func Skim(path string) (*Recording, error) {
 
 // summarize reads the fixture once without keeping its events.
 func (r *Recording) summarize() error {
-	sum, err := fixtures.Summarize(r.path, r.in.codec)
+	sum, err := fixtures.Summarize(r.path, r.in)
 	if err != nil {
 		return err
 	}
@@ -125,29 +126,29 @@ func (r *Recording) Summary() *fixtures.Summary { return r.sum }
 // cleanly), or nil.
 func (r *Recording) Warning() error { return r.fx.Warning }
 
-// Codec is the codec of the fixture's protocol, told its volatile fields.
-func (r *Recording) Codec() kavach.Codec { return r.in.codec }
+// Codec is the integration of the fixture's protocol, told its volatile
+// fields and secret parameters.
+func (r *Recording) Codec() kavach.Integration { return r.in }
 
 // CheckLaunch vets what starting builds for the fixture would do, before
-// any starts (see integration.checkLaunch); trust is
-// --trust-fixture-launch.
+// any starts (see checkLaunch); trust is --trust-fixture-launch.
 func (r *Recording) CheckLaunch(trust bool, builds ...string) error {
-	return r.in.checkLaunch(r.fx, trust, builds...)
+	return checkLaunch(context.Background(), r.in, r.fx, trust, builds...)
 }
 
 // integrationOf is the integration that speaks the protocol of the
-// fixture at path, whose header is h, its codec told the header's
-// volatile fields.
-func integrationOf(path string, h fixtures.Header) (integration, error) {
+// fixture at path, whose header is h, told the header's volatile fields
+// and secret parameters.
+func integrationOf(path string, h fixtures.Header) (kavach.Integration, error) {
 	in, ok := integrations()[h.Protocol]
 	if !ok {
-		return in, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, h.Protocol, strings.Join(Protocols(), ", "))
+		return nil, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, h.Protocol, strings.Join(Protocols(), ", "))
 	}
-	if len(h.Volatile) > 0 && in.volatile != nil {
-		in.codec = in.volatile(h.Volatile)
+	if volatile := in.Abilities().Volatile; len(h.Volatile) > 0 && volatile != nil {
+		in = volatile(h.Volatile)
 	}
-	if len(h.Redact) > 0 && in.secretParams != nil {
-		in.codec = in.secretParams(h.Redact, in.codec)
+	if secretParams := in.Abilities().SecretParams; len(h.Redact) > 0 && secretParams != nil {
+		in = secretParams(h.Redact)
 	}
 	return in, nil
 }
@@ -165,56 +166,57 @@ func (r *Recording) Launch(build string) kavach.Launch {
 }
 
 // ReplayOptions are the options a replay of the fixture takes: its
-// integration's codec, classifier, normalizer and launcher, the
-// recording's start, and the secret of KAVACH_REDIS_SECRET put back.
+// integration (with startTimeout), the recording's start, and the secret
+// of KAVACH_REDIS_SECRET put back.
 func (r *Recording) ReplayOptions(timeout, startTimeout time.Duration) replay.Options {
 	in, fx := r.in, r.fx
 	opts := replay.Options{
-		Codec: in.codec, Classifier: in.classifier(), Normalizer: in.normalizer(), Launcher: in.launcher(startTimeout),
+		Integration: in.WithStartTimeout(startTimeout),
 		StepTimeout: timeout, Start: fx.Header.Start,
 	}
+	ab := in.Abilities()
 	secret := os.Getenv("KAVACH_REDIS_SECRET")
-	if secret != "" && in.unredact != nil {
-		opts.Prepare = func(b []byte) []byte { return in.unredact(b, secret) }
+	if secret != "" && ab.Unredact != nil {
+		opts.Prepare = func(b []byte) []byte { return ab.Unredact(b, secret) }
 	}
 	// A fixture with redactions compares replies as they were written:
 	// with the secrets in them redacted the same way.
-	if rr, ok := in.codec.(kavach.ReplyRedactor); ok && len(fx.Redactions) > 0 && opts.Normalizer != nil {
-		opts.Normalizer = redactingNormalizer{n: opts.Normalizer, rr: rr, in: in, secret: secret}
+	if red := ab.Redaction; red != nil && red.Reply != nil && len(fx.Redactions) > 0 {
+		opts.Integration = redactingIntegration{Integration: opts.Integration, red: red, unredact: ab.Unredact, secret: secret}
 	}
 	return opts
 }
 
-// redactingNormalizer redacts a reply (see kavach.ReplyRedactor) before
+// redactingIntegration redacts a reply (see kavach.Redaction) before
 // normalizing it, so that a replayed reply holding a secret compares equal
 // to the recorded one, where recording redacted it. The request is taken
 // with the secret put back, so that an echo of it is found.
-type redactingNormalizer struct {
-	n      kavach.Normalizer
-	rr     kavach.ReplyRedactor
-	in     integration
-	secret string
+type redactingIntegration struct {
+	kavach.Integration
+	red      *kavach.Redaction
+	unredact func(request []byte, secret string) []byte // nil: none
+	secret   string
 }
 
-func (r redactingNormalizer) Normalize(request, response []byte) any {
+func (r redactingIntegration) Normalize(request, response []byte) any {
 	req := request
-	if r.secret != "" && r.in.unredact != nil {
-		req = r.in.unredact(request, r.secret)
+	if r.secret != "" && r.unredact != nil {
+		req = r.unredact(request, r.secret)
 	}
 	var full []byte
-	if r.rr.ReplyMayHoldSecret(req) {
+	if r.red.ReplyMayHoldSecret != nil && r.red.ReplyMayHoldSecret(req) {
 		full = req
 	}
-	if out, note := r.rr.RedactReply(full, response); note != "" {
+	if out, note := r.red.Reply(full, response); note != "" {
 		response = out
 	}
 	// The reply to bytes the codec cannot frame, by pattern, as recording did.
-	if rw, ok := r.rr.(kavach.RawRedactor); ok {
-		if n, err := r.in.codec.SplitRequest(request); err != nil || n != len(request) {
-			if out, note := rw.RedactRaw(response, false); note != "" {
+	if r.red.Raw != nil {
+		if n, err := r.SplitRequest(request); err != nil || n != len(request) {
+			if out, note := r.red.Raw(response, false); note != "" {
 				response = out
 			}
 		}
 	}
-	return r.n.Normalize(request, response)
+	return r.Integration.Normalize(request, response)
 }

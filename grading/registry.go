@@ -30,46 +30,44 @@ func Speaks(protocol string) bool {
 	return ok
 }
 
-// CodecFor returns the codec of a protocol, or nil when no integration
-// knows it (kavach show then prints printable bytes).
-func CodecFor(protocol string) kavach.Codec { return codecFor(protocol) }
+// CodecFor returns the integration of a protocol, or nil when none knows
+// it (kavach show then prints printable bytes).
+func CodecFor(protocol string) kavach.Integration { return codecFor(protocol) }
 
 // RedactsNames reports whether protocol has named fields (headers, query
 // parameters, JSON members) that recording can be told to redact.
 func RedactsNames(protocol string) bool {
-	return integrations()[protocol].secretParams != nil
+	in, ok := integrations()[protocol]
+	return ok && in.Abilities().SecretParams != nil
 }
 
-// Launcher starts builds of protocol, giving up on one not ready within
-// startTimeout; nil when no integration speaks it.
-func Launcher(protocol string, startTimeout time.Duration) kavach.Launcher {
+// Integration is the integration of protocol, giving up on a build not
+// ready within startTimeout; nil when none speaks it.
+func Integration(protocol string, startTimeout time.Duration) kavach.Integration {
 	in, ok := integrations()[protocol]
 	if !ok {
 		return nil
 	}
-	return in.launcher(startTimeout)
+	return in.WithStartTimeout(startTimeout)
 }
 
-// SetupRecording gives a recording session of protocol its codec,
-// classifier and redactor (unless keepSecrets), the named fields to
-// redact too, and, when it launches a build, the launcher. protocol must
-// be one Kavach speaks (Speaks).
+// SetupRecording gives a recording session of protocol its integration
+// (with startTimeout, when it launches a build) and redaction (unless
+// keepSecrets), the named fields to redact too. protocol must be one
+// Kavach speaks (Speaks).
 func SetupRecording(s *record.Session, protocol string, redact []string, keepSecrets bool, startTimeout time.Duration) {
 	in := integrations()[protocol]
-	s.Proxy.Codec = in.codec
+	s.Proxy.Codec = in
 	if s.Launch != nil {
-		s.Launcher = in.launcher(startTimeout)
+		s.Proxy.Codec = in.WithStartTimeout(startTimeout)
 	}
-	if cl, ok := in.codec.(kavach.Classifier); ok {
-		s.Proxy.Classifier = cl
-	}
-	if r, ok := in.codec.(kavach.Redactor); ok && !keepSecrets {
-		s.Proxy.Redactor = r
-		if len(redact) > 0 && in.secretParams != nil {
-			s.Proxy.Redactor = in.secretParams(redact, in.codec).(kavach.Redactor)
+	if ab := in.Abilities(); ab.Redaction != nil && !keepSecrets {
+		s.Proxy.Redactor = ab.Redaction
+		if len(redact) > 0 && ab.SecretParams != nil {
+			s.Proxy.Redactor = ab.SecretParams(redact).Abilities().Redaction
 			s.Redact = redact
 		}
-		s.RedactArgs = in.redactArgs
+		s.RedactArgs = ab.RedactArgs
 	}
 }
 
@@ -82,6 +80,5 @@ func FailureAt(fx *fixtures.Fixture, n int, o kavach.Oracle) (kavach.Failure, er
 // CheckMark refuses a failure the recording does not show (grade.CheckMark
 // with the fixture's integration).
 func CheckMark(fx *fixtures.Fixture, set *invariants.Set, f kavach.Failure) error {
-	in := integrations()[fx.Header.Protocol]
-	return grade.CheckMark(fx, in.codec, in.classifier(), in.normalizer(), set, f)
+	return grade.CheckMark(fx, integrations()[fx.Header.Protocol], set, f)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
-	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/variants"
 )
 
@@ -43,8 +42,8 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 	if fx.Failure == nil {
 		return nil, fmt.Errorf("fixture %s has no failure to vary: mark it with 'kavach mark %s --step N --oracle ...'", r.Fixture, r.Fixture)
 	}
-	variator, ok := in.codec.(kavach.Variator)
-	if !ok {
+	variator := in.Abilities().Variation
+	if variator == nil {
 		return nil, fmt.Errorf("the %s integration cannot vary requests", fx.Header.Protocol)
 	}
 	var schema kavach.Schema
@@ -55,54 +54,54 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 		}
 	}
 	vs := variants.Generate(fx.Events, fx.Failure.Step, variants.Options{
-		Codec: in.codec, Variator: variator, Schema: schema, Budget: r.Budget, Seed: r.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true,
+		Codec: in, Variator: variator, Schema: schema, Budget: r.Budget, Seed: r.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true,
 		// The kinds the fixture excludes, as kavach diff leaves them out.
 		Exclude: fx.Failure.ExcludeVariants})
 	return &VariantList{Variants: vs,
-		LeftWhole: variants.LeftWhole(fx.Events, fx.Failure.Step, variants.Options{Codec: in.codec, Variator: variator})}, nil
+		LeftWhole: variants.LeftWhole(fx.Events, fx.Failure.Step, variants.Options{Codec: in, Variator: variator})}, nil
 }
 
 // learn starts the build once and asks it the field types of the
 // fixture's requests and, as kavach diff asks them, the steps' keys
 // (where the variants' budget goes).
-func learn(ctx context.Context, fx *fixtures.Fixture, in integration, variator kavach.Variator, build string, trust bool) (kavach.Schema, [][]string, error) {
-	if err := in.checkLaunch(fx, trust, build); err != nil {
+func learn(ctx context.Context, fx *fixtures.Fixture, in kavach.Integration, variator *kavach.Variation, build string, trust bool) (kavach.Schema, [][]string, error) {
+	if err := checkLaunch(ctx, in, fx, trust, build); err != nil {
 		return nil, nil, err
 	}
-	l := in.launcher(10 * time.Second)
-	learner, ok := l.(kavach.SchemaLearner)
-	if !ok {
+	l := in.WithStartTimeout(10 * time.Second)
+	ab := l.Abilities()
+	if ab.Learn == nil {
 		return nil, nil, fmt.Errorf("the %s integration cannot learn request types from a build", fx.Header.Protocol)
 	}
 	rec := &Recording{path: fx.Path, fx: fx}
-	p, err := launch.Start(ctx, l, rec.Launch(build))
+	p, err := l.Start(ctx, rec.Launch(build))
 	if err != nil {
 		return nil, nil, err
 	}
 	defer p.Stop()
-	steps := kavach.Steps(fx.Events, in.codec)
+	steps := kavach.Steps(fx.Events, in)
 	var requests [][]byte
 	for _, s := range steps {
 		requests = append(requests, s.Request.Data)
 	}
 	// The kinds a diff asks about (grade.RequestKinds), so that the
 	// numbering is the diff's.
-	schema, err := learner.Learn(ctx, p.Addr(), grade.RequestKinds(steps, variator))
+	schema, err := ab.Learn(ctx, p.Addr(), grade.RequestKinds(steps, variator))
 	if err != nil {
 		return nil, nil, err
 	}
 	var keys [][]string
-	if finder, ok := l.(kavach.KeyFinder); ok {
-		keys, _ = finder.Keys(ctx, p.Addr(), requests)
+	if ab.Keys != nil {
+		keys, _ = ab.Keys(ctx, p.Addr(), requests)
 	}
 	return schema, keys, nil
 }
 
 // loadFixture loads a fixture whole and finds its integration.
-func loadFixture(path string) (*fixtures.Fixture, integration, error) {
+func loadFixture(path string) (*fixtures.Fixture, kavach.Integration, error) {
 	fx, err := fixtures.Load(path)
 	if err != nil {
-		return nil, integration{}, err
+		return nil, nil, err
 	}
 	if fx.Warning != nil {
 		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", fx.Warning)

@@ -15,25 +15,25 @@ import (
 
 // Recorded is what the recording itself shows of each step, in the same
 // shape as a trace: normalized replies and the outcome.
-func Recorded(events []kavach.Event, codec kavach.Codec, cl kavach.Classifier, n kavach.Normalizer) []StepResult {
-	steps := kavach.Steps(events, codec)
+func Recorded(events []kavach.Event, in kavach.Integration) []StepResult {
+	steps := kavach.Steps(events, in)
 	out := make([]StepResult, len(steps))
 	for i, s := range steps {
-		out[i] = RecordedStep(s, cl, n)
+		out[i] = RecordedStep(s, in)
 	}
 	return out
 }
 
 // RecordedStep is what the recording shows of one step, as Recorded.
-func RecordedStep(s kavach.Step, cl kavach.Classifier, n kavach.Normalizer) StepResult {
+func RecordedStep(s kavach.Step, in kavach.Integration) StepResult {
 	r := StepResult{N: s.N, Conn: s.Conn(), Ran: true, Responses: [][]byte{}, Output: []any{}, Request: s.Request.Data}
 	for _, ev := range s.Responses {
 		r.Responses = append(r.Responses, ev.Data)
-		r.Output = append(r.Output, Normalize(n, s.Request.Data, ev.Data))
+		r.Output = append(r.Output, in.Normalize(s.Request.Data, ev.Data))
 	}
 	switch {
 	case len(s.Responses) > 0:
-		r.Outcome = cl.Classify(s.Request.Data, r.Responses)
+		r.Outcome = in.Classify(s.Request.Data, r.Responses)
 	case s.Closed:
 		r.Outcome = kavach.Outcome{Kind: kavach.Crash, Detail: "the service closed the connection"}
 	default:

@@ -2,20 +2,11 @@ package variants
 
 import "fmt"
 
-// Aggregator is what a Variator implements whose protocol has requests
-// that read an aggregate: something every earlier request may feed,
-// whatever key or path it names (Redis: DBSIZE, INFO, KEYS, SCAN,
-// RANDOMKEY; HTTP: a metrics page).
-type Aggregator interface {
-	// ReadsAggregate reports whether request reads an aggregate.
-	ReadsAggregate(request []byte) bool
-}
-
 // readsAggregate reports whether the failing request reads an aggregate,
-// as the Variator says (Aggregator); false without one.
+// as the Variation says (Variation.ReadsAggregate); false without it.
 func (g *gen) readsAggregate() bool {
-	a, ok := g.opts.Variator.(Aggregator)
-	return ok && g.failing <= len(g.steps) && a.ReadsAggregate(g.steps[g.failing-1].Request.Data)
+	reads := g.opts.Variator.ReadsAggregate
+	return reads != nil && g.failing <= len(g.steps) && reads(g.steps[g.failing-1].Request.Data)
 }
 
 // feeders places the earlier steps of a failing request that reads an

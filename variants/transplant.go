@@ -9,26 +9,6 @@ import (
 	"github.com/kavach-dev/kavach"
 )
 
-// TypedSiblingVariator is an optional Variator interface: the request
-// (or a command a script of it calls) made by commands of any family
-// whose argument in the same role has the same type (an integer: INCRBY's
-// increment, SETEX's seconds, LTRIM's stop), keys mapped to keys of the
-// type each command takes and written in Setup, arguments dropped or
-// filled as its grammar requires. Kind "typed-sibling"; Group the part of
-// the request varied. It must be pure.
-type TypedSiblingVariator interface {
-	TypedSiblings(request []byte, schema kavach.Schema) []kavach.Substitution
-}
-
-// SiteTransplanter is an optional Variator interface: a request that
-// runs a script with value (an integer) put in place of each number its
-// script's call sites pass, the changed script run as the request runs
-// it (with what it needs sent first, in Setup). Nil for a request that
-// runs no script it can read. It must be pure.
-type SiteTransplanter interface {
-	SiteTransplants(request []byte, value string) []kavach.Substitution
-}
-
 // maxTriggers is how many values of the failing request are
 // transplanted at most (its first ones), and maxTargetFields how many
 // fields of another request take them (its first ones): a request of
@@ -169,14 +149,14 @@ func (g *gen) transplants() []Variant {
 }
 
 // siteTransplants are trigger t put in place of each number the call
-// sites of the script step n runs pass (SiteTransplanter).
+// sites of the script step n runs pass (Variation.SiteTransplants).
 func (g *gen) siteTransplants(n int, t trigger) []Variant {
-	st, ok := after(g.opts.Variator, g.steps, n).(SiteTransplanter)
-	if !ok {
+	transplants := after(g.opts.Variator, g.steps, n).SiteTransplants
+	if transplants == nil {
 		return nil
 	}
 	var out []Variant
-	for _, sub := range st.SiteTransplants(g.steps[n-1].Request.Data, t.field.Value) {
+	for _, sub := range transplants(g.steps[n-1].Request.Data, t.field.Value) {
 		where := "before"
 		if n > g.failing {
 			where = "after"
@@ -229,19 +209,19 @@ func (g *gen) transplanted(n int, fields []kavach.Field, j int, t trigger) Varia
 
 // typedSiblings are the failing request made by commands of other
 // families whose argument in the same role has its type
-// (TypedSiblingVariator), each with the writes it needs inserted before
+// (Variation.TypedSiblings), each with the writes it needs inserted before
 // it.
 func (g *gen) typedSiblings() []Variant {
 	req := g.steps[g.failing-1].Request
 	if req.Flags&kavach.ParseError != 0 {
 		return nil
 	}
-	tv, ok := after(g.opts.Variator, g.steps, g.failing).(TypedSiblingVariator)
-	if !ok {
+	typed := after(g.opts.Variator, g.steps, g.failing).TypedSiblings
+	if typed == nil {
 		return nil
 	}
 	var out []Variant
-	for _, s := range tv.TypedSiblings(req.Data, g.opts.Schema) {
+	for _, s := range typed(req.Data, g.opts.Schema) {
 		v := g.substituted(g.failing, s, fmt.Sprintf("step %d: %s", g.failing, s.What), false)
 		v.group, v.primary, v.Kind, v.Place = "typed-sibling "+s.Group, true, "typed-sibling", PlaceFailing
 		out = append(out, v)

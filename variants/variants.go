@@ -73,9 +73,9 @@ func (v Variant) ShiftAt(step int) time.Duration {
 
 // Options configure Generate.
 type Options struct {
-	Codec    kavach.Codec    // frames steps; required
-	Variator kavach.Variator // splits requests into fields; required
-	Schema   kavach.Schema   // field types learned from the old build; nil: guessed
+	Codec    kavach.Integration // frames steps; required
+	Variator *kavach.Variation  // the integration's Variation: fields of requests; required
+	Schema   kavach.Schema      // field types learned from the old build; nil: guessed
 	// Budget is the most variants made; the rest of what could be made is
 	// sampled by Seed. Zero means 64.
 	Budget int
@@ -86,7 +86,7 @@ type Options struct {
 	// fixture's start), for values that are times; zero: unknown.
 	Start time.Time
 	// Keys are the keys (resources) each step names, index 0 for step 1,
-	// as a kavach.KeyFinder gives them: nil when unknown. They tell which
+	// as kavach.Abilities.Keys gives them: nil when unknown. They tell which
 	// earlier steps can affect the failing one. Nil Keys: every step may.
 	Keys [][]string
 	// Deferred leaves the kept variants' Events and Origin unmade:
@@ -119,20 +119,6 @@ const (
 
 // MissingKey is a key no recording writes, for "a key that does not exist".
 const MissingKey = "kavach:missing-key"
-
-// Wording is what a Variator implements whose protocol has its own words
-// for the fields its variants change: HTTP's are a header, a query
-// parameter, a path segment, not "argument 3" and "a key". Without it,
-// fields are arguments and keys, as in Redis.
-type Wording interface {
-	// FieldName names field i of a request in a variant's description
-	// ("header X-Note", "path segment 2").
-	FieldName(i int, f kavach.Field) string
-	// KeyWords say what a field of type FieldKey set to MissingKey is
-	// ("a key that does not exist"), and one set to another key the
-	// recording shows ("another recorded key").
-	KeyWords() (missing, other string)
-}
 
 // clockShifts are the clock variants: the clock jumps by each, right
 // before the failing step.
@@ -399,7 +385,7 @@ func newGen(events []kavach.Event, failing int, opts Options) *gen {
 
 // places says where each earlier step's mutations go: an earlier step
 // that names a key the failing request names (keys relate as
-// kavach.KeysRelate says) and writes it (kavach.Inspector; without one,
+// kavach.KeysRelate says) and writes it (kavach.Abilities.Writes; without it,
 // naming it is enough) is a writer; a step whose keys are unknown or
 // none (a command on the whole server: FLUSHALL, CONFIG SET, a script),
 // or that names the key without writing it, is other; a step that names
@@ -415,7 +401,7 @@ func (g *gen) places() map[int]string {
 		return nil
 	}
 	kF := keysOf(g.failing)
-	ins, hasIns := g.opts.Codec.(kavach.Inspector)
+	writes := g.opts.Codec.Abilities().Writes
 	for j := 1; j < g.failing && j <= len(g.steps); j++ {
 		kj := keysOf(j)
 		if len(kF) == 0 || len(kj) == 0 {
@@ -427,9 +413,9 @@ func (g *gen) places() map[int]string {
 			continue
 		}
 		out[j] = PlaceOther
-		if !hasIns {
+		if writes == nil {
 			out[j] = PlaceWriter
-		} else if w, _ := ins.Writes(g.steps[j-1].Request.Data); anyRelate(w, kF) {
+		} else if w, _ := writes(g.steps[j-1].Request.Data); anyRelate(w, kF) {
 			out[j] = PlaceWriter
 		}
 	}
@@ -737,21 +723,21 @@ func (g *gen) substitutions(n int, failing bool) []substitution {
 		return nil
 	}
 	var out []substitution
-	if tv, ok := g.opts.Variator.(kavach.TypeVariator); ok {
-		for _, s := range tv.Substitutions(req.Data, g.opts.Schema) {
+	if types := g.opts.Variator.Types; types != nil {
+		for _, s := range types(req.Data, g.opts.Schema) {
 			out = append(out, substitution{s, "type"})
 		}
 	}
-	if gv, ok := g.opts.Variator.(kavach.GrammarVariator); ok {
-		for _, s := range gv.Rewrites(req.Data, g.opts.Schema) {
+	if grammar := g.opts.Variator.Grammar; grammar != nil {
+		for _, s := range grammar(req.Data, g.opts.Schema) {
 			out = append(out, substitution{s, "grammar"})
 		}
 	}
 	if !failing {
 		return out
 	}
-	if sv, ok := after(g.opts.Variator, g.steps, n).(kavach.SiblingVariator); ok {
-		subs, _ := sv.Siblings(req.Data, g.opts.Schema)
+	if siblings := after(g.opts.Variator, g.steps, n).Siblings; siblings != nil {
+		subs, _ := siblings(req.Data, g.opts.Schema)
 		for _, s := range subs {
 			out = append(out, substitution{s, "sibling"})
 		}
@@ -1179,19 +1165,19 @@ func (g *gen) subRequest(n int, sub kavach.Substitution) []byte {
 	return g.opts.Variator.Rebuild(req, fields)
 }
 
-// fieldName names field i in the protocol's words (Wording), else as an
+// fieldName names field i in the protocol's words (Variation.FieldName), else as an
 // argument.
 func (g *gen) fieldName(i int, f kavach.Field) string {
-	if w, ok := g.opts.Variator.(Wording); ok {
-		return w.FieldName(i, f)
+	if name := g.opts.Variator.FieldName; name != nil {
+		return name(i, f)
 	}
 	return argName(i, f)
 }
 
 // keyWords are the protocol's words for a missing and another key.
 func (g *gen) keyWords() (missing, other string) {
-	if w, ok := g.opts.Variator.(Wording); ok {
-		return w.KeyWords()
+	if words := g.opts.Variator.KeyWords; words != nil {
+		return words()
 	}
 	return "a key that does not exist", "another recorded key"
 }

@@ -10,18 +10,6 @@ import (
 	"github.com/kavach-dev/kavach"
 )
 
-// Blocking is what a Variator implements whose protocol has requests
-// that wait for other connections (Redis: BLPOP, BLMPOP, BZPOPMIN, XREAD
-// BLOCK, WAIT): which of a request's fields is its count and which its
-// timeout. Without it, a count is the number after a COUNT token and a
-// request has no timeout field.
-type Blocking interface {
-	// BlockingFields are the indexes, in fields as Fields gives them for
-	// request, of the request's count (how many it takes once woken) and
-	// of its timeout; -1 for none.
-	BlockingFields(request []byte, fields []kavach.Field) (count, timeout int)
-}
-
 // The timeouts a blocked request is given: short, when nothing wakes it
 // any more; long, far past any recorded wait whether the command counts
 // seconds (BLPOP: over 41 days) or milliseconds (XREAD BLOCK, WAIT: an
@@ -149,10 +137,10 @@ func (g *gen) wakeups() []Variant {
 }
 
 // blockingFields are the failing request's count and timeout fields
-// (Blocking), or the number after a COUNT token and no timeout.
+// (Variation.BlockingFields), or the number after a COUNT token and no timeout.
 func (g *gen) blockingFields(request []byte, fields []kavach.Field) (count, timeout int) {
-	if b, ok := g.opts.Variator.(Blocking); ok {
-		return b.BlockingFields(request, fields)
+	if blocking := g.opts.Variator.BlockingFields; blocking != nil {
+		return blocking(request, fields)
 	}
 	count = -1
 	for i := 0; i+1 < len(fields); i++ {

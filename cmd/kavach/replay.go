@@ -201,7 +201,7 @@ func (r *replayRuns) violated(set *invariants.Set, f *kavach.Failure) (func(int)
 // back beside the recording.
 type replayRuns struct {
 	sum    *fixtures.Summary
-	codec  kavach.Codec
+	codec  kavach.Integration
 	opts   replay.Options
 	spills []*replay.Spill
 	traces []*replay.Trace // without steps: they are in the spills
@@ -217,8 +217,8 @@ func (r *replayRuns) close() {
 // step and as recorded, and each run's.
 func (r *replayRuns) each(fn func(rec replay.StepResult, st kavach.Step, runs []replay.StepResult) error) error {
 	name := func(i int) string { return fmt.Sprintf("run %d", i+1) }
-	return replay.ReadBack(r.sum.EachStep, r.spills, r.opts.Normalizer, name, func(st kavach.Step, got []replay.StepResult) error {
-		return fn(replay.RecordedStep(st, r.opts.Classifier, r.opts.Normalizer), st, got)
+	return replay.ReadBack(r.sum.EachStep, r.spills, r.opts.Integration, name, func(st kavach.Step, got []replay.StepResult) error {
+		return fn(replay.RecordedStep(st, r.opts.Integration), st, got)
 	})
 }
 

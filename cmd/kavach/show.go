@@ -72,7 +72,7 @@ func showCommand() *cli.Command {
 // millions of steps is shown in the memory of a few thousand.
 type fixtureView struct {
 	fx    *fixtures.Summary
-	codec kavach.Codec // nil: show printable bytes
+	codec kavach.Integration // nil: show printable bytes
 }
 
 // protocolOf is the protocol a fixture's header names, "" when it cannot
@@ -111,14 +111,11 @@ func (v *fixtureView) describe(ev kavach.Event, max int) string {
 func (v *fixtureView) outcome(s kavach.Step) string {
 	switch {
 	case len(s.Responses) > 0 && v.codec != nil:
-		if c, ok := v.codec.(kavach.Classifier); ok {
-			data := make([][]byte, len(s.Responses))
-			for i, r := range s.Responses {
-				data[i] = r.Data
-			}
-			return c.Classify(s.Request.Data, data).String()
+		data := make([][]byte, len(s.Responses))
+		for i, r := range s.Responses {
+			data[i] = r.Data
 		}
-		return string(kavach.OK)
+		return v.codec.Classify(s.Request.Data, data).String()
 	case len(s.Responses) > 0:
 		return string(kavach.OK)
 	case s.Closed:

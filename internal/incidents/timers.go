@@ -164,7 +164,7 @@ func RecordClients(dir, build string, clients func(addr string) error) (*fixture
 // RecordClientsAged is RecordClients with the build started age before
 // the recording: a server that ran before the incident was recorded.
 func RecordClientsAged(dir, build string, age time.Duration, clients func(addr string) error) (*fixtures.Fixture, error) {
-	srv, err := redis.Launcher{}.Start(kavach.Launch{Path: build})
+	srv, err := redis.Integration{}.Start(context.Background(), kavach.Launch{Path: build})
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func RecordClientsAged(dir, build string, age time.Duration, clients func(addr s
 	if err != nil {
 		return nil, err
 	}
-	p, err := record.Start(record.Options{Codec: redis.Codec{}, Upstream: srv.Addr(), Fixture: w}, h.Start)
+	p, err := record.Start(record.Options{Codec: redis.Integration{}, Upstream: srv.Addr(), Fixture: w}, h.Start)
 	if err != nil {
 		w.Close(fixtures.End{})
 		return nil, err
