@@ -15,33 +15,41 @@ import (
 
 // TestImportDirection holds the layout's one direction of imports
 // (root <- {fixtures, launch} <- {record, replay, variants, invariants} <-
-// grade <- cmd; an integration imports only the root and launch), so that
+// grade <- grading <- {mcpserver, example, cmd}; an integration imports only the root and launch), so that
 // a protocol never leaks into the recorder or the fixture format. Every
 // package is listed with what it may import of the project: a new package
 // fails this test until its line is written.
 func TestImportDirection(t *testing.T) {
 	const mod = "github.com/kavach-dev/kavach"
 	allowed := map[string][]string{
-		"":                     {},
-		"fixtures":             {""},
-		"launch":               {""},
-		"record":               {"", "fixtures", "launch"},
-		"replay":               {"", "fixtures", "launch"},
-		"variants":             {"", "fixtures"},
-		"invariants":           {"", "fixtures"},
-		"integrations/redis":   {"", "launch"},
-		"integrations/axum":    {"", "launch"},
-		"grade":                {"", "fixtures", "invariants", "launch", "replay", "variants"},
-		"recount":              {"grade"},
-		"htmlreport":           {"", "grade", "replay", "recount"},
-		"mcpserver":            {"", "grade", "internal/pathcheck"},
+		"":                   {},
+		"fixtures":           {""},
+		"launch":             {""},
+		"record":             {"", "fixtures", "launch"},
+		"replay":             {"", "fixtures", "launch"},
+		"variants":           {"", "fixtures"},
+		"invariants":         {"", "fixtures"},
+		"integrations/redis": {"", "launch"},
+		"integrations/axum":  {"", "launch"},
+		"grade":              {"", "fixtures", "invariants", "launch", "replay", "variants"},
+		"recount":            {"grade"},
+		"htmlreport":         {"", "grade", "replay", "recount"},
+		// The use case: grade this fixture with these builds. It lists the
+		// integrations; cmd/kavach, mcpserver and example call it.
+		"grading":              {"", "fixtures", "grade", "integrations/axum", "integrations/redis", "internal/cut", "invariants", "launch", "record", "replay", "variants"},
+		"mcpserver":            {"", "grade", "grading", "internal/cut", "internal/pathcheck"},
+		"internal/cut":         {},
 		"internal/pathcheck":   {},
 		"internal/buildscript": {},
-		"internal/redisbuild":  {"internal/buildscript"},
-		"internal/axumbuild":   {"internal/buildscript"},
-		"internal/incidents":   {"", "fixtures", "integrations/axum", "integrations/redis", "record"},
-		"example":              {"", "fixtures", "grade", "internal/buildscript", "invariants", "record"},
-		"cmd/kavach": {"", "example", "fixtures", "grade", "htmlreport", "integrations/axum", "integrations/redis", "internal/pathcheck",
+		"internal/reporoot":    {},
+		"internal/redisbuild":  {"internal/buildscript", "internal/reporoot"},
+		"internal/axumbuild":   {"internal/buildscript", "internal/reporoot"},
+		// Test helpers only: a base for fake integrations.
+		"internal/integrationtest": {""},
+		"internal/incidents":       {"", "fixtures", "integrations/axum", "integrations/redis", "record"},
+		"example":                  {"", "fixtures", "grade", "grading", "internal/buildscript", "invariants", "record"},
+		// The command names no integration: grading lists them.
+		"cmd/kavach": {"", "example", "fixtures", "grade", "grading", "htmlreport", "internal/cut", "internal/pathcheck",
 			"invariants", "launch", "mcpserver", "record", "recount", "replay", "variants"},
 		"bench/plainproxy":  {},
 		"bench/htmlbig":     {"", "grade", "replay"},
@@ -93,6 +101,22 @@ func TestBinaryLinksNoTesting(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if dep == "testing" || strings.HasPrefix(dep, "testing/") {
 			t.Errorf("cmd/kavach links %s", dep)
+		}
+	}
+}
+
+// TestBinaryLinksNoRepoRoot: the shipped kavach command finds nothing
+// from where it was compiled (internal/reporoot asks runtime.Caller, which
+// holds only inside a checkout): kavach grade resolves an example's
+// scripts from the example's folder, so an installed binary grades it.
+func TestBinaryLinksNoRepoRoot(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "./cmd/kavach").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasSuffix(dep, "/internal/reporoot") || strings.HasSuffix(dep, "/internal/incidents") {
+			t.Errorf("cmd/kavach links %s, a test helper that finds files from where it was compiled", dep)
 		}
 	}
 }

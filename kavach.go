@@ -1,14 +1,12 @@
 // Package kavach holds the vocabulary that the rest of Kavach shares: the
 // events a recording is made of, the steps verdicts name, the outcome of a
 // step, the failure of an incident (an oracle and a signature), and the
-// interfaces an integration implements for one protocol (Codec, Launcher,
-// Classifier, Normalizer, Redactor).
+// one interface an integration implements for a protocol (Integration).
 //
 // It imports nothing of the project; every other package imports it.
 package kavach
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -55,7 +53,7 @@ const (
 	// kept exactly as they crossed the proxy, and were forwarded unchanged.
 	ParseError EventFlags = 1 << iota
 	// Redacted marks an event whose bytes had secrets replaced before they
-	// were written (see Redactor).
+	// were written (see Redaction).
 	Redacted
 	// Inserted marks a request that a variant put in front of a recorded
 	// one (a write that makes a key of another type, a SCRIPT LOAD): no
@@ -317,104 +315,6 @@ func CheckVariantKinds(kinds []string) error {
 	return nil
 }
 
-// Codec frames and describes one protocol's messages. Implementations are
-// pure: no I/O, safe for concurrent use.
-type Codec interface {
-	// Protocol is the name written into fixtures: "resp", "http".
-	Protocol() string
-	// SplitRequest and SplitResponse find the first whole message in data.
-	// They return n > 0 for a message of n bytes, n == 0 with a nil error
-	// when more bytes are needed, or an error saying where data is
-	// malformed. They never return n > len(data).
-	SplitRequest(data []byte) (n int, err error)
-	SplitResponse(data []byte) (n int, err error)
-	// Replies says how many responses the request message expects
-	// (usually 1; SUBSCRIBE to three channels expects 3).
-	Replies(request []byte) int
-	// IsPush reports whether a response message is unsolicited (a pub/sub
-	// message) rather than the reply to a pending request.
-	IsPush(response []byte) bool
-	// DescribeRequest and DescribeResponse render a message on one line
-	// for a person, cut to about max bytes.
-	DescribeRequest(msg []byte, max int) string
-	DescribeResponse(msg []byte, max int) string
-}
-
-// Classifier turns a step's responses into an Outcome. A step with no
-// response because the connection closed is a Crash; because the step
-// timed out, a Hang; the classifier decides between OK and Error.
-type Classifier interface {
-	Classify(request []byte, responses [][]byte) Outcome
-}
-
-// Normalizer turns a response into the value that replays compare, so
-// that what the service does not promise (the order of a hash table's
-// entries, a process id) does not count as a difference. The value is a
-// tree of nil, bool, int64, float64, string, []any and map[string]any.
-// It must be deterministic: the same bytes give the same tree.
-type Normalizer interface {
-	Normalize(request, response []byte) any
-}
-
-// Settler is an optional Codec method for services that keep time in a
-// timer of their own, read from the (virtual) wall clock: Redis caches its
-// clock at one-second resolution and refreshes it in its timer, and fires
-// blocked clients' timeouts there. Settle reports whether, after the
-// virtual clock moved from one time to another, the build must run its
-// timer on the new time before the next request; blocked says whether a
-// step is waiting for a reply. The replay then waits until the build has
-// turned its event loop (docs/replay.md, "Settled clocks").
-type Settler interface {
-	Settle(from, to time.Time, blocked bool) bool
-}
-
-// Redactor replaces secrets in a request before it is written to a
-// fixture. It returns the bytes to write and a note of what it replaced
-// (empty when it replaced nothing); the proxy forwards the original bytes.
-type Redactor interface {
-	Redact(request []byte) (out []byte, note string)
-}
-
-// ReplyRedactor is an optional Redactor interface: replace secrets in a
-// response before it is written (a CONFIG GET requirepass reply, an error
-// echoing a password, a Set-Cookie header). request is the request the
-// response answers, as the client sent it (not redacted); nil when the
-// response answers none (a push).
-type ReplyRedactor interface {
-	// ReplyMayHoldSecret reports whether the replies to this request may
-	// hold a secret that only the request tells; the proxy keeps a copy of
-	// such requests for RedactReply.
-	ReplyMayHoldSecret(request []byte) bool
-	RedactReply(request, response []byte) (out []byte, note string)
-}
-
-// Resyncer is an optional Codec interface: where framing can start again
-// after bytes it cannot frame, as the service itself goes on. data starts
-// with the bytes SplitRequest (or SplitResponse) refused. n > 0: data[:n]
-// are unframable and framing resumes at n (when n == len(data) and data
-// does not end a line, the rest of the line is unframable too). ok false:
-// the rest of the direction is unframable (the service closes, say).
-type Resyncer interface {
-	Resync(data []byte, request bool) (n int, ok bool)
-}
-
-// FrameSizer is an optional Codec interface: how long the message at the
-// start of data is at least, from the part of it that has come (its
-// headers), or 0 when that does not tell. It must never say more than
-// the message's length. The recorder makes room for a large message once
-// with it, instead of growing a buffer while the message comes in.
-type FrameSizer interface {
-	MinFrameLen(data []byte, request bool) int
-}
-
-// RawRedactor is an optional Redactor interface for bytes the codec could
-// not frame: it replaces what looks like a secret by pattern (the argument
-// after AUTH, an Authorization header's value however it is spelled),
-// erring towards replacing too much.
-type RawRedactor interface {
-	RedactRaw(data []byte, request bool) (out []byte, note string)
-}
-
 // RedactedRaw is what the recorder writes in place of raw bytes it could
 // not redact piece by piece (they follow a secret, or a secret word was
 // cut in two by a read), followed by their length.
@@ -429,33 +329,6 @@ type Launch struct {
 	// Env is added to Kavach's own environment for the build (a replay
 	// adds libfaketime's variables here).
 	Env []string `json:"env,omitempty"`
-}
-
-// Launcher starts and stops builds of a service.
-type Launcher interface {
-	// Start starts a build in its own process group, with a fresh dir and
-	// a free loopback port, and returns when the service is ready or
-	// failed to become ready (an error carrying the exit status and log
-	// tail). The returned Process must be stopped by the caller.
-	Start(l Launch) (Process, error)
-	// Version asks the running service at addr what version it is, for a
-	// build's identity; "" when it does not say.
-	Version(ctx context.Context, addr string) string
-}
-
-// ContextStarter is an optional Launcher interface: Start bounded by ctx
-// (a signal to Kavach stops a start in progress), the build stopped once
-// ctx is done.
-type ContextStarter interface {
-	StartContext(ctx context.Context, l Launch) (Process, error)
-}
-
-// Identifier is an optional Launcher method: what version a build is,
-// found without asking the running service anything (Version's request
-// would be counted by it), e.g. by running the executable with
-// --version. "" when it cannot tell.
-type Identifier interface {
-	Identify(l Launch) string
 }
 
 // Process is a running build.
@@ -542,58 +415,20 @@ type Field struct {
 // a running build (Redis: COMMAND DOCS). Only the integration reads it.
 type Schema any
 
-// Variator is an optional Codec interface: requests as typed fields, so
-// that variants mutate structure rather than bytes. It must be pure.
-type Variator interface {
-	// Fields splits a request into its kind (requests of one kind can
-	// swap fields: "GETRANGE") and its fields, typed by schema when it is
-	// not nil, else by guessing. ok is false for a request it cannot split.
-	Fields(request []byte, schema Schema) (kind string, fields []Field, ok bool)
-	// Rebuild encodes request again with its fields replaced by these: the
-	// same fields Fields gave, in order, with values changed or fields
-	// left out (a removed field).
-	Rebuild(request []byte, fields []Field) []byte
-}
-
-// TypeVariator is an optional Variator interface: the request on keys
-// (resources) of every type the service has, each written right before
-// it. It must be pure: what it knows about types and key positions comes
-// from schema, learned from the old build.
-type TypeVariator interface {
-	Substitutions(request []byte, schema Schema) []Substitution
-}
-
-// GrammarVariator is an optional Variator interface: the request with
-// the other choices its grammar allows (Redis: COMMAND DOCS) — tokens
-// swapped within their group, optional parts dropped and added, repeated
-// parts repeated. Substitutions it returns have no Setup. It must be pure.
-type GrammarVariator interface {
-	Rewrites(request []byte, schema Schema) []Substitution
-}
-
-// SiblingVariator is an optional Variator interface: the request made by
-// the other members of its family (Redis: EVALSHA after SCRIPT LOAD for
-// EVAL, DECRBY for INCRBY, PEXPIRE for EXPIRE), with the arguments mapped
-// and any setup they need in Setup. skipped names the members the build
-// (as schema knows it) does not have. It must be pure.
-type SiblingVariator interface {
-	Siblings(request []byte, schema Schema) (subs []Substitution, skipped []string)
-}
-
 // Substitution is a request with one of its keys replaced by a key that
-// Setup writes first, on the same connection; or, from a ValueVariator,
+// Setup writes first, on the same connection; or, from Variation.Values,
 // the request with one value varied.
 type Substitution struct {
 	Setup   [][]byte // requests sent right before Request
 	Request []byte
 	What    string // for a person: which key, and what it now holds
-	// Kind is a ValueVariator's variant kind (VariantKinds); Group is the
+	// Kind is a Variation.Values variant kind (VariantKinds); Group is the
 	// part of the request it varies, for sampling: the variants of one
 	// group get their turns round by round. Both are empty for a type or
 	// grammar substitution.
 	Kind, Group string
 	// Edit, when set, says the substitution is the request with one field
-	// (as the Variator's Fields numbers them) set to another value, and
+	// (as Variation.Fields numbers them) set to another value, and
 	// Setup before it. Request may then be nil: the variants package
 	// makes it with Rebuild only when the variant is kept, so that a
 	// request of many arguments is not copied once per candidate.
@@ -606,62 +441,7 @@ type FieldEdit struct {
 	Value string
 }
 
-// ValueVariator is an optional Variator interface: the request with one
-// value varied inside its argument: a number in other forms and ranges
-// (Kind "number-form"), one part of a structured value (Kind
-// "structured"), a command its script calls (Kind "script-site"), its
-// script run another way (Kind "runner", with the requests that runner
-// needs first as Setup). at is when the request was sent, in the time the
-// build saw (zero when unknown), for values that are times. It must be
-// pure.
-type ValueVariator interface {
-	Values(request []byte, schema Schema, at time.Time) []Substitution
-}
-
-// ValueNoter is an optional ValueVariator interface: what Values leaves
-// whole in a request, and why, for the report (a script the integration
-// cannot read). Nil when nothing is left whole. It must be pure.
-type ValueNoter interface {
-	LeftWhole(request []byte) []string
-}
-
-// EarlierVariator is an optional Variator interface for a request that
-// runs what an earlier step sent (Redis: an EVALSHA runs the script an
-// earlier SCRIPT LOAD or EVAL sent, an FCALL a function an earlier
-// FUNCTION LOAD registered). After is the Variator for a request sent
-// after earlier (the requests of the steps before it, oldest first,
-// every connection's): its values (ValueVariator), what they leave whole
-// (ValueNoter) and the family members the build lacks (SiblingVariator)
-// may use them. The generator asks it for the failing request. It must
-// be pure.
-type EarlierVariator interface {
-	After(earlier [][]byte) Variator
-}
-
-// SchemaLearner is an optional Launcher interface: ask a running build
-// about the request kinds given (Redis: COMMAND DOCS).
-type SchemaLearner interface {
-	Learn(ctx context.Context, addr string, kinds []string) (Schema, error)
-}
-
-// KeyFinder is an optional Launcher interface: which keys (Redis) or
-// resources (HTTP: the path) each request reads or writes, for telling
-// which later steps a changed answer can explain. It may ask the running
-// build at addr (Redis: COMMAND GETKEYSANDFLAGS, COMMAND INFO).
-//
-// keys has one entry per request: nil when unknown (the request may touch
-// anything), empty when it touches no key. writes, when not nil, has one
-// entry per request too: the keys the request may write (its others it
-// only reads). A nil entry (or a nil writes) is unknown: the request may
-// write every key it touches (anything, when its keys are unknown too); an
-// empty one writes nothing (a read, or DBSIZE whose keys are unknown).
-// Keys relate when equal, or when one is a path ("/items") and the other a
-// path below it ("/items/2").
-type KeyFinder interface {
-	Keys(ctx context.Context, addr string, requests [][]byte) (keys, writes [][]string)
-}
-
-// KeysRelate reports whether two keys (KeyFinder) name the same state:
+// KeysRelate reports whether two keys (Abilities.Keys) name the same state:
 // equal, or one a path and the other a path below it ("/items" and
 // "/items/2").
 func KeysRelate(a, b string) bool {
@@ -672,29 +452,6 @@ func KeysRelate(a, b string) bool {
 		a, b = b, a
 	}
 	return strings.HasPrefix(a, "/") && strings.HasPrefix(b, a) && (strings.HasSuffix(a, "/") || b[len(a)] == '/')
-}
-
-// Inspector is an optional Codec interface for invariants: a request as a
-// value an invariant reads, the keys (or paths) it writes, and the value
-// it stores when it stores one under a single key.
-type Inspector interface {
-	Inspect(request []byte) map[string]any
-	Writes(request []byte) (keys []string, value *string)
-}
-
-// Fingerprinter is an optional Launcher interface: observe the state a
-// request is about to read, so that a difference after the failing step
-// is judged by what the two builds held rather than inferred from which
-// keys a changed step wrote (docs/diff.md, "After the failure").
-type Fingerprinter interface {
-	// FingerprintLaunch returns the launch to replay with so that a Probe
-	// can read the build's state (Redis: debug commands allowed on
-	// loopback), given every request of the recording; or a reason,
-	// not empty, why this build cannot be fingerprinted.
-	FingerprintLaunch(l Launch, requests func(yield func([]byte) bool)) (Launch, string)
-	// NewProbe returns a probe of the build at addr. It connects when it
-	// is first asked for a fingerprint.
-	NewProbe(addr string, timeout time.Duration) Probe
 }
 
 // Probe reads fingerprints of a running build's state on a connection of
@@ -713,7 +470,7 @@ type Probe interface {
 }
 
 // StateScope is what a request sets that later requests rely on without
-// naming it by key (StateSetter).
+// naming it by key (Abilities.SetsState).
 type StateScope int
 
 const (
@@ -721,32 +478,6 @@ const (
 	ConnState                     // its connection's (Redis: SELECT, AUTH, HELLO, CLIENT REPLY, MULTI)
 	ServerState                   // the server's, for every connection (Redis: SCRIPT LOAD, FUNCTION LOAD)
 )
-
-// StateSetter is an optional Codec interface: whether a request sets
-// state that no key names, for cutting the steps a failing request
-// depends on out of a long recording (docs/diff.md, "Long recordings").
-type StateSetter interface {
-	SetsState(request []byte) StateScope
-}
-
-// Kin is an optional Codec interface: a request's command and the
-// commands of its family (itself included), for telling a changed
-// refusal of the failing request's command after the failure from a
-// regression elsewhere (docs/diff.md, "After the failure").
-type Kin interface {
-	Kin(request []byte) (command string, family []string)
-}
-
-// Container is an optional Codec interface: where a build cannot be given
-// a network of its own (the kernel refuses network namespaces), which of a
-// fixture's requests Kavach withholds from it, so that the build opens no
-// listener beyond loopback, connects nowhere and loads no code the fixture
-// chooses (docs/security.md). A codec without it has nothing to withhold.
-type Container interface {
-	// NewContainment starts the decisions for one replay: one build, its
-	// requests in the order they are sent.
-	NewContainment() Containment
-}
 
 // Containment decides, request by request, what one replay sends.
 type Containment interface {

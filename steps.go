@@ -8,7 +8,7 @@ package kavach
 // connection. A Close event by the server marks the steps still waiting
 // on that connection as Closed. A nil codec means one reply per request and no
 // pushes. A StepGrouper does the same one event at a time.
-func Steps(events []Event, codec Codec) []Step {
+func Steps(events []Event, codec Integration) []Step {
 	var steps []Step
 	g := NewStepGrouper(codec)
 	for _, ev := range events {
@@ -30,7 +30,7 @@ func Steps(events []Event, codec Codec) []Step {
 // for a recording read as a stream: it keeps only, per connection, the
 // steps still waiting for replies and the latest step, never the events.
 type StepGrouper struct {
-	codec   Codec
+	codec   Integration
 	n       int
 	pending map[uint64][]stepWait
 	last    map[uint64]int // conn -> its latest step
@@ -40,7 +40,7 @@ type stepWait struct{ step, left int }
 
 // NewStepGrouper returns a grouper for the protocol of codec (nil: one
 // reply per request, no pushes).
-func NewStepGrouper(codec Codec) *StepGrouper {
+func NewStepGrouper(codec Integration) *StepGrouper {
 	return &StepGrouper{codec: codec, pending: map[uint64][]stepWait{}, last: map[uint64]int{}}
 }
 

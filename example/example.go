@@ -2,7 +2,7 @@
 // (examples/<incident>/example.json) two ways, the hidden test written for
 // the failure alone and kavach diff, and keeps the two verdicts apart:
 // their agreement is computed, never a merged verdict. It is `kavach
-// grade`; the command gives it the diff and the integrations.
+// grade`; it grades each candidate with package grading, as kavach diff does.
 package example
 
 import (
@@ -21,6 +21,7 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/grading"
 	"github.com/kavach-dev/kavach/internal/buildscript"
 	"github.com/kavach-dev/kavach/invariants"
 	"github.com/kavach-dev/kavach/record"
@@ -80,24 +81,17 @@ type Row struct {
 	Report     string `json:"report"`
 }
 
-// Integration returns what recording needs of a protocol: its codec and
-// a launcher giving up on a build not ready within a timeout.
-type Integration func(protocol string) (codec kavach.Codec, launcher func(startTimeout time.Duration) kavach.Launcher, ok bool)
-
-// Options are what Grade needs from the command.
+// Options are how Grade grades: kavach grade's flags.
 type Options struct {
 	// Record records the incident again even if fixture.kavach exists.
 	Record bool
-	// Diff grades a new build against the fixture, as kavach diff does.
-	Diff func(ctx context.Context, old, new, fixture string) (*grade.Report, error)
-	// ExitStatus is the status kavach diff exits with for a report, or
-	// for an error (rep nil).
-	ExitStatus func(rep *grade.Report, err error) int
-	// WriteReport writes a report to a file.
-	WriteReport func(path string, rep *grade.Report) error
-	Integration Integration
-	// Log says what is happening; nil: nothing.
-	Log func(format string, args ...any)
+	// Diff is how each candidate is graded, as kavach diff grades it: its
+	// variants, seed and jobs. Old, New and Fixture are Grade's to set;
+	// zero timeouts are kavach diff's defaults (5s a step, 10s a start).
+	Diff grading.Request
+	// Log, if set, is told what is happening, one line at a time, each
+	// starting "kavach grade: ".
+	Log io.Writer
 }
 
 // Result is an example graded: a row per candidate.
@@ -118,9 +112,10 @@ func Grade(ctx context.Context, dir string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := opts.Log
-	if log == nil {
-		log = func(string, ...any) {}
+	log := func(format string, args ...any) {
+		if opts.Log != nil {
+			fmt.Fprintf(opts.Log, "kavach grade: "+format+"\n", args...)
+		}
 	}
 	start := time.Now()
 	log("%s: building the old build", dir)
@@ -131,7 +126,7 @@ func Grade(ctx context.Context, dir string, opts Options) (*Result, error) {
 	fixture := filepath.Join(dir, "fixture"+fixtures.Ext)
 	if _, err := os.Stat(fixture); err != nil || opts.Record {
 		log("recording the incident: %s against the old build", ex.Client)
-		if err := ex.record(ctx, dir, old, fixture, opts.Integration); err != nil {
+		if err := ex.record(ctx, dir, old, fixture); err != nil {
 			return nil, err
 		}
 	}
@@ -154,13 +149,13 @@ func Grade(ctx context.Context, dir string, opts Options) (*Result, error) {
 		t2 := time.Now()
 		log("candidate %s: kavach diff", cand.Name)
 		row.Report = filepath.Join(os.TempDir(), fmt.Sprintf("kavach-grade-%s-%s.json", filepath.Base(dir), cand.Name))
-		rep, err := opts.Diff(ctx, old, build, fixture)
+		rep, err := grading.Grade(ctx, opts.diff(old, build, fixture))
 		switch {
 		case err != nil:
-			row.Kavach, row.KavachExit = "error: "+firstLine(err.Error()), opts.ExitStatus(nil, err)
+			row.Kavach, row.KavachExit = "error: "+firstLine(err.Error()), exitCannot
 		default:
-			row.Kavach, row.KavachExit = rep.Verdict, opts.ExitStatus(rep, nil)
-			if err := opts.WriteReport(row.Report, rep); err != nil {
+			row.Kavach, row.KavachExit = rep.Verdict, grading.ExitStatus(rep.Parts.Kind)
+			if err := grading.WriteReport(row.Report, rep); err != nil {
 				return nil, err
 			}
 		}
@@ -170,6 +165,23 @@ func Grade(ctx context.Context, dir string, opts Options) (*Result, error) {
 	}
 	return &Result{Example: dir, Description: ex.Description, Rows: rows, Agree: countAgree(rows),
 		Candidates: len(rows), TotalMS: time.Since(start).Milliseconds()}, nil
+}
+
+// exitCannot is kavach diff's exit status when it could not grade.
+const exitCannot = 2
+
+// diff is the request grading one candidate: opts.Diff with the builds,
+// the fixture and kavach diff's default timeouts.
+func (opts Options) diff(old, new, fixture string) grading.Request {
+	r := opts.Diff
+	r.Old, r.New, r.Fixture = old, new, fixture
+	if r.StepTimeout == 0 {
+		r.StepTimeout = 5 * time.Second
+	}
+	if r.StartTimeout == 0 {
+		r.StartTimeout = 10 * time.Second
+	}
+	return r
 }
 
 func firstLine(s string) string {
@@ -260,17 +272,14 @@ func (ex *Example) hiddenTest(ctx context.Context, dir, build string) error {
 // session, the example's client run against the proxy, the recording
 // ended when the build dies or, after the client is done, stopped; then
 // the failure marked and the invariants embedded when the example says.
-func (ex *Example) record(ctx context.Context, dir, old, out string, integration Integration) error {
-	codec, launcher, ok := integration(ex.Protocol)
-	if !ok {
+func (ex *Example) record(ctx context.Context, dir, old, out string) error {
+	if !grading.Speaks(ex.Protocol) {
 		return fmt.Errorf("example %s: protocol %q", dir, ex.Protocol)
 	}
+	codec := grading.Integration(ex.Protocol, 10*time.Second)
 	os.Remove(out)
-	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old, Args: ex.Args}, Launcher: launcher(10 * time.Second),
-		Proxy: record.Options{Codec: codec}}
-	if r, ok := codec.(kavach.Redactor); ok {
-		s.Proxy.Redactor = r
-	}
+	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old, Args: ex.Args},
+		Proxy: record.Options{Codec: codec, Redactor: codec.Abilities().Redaction}}
 	rec, err := s.Go(ctx, ex.Protocol)
 	if err != nil {
 		return err

@@ -15,13 +15,17 @@ import (
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 )
 
-// inferredOnly is the Redis launcher without its probe: a grade with it
-// judges the steps after the failure by the inferred rule, as before
+// inferredOnly is the Redis integration without its probe: a grade with
+// it judges the steps after the failure by the inferred rule, as before
 // fingerprints, and takes none.
-type inferredOnly struct{ redis.Launcher }
+type inferredOnly struct{ redis.Integration }
 
-func (inferredOnly) FingerprintLaunch(l kavach.Launch, _ func(func([]byte) bool)) (kavach.Launch, string) {
-	return l, "switched off for the benchmark"
+func (i inferredOnly) Abilities() kavach.Abilities {
+	ab := i.Integration.Abilities()
+	ab.Fingerprint = &kavach.Fingerprinting{NewProbe: ab.Fingerprint.NewProbe, Launch: func(l kavach.Launch, _ func(func([]byte) bool)) (kavach.Launch, string) {
+		return l, "switched off for the benchmark"
+	}}
+	return ab
 }
 
 // BenchmarkAfterTheFailure grades an incident whose failing step (2 of
@@ -48,11 +52,10 @@ func BenchmarkAfterTheFailure(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := redis.Codec{}
-	run := func(l kavach.Launcher, want string) time.Duration {
+	run := func(l kavach.Integration, want string) time.Duration {
 		start := time.Now()
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: fixed},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: l, Seed: 1})
+			grade.Options{Integration: l, Seed: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -64,7 +67,7 @@ func BenchmarkAfterTheFailure(b *testing.B) {
 	var observed, inferred time.Duration
 	b.ResetTimer()
 	for range b.N {
-		observed += run(redis.Launcher{}, grade.RuleObserved)
+		observed += run(redis.Integration{}, grade.RuleObserved)
 		inferred += run(inferredOnly{}, grade.RuleInferred)
 	}
 	n := float64(b.N)

@@ -47,7 +47,7 @@ func afterBuild(t *testing.T, patches []string) string {
 // stepOf is the number of the fixture's step whose request is args.
 func stepOf(t *testing.T, fx *fixtures.Fixture, args ...string) int {
 	t.Helper()
-	for _, s := range kavach.Steps(fx.Events, redis.Codec{}) {
+	for _, s := range kavach.Steps(fx.Events, redis.Integration{}) {
 		c, err := redis.ParseCommand(s.Request.Data)
 		if err != nil || len(c.Args) != len(args) {
 			continue
@@ -99,9 +99,9 @@ func markAt(t *testing.T, path string, failing []string, oracle string) *fixture
 // evidence gives its verdict and its explained steps again.
 func gradeAfter(t *testing.T, fx *fixtures.Fixture, old, new string, set *invariants.Set, variants int) *grade.Report {
 	t.Helper()
-	c := redis.Codec{}
+	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Seed: 1,
+		grade.Options{Integration: c, Seed: 1,
 			Variants: variants, MinVariants: min(10, variants), Invariants: set})
 	if err != nil {
 		t.Fatal(err)

@@ -34,10 +34,10 @@ func TestHTTPBudgetWhereTheFailureLives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := axum.Codec{}
+	c := axum.Integration{}
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old, Args: []string{"--port", "{port}"}},
 		kavach.Launch{Path: fixed, Args: []string{"--port", "{port}"}},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: axum.Launcher{}, Variants: 64, MinVariants: 10, Seed: 1})
+		grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

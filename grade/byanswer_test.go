@@ -45,9 +45,9 @@ func TestReproducesByTheFailingAnswer(t *testing.T) {
 	}
 	run := func(new string) *grade.Report {
 		t.Helper()
-		c := redis.Codec{}
+		c := redis.Integration{}
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Seed: 1, Variants: 64, MinVariants: 10, Invariants: set})
+			grade.Options{Integration: c, Seed: 1, Variants: 64, MinVariants: 10, Invariants: set})
 		if err != nil {
 			t.Fatal(err)
 		}

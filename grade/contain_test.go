@@ -24,9 +24,9 @@ import (
 // (through JSON, as kavach verdict reads it).
 func gradeContained(t *testing.T, fx *fixtures.Fixture, old, new string) *grade.Report {
 	t.Helper()
-	c := redis.Codec{}
+	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Seed: 1, Variants: 8, MinVariants: 1})
+		grade.Options{Integration: c, Seed: 1, Variants: 8, MinVariants: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/kavach-dev/kavach"
-	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -13,11 +12,11 @@ import (
 // steps after the failure, and for where the variants go (the steps
 // before it). Steps before from, and every step when the integration
 // cannot tell, stay unknown (nil); a nil writes entry is unknown too (the
-// step may write every key it touches, kavach.KeyFinder).
+// step may write every key it touches, kavach.Abilities.Keys).
 func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.Launch, opts Options) (keys, writes [][]string) {
 	keys, writes = make([][]string, len(steps)), make([][]string, len(steps))
-	finder, ok := opts.Launcher.(kavach.KeyFinder)
-	if !ok || from > len(steps) {
+	finder := opts.Integration.Abilities().Keys
+	if finder == nil || from > len(steps) {
 		return keys, writes
 	}
 	var reqs [][]byte
@@ -28,12 +27,12 @@ func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.La
 		return keys, writes
 	}
 	defer opts.Pool.release()
-	p, err := launch.Start(ctx, opts.Launcher, old)
+	p, err := opts.Integration.Start(ctx, old)
 	if err != nil {
 		return keys, writes
 	}
 	defer p.Stop()
-	k, w := finder.Keys(ctx, p.Addr(), reqs)
+	k, w := finder(ctx, p.Addr(), reqs)
 	for i := range k {
 		if from-1+i < len(keys) {
 			keys[from-1+i] = k[i]

@@ -20,10 +20,7 @@ import (
 // Options configure a diff. The zero value of every optional field is
 // documented beside it.
 type Options struct {
-	Codec      kavach.Codec      // required
-	Classifier kavach.Classifier // required
-	Normalizer kavach.Normalizer // nil: compare raw bytes
-	Launcher   kavach.Launcher   // required
+	Integration kavach.Integration // required
 	// StepTimeout bounds each reply; zero means 5 s.
 	StepTimeout time.Duration
 	// Prepare rewrites requests before sending (secrets). Nil: none.
@@ -59,7 +56,7 @@ type Options struct {
 	// Header.Floor), which Run refuses otherwise; such a diff is never
 	// fixed (Derive).
 	BelowFloor bool
-	// StartTimeout is recorded in the report's options; the Launcher
+	// StartTimeout is recorded in the report's options; the Integration
 	// applies it.
 	StartTimeout time.Duration
 	// LongSteps: a fixture of more steps than this, or one given without
@@ -73,6 +70,10 @@ type Options struct {
 	// summarize it. Nil: Run summarizes a fixture given without its
 	// events.
 	Summary *fixtures.Summary
+	// FixtureSHA256 is the fixture's SHA-256, when the caller took it as
+	// it read the file (grading.Open does): Run then does not read the
+	// file again to hash it. "": Run hashes the file.
+	FixtureSHA256 string
 	// Window is, for a long recording, how many steps before and after
 	// the failing step its variants replay. Zero means DefaultWindow.
 	Window int
@@ -140,8 +141,8 @@ type diff struct {
 // newDiff checks what Run was asked, with its options' defaults, and
 // opens the recording.
 func newDiff(fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*diff, error) {
-	if opts.Codec == nil || opts.Classifier == nil || opts.Launcher == nil {
-		return nil, fmt.Errorf("grade: Codec, Classifier and Launcher are required")
+	if opts.Integration == nil {
+		return nil, fmt.Errorf("grade: Integration is required")
 	}
 	if below := fx.Header.Floor.Below(opts.Variants, opts.MinVariants, opts.Seed); len(below) > 0 && !opts.BelowFloor {
 		return nil, &BelowFloorError{Below: below}
@@ -162,7 +163,7 @@ func newDiff(fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*diff,
 	}
 	d := &diff{fx: fx, old: old, new: new, opts: opts, keyOf: func(n int) int { return n - 1 }}
 	var err error
-	if d.rec, d.long, err = newRecording(fx, opts.Codec, opts.LongSteps, opts.Summary); err != nil {
+	if d.rec, d.long, err = newRecording(fx, opts.Integration, opts.LongSteps, opts.Summary); err != nil {
 		return nil, err
 	}
 	d.contract = fx.Failure == nil
@@ -178,7 +179,7 @@ func newDiff(fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*diff,
 		return nil, fmt.Errorf("fixture %s: its failure is invariant %q, which no invariants file given declares: pass --invariants FILE", fx.Path, name)
 	}
 	d.ropts = replay.Options{
-		Codec: opts.Codec, Classifier: opts.Classifier, Normalizer: opts.Normalizer, Launcher: opts.Launcher,
+		Integration: opts.Integration,
 		StepTimeout: opts.StepTimeout, Start: fx.Header.Start, Prepare: opts.Prepare,
 	}
 	return d, nil
@@ -196,7 +197,7 @@ func (d *diff) findKeys(ctx context.Context) error {
 			first, last = max(1, n-2*d.opts.Window+1), n
 		}
 		var err error
-		if d.win, err = cutWindow(d.rec.src, d.opts.Codec, first, last); err != nil {
+		if d.win, err = cutWindow(d.rec.src, d.opts.Integration, first, last); err != nil {
 			return err
 		}
 	}
@@ -262,8 +263,8 @@ func (d *diff) fingerprinting() (replay.Options, kavach.Launch, kavach.Launch, s
 	if d.contract || f >= d.rec.n {
 		return d.ropts, d.old, d.new, ""
 	}
-	fp, ok := d.opts.Launcher.(kavach.Fingerprinter)
-	if !ok {
+	fp := d.opts.Integration.Abilities().Fingerprint
+	if fp == nil {
 		return d.ropts, d.old, d.new, RuleInferred + ": the integration cannot fingerprint a build's state"
 	}
 	requests := func(yield func([]byte) bool) {
@@ -274,8 +275,8 @@ func (d *diff) fingerprinting() (replay.Options, kavach.Launch, kavach.Launch, s
 			return nil
 		})
 	}
-	o, whyOld := fp.FingerprintLaunch(d.old, requests)
-	n, whyNew := fp.FingerprintLaunch(d.new, requests)
+	o, whyOld := fp.Launch(d.old, requests)
+	n, whyNew := fp.Launch(d.new, requests)
 	if why := cmp.Or(whyOld, whyNew); why != "" {
 		return d.ropts, d.old, d.new, RuleInferred + ": " + why
 	}
@@ -286,7 +287,7 @@ func (d *diff) fingerprinting() (replay.Options, kavach.Launch, kavach.Launch, s
 		until = f + d.opts.Window
 	}
 	ropts := d.ropts
-	ropts.Inputs = &replay.Inputs{From: f, Until: until, Fingerprinter: fp, Keys: func(n int) []string {
+	ropts.Inputs = &replay.Inputs{From: f, Until: until, Fingerprint: fp, Keys: func(n int) []string {
 		if i := d.keyOf(n); i >= 0 && i < len(d.keys) {
 			return d.keys[i]
 		}
@@ -304,30 +305,18 @@ type traces struct{ old, new replay.Trace }
 // recording), and each step's evidence.
 func (d *diff) gatherEvidence(rs *replays) (Evidence, *traces, error) {
 	ev := d.newEvidence(rs)
-	readers := make([]*replay.SpillReader, len(rs.spills))
-	for i, sp := range rs.spills {
-		var err error
-		if readers[i], err = sp.Steps(); err != nil {
-			return ev, nil, err
-		}
-	}
 	noise := replay.Noise{}
-	oldSteps := make([]replay.StepResult, d.opts.OldRuns)
 	tr := &traces{}
-	err := d.rec.each(func(s kavach.Step) error {
-		if d.rec.sum != nil {
-			s = cloneStep(s) // streamed: its data is the file's block, valid during this call only
-		}
-		var err error
-		for j := range oldSteps {
-			if oldSteps[j], err = readers[j].Next(s.Request.Data, d.opts.Normalizer); err != nil {
-				return fmt.Errorf("old build, replay %d, step %d: %w", j+1, s.N, err)
+	steps := func(fn func(kavach.Step) error) error {
+		return d.rec.each(func(s kavach.Step) error {
+			if d.rec.sum != nil {
+				s = cloneStep(s) // streamed: its data is the file's block, valid during this call only
 			}
-		}
-		newStep, err := readers[d.opts.OldRuns].Next(s.Request.Data, d.opts.Normalizer)
-		if err != nil {
-			return fmt.Errorf("new build, step %d: %w", s.N, err)
-		}
+			return fn(s)
+		})
+	}
+	err := replay.ReadBack(steps, rs.spills, d.opts.Integration, replayName(d.opts.OldRuns), func(s kavach.Step, got []replay.StepResult) error {
+		oldSteps, newStep := got[:d.opts.OldRuns], got[d.opts.OldRuns]
 		if d.opts.Invariants != nil {
 			tr.old.Steps = append(tr.old.Steps, oldSteps[0])
 			tr.new.Steps = append(tr.new.Steps, newStep)
@@ -362,7 +351,7 @@ func (d *diff) newEvidence(rs *replays) Evidence {
 // its noise to noise.
 func (d *diff) addStep(ev *Evidence, s kavach.Step, noise replay.Noise, olds []replay.StepResult, got replay.StepResult) {
 	f, contract := d.failure.Step, d.contract
-	want := replay.RecordedStep(s, d.opts.Classifier, d.opts.Normalizer)
+	want := replay.RecordedStep(s, d.opts.Integration)
 	noise.AddStep(want, olds...)
 	seen := noise.SeenStep(want, olds...)
 	ev.Noise = append(ev.Noise, seen...)
@@ -375,13 +364,13 @@ func (d *diff) addStep(ev *Evidence, s kavach.Step, noise replay.Noise, olds []r
 		ev.Omitted++
 		return
 	}
-	req := d.opts.Codec.DescribeRequest(s.Request.Data, 200)
+	req := d.opts.Integration.DescribeRequest(s.Request.Data, 200)
 	oe := StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: want.Outcome, Outcome: o.Outcome, Contained: o.Contained}
 	se := StepEvidence{Step: s.N, Request: req, Ran: got.Ran, Recorded: want.Outcome, Outcome: got.Outcome, Output: got.Output,
 		Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds(), Contained: got.Contained}
-	if kin, ok := d.opts.Codec.(kavach.Kin); ok && !contract && s.N >= f {
+	if kin := d.opts.Integration.Abilities().Kin; kin != nil && !contract && s.N >= f {
 		var family []string
-		se.Command, family = kin.Kin(s.Request.Data)
+		se.Command, family = kin(s.Request.Data)
 		if s.N == f {
 			ev.FailureFamily = family
 		}
@@ -428,8 +417,8 @@ func (d *diff) addKeys(se *StepEvidence) {
 // addInvariants checks the invariants on the first old replay and the new
 // one, and adds their results to the evidence.
 func (d *diff) addInvariants(ev *Evidence, tr *traces) {
-	oldInv := checkInvariants(d.opts.Invariants, d.opts.Codec, &tr.old, "")
-	newInv := checkInvariants(d.opts.Invariants, d.opts.Codec, &tr.new, "")
+	oldInv := checkInvariants(d.opts.Invariants, d.opts.Integration, &tr.old, "")
+	newInv := checkInvariants(d.opts.Invariants, d.opts.Integration, &tr.new, "")
 	for i := range ev.Old.Steps {
 		n := ev.Old.Steps[i].Step
 		ev.Old.Steps[i].Violated, ev.Old.Steps[i].NotEvaluable = oldInv.violated[n], oldInv.notEvaluable[n]
@@ -517,7 +506,10 @@ func (d *diff) report(ev Evidence, rs *replays, variantsTook time.Duration, bega
 	if explained == nil {
 		explained = []Explained{}
 	}
-	sum, _ := fixtures.SHA256File(d.fx.Path)
+	sum := d.opts.FixtureSHA256
+	if sum == "" {
+		sum, _ = fixtures.SHA256File(d.fx.Path)
+	}
 	opts := d.opts
 	rep := &Report{
 		SchemaVersion: SchemaVersion,
@@ -649,6 +641,17 @@ func runAll(parent context.Context, launches []kavach.Launch, src replay.Source,
 		}
 	}
 	return traces, spills, durations, nil
+}
+
+// replayName names replay i of a diff's, the old build's olds first,
+// for replay.ReadBack's errors.
+func replayName(olds int) func(i int) string {
+	return func(i int) string {
+		if i < olds {
+			return fmt.Sprintf("old build, replay %d", i+1)
+		}
+		return "new build"
+	}
 }
 
 func which(i, n int) string {

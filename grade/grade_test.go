@@ -58,9 +58,9 @@ func recordIncident(t *testing.T, old string) *fixtures.Fixture {
 
 func diff(t *testing.T, fx *fixtures.Fixture, old, new string, minVariants int) *grade.Report {
 	t.Helper()
-	c := redis.Codec{}
+	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: minVariants, Variants: 64, Seed: 1})
+		grade.Options{Integration: c, MinVariants: minVariants, Variants: 64, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,9 +210,9 @@ func TestOneSeedOneSetOfVariants(t *testing.T) {
 	b := getBuilds(t)
 	fx := recordIncident(t, b.old)
 	list := func(seed uint64) []string {
-		c := redis.Codec{}
+		c := redis.Integration{}
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: 10, Variants: 16, Seed: seed})
+			grade.Options{Integration: c, MinVariants: 10, Variants: 16, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -327,9 +327,9 @@ func TestWrongAnswerOnlyAnInvariantSees(t *testing.T) {
 	}
 	grade := func(new string) *grade.Report {
 		t.Helper()
-		c := redis.Codec{}
+		c := redis.Integration{}
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: 10, Variants: 64, Seed: 1, Invariants: set})
+			grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Invariants: set})
 		if err != nil {
 			t.Fatal(err)
 		}

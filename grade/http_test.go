@@ -38,7 +38,7 @@ func TestHTTPVerdicts(t *testing.T) {
 	if fx.Failure == nil || fx.Failure.Step != 7 || fx.Failure.Signature != "crash" {
 		t.Fatalf("recorded failure %+v, want a crash at step 7", fx.Failure)
 	}
-	c := axum.Codec{}
+	c := axum.Integration{}
 	for _, tc := range []struct {
 		candidate, want, why string
 	}{
@@ -50,7 +50,7 @@ func TestHTTPVerdicts(t *testing.T) {
 		t.Run(tc.candidate, func(t *testing.T) {
 			rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old, Args: []string{"--port", "{port}"}},
 				kavach.Launch{Path: build(tc.candidate), Args: []string{"--port", "{port}"}},
-				grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: axum.Launcher{}, Variants: 64, MinVariants: 10, Seed: 1})
+				grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,16 +19,19 @@ type checked struct {
 // fixture (kind "") or of a variant of that kind, whose invariants
 // excepting it are not checked. With no invariants, or an integration
 // that cannot inspect requests, nothing is checked.
-func checkInvariants(set *invariants.Set, codec kavach.Codec, tr *replay.Trace, kind string) checked {
+func checkInvariants(set *invariants.Set, codec kavach.Integration, tr *replay.Trace, kind string) checked {
 	c := checked{violated: map[int][]string{}, notEvaluable: map[int][]string{}, applied: map[int][]string{}}
-	insp, ok := codec.(kavach.Inspector)
-	if set == nil || !ok {
+	if set == nil {
+		return c
+	}
+	ab := codec.Abilities()
+	if ab.Inspect == nil || ab.Writes == nil {
 		return c
 	}
 	steps := make([]invariants.Step, len(tr.Steps))
 	for i, s := range tr.Steps {
-		writes, value := insp.Writes(s.Request)
-		steps[i] = invariants.Step{N: s.N, Time: s.Virtual, Request: insp.Inspect(s.Request), Writes: writes, Sets: value,
+		writes, value := ab.Writes(s.Request)
+		steps[i] = invariants.Step{N: s.N, Time: s.Virtual, Request: ab.Inspect(s.Request), Writes: writes, Sets: value,
 			Replies: s.Output, Outcome: s.Outcome.String(), Ran: s.Ran}
 	}
 	c.results = set.CheckVariant(steps, kind)
@@ -48,7 +51,7 @@ func checkInvariants(set *invariants.Set, codec kavach.Codec, tr *replay.Trace, 
 
 // Violated is, per step of a trace, the invariants of set it violates
 // (kavach replay judges an invariant failure with it).
-func Violated(set *invariants.Set, codec kavach.Codec, tr *replay.Trace) map[int][]string {
+func Violated(set *invariants.Set, codec kavach.Integration, tr *replay.Trace) map[int][]string {
 	return checkInvariants(set, codec, tr, "").violated
 }
 

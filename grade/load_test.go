@@ -34,10 +34,10 @@ func TestSameVerdictUnderLoad(t *testing.T) {
 	}
 	defer stress(t)()
 
-	c := redis.Codec{}
+	c := redis.Integration{}
 	grade1 := func(new string) string {
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Variants: 64, MinVariants: 10, Seed: 1})
+			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,11 +72,11 @@ func TestInvariantBrokenOnBothBuildsIsNoVariantFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := redis.Codec{}
+	c := redis.Integration{}
 	for candidate, want := range map[string]string{"correct": "fixed", "narrow": "variant_failed("} {
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old},
 			kavach.Launch{Path: redisbuild.MustBuild(t, bug, filepath.Join(dir, "candidates", candidate+".patch"))},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Variants: 64, MinVariants: 10, Seed: 1, Invariants: set})
+			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Invariants: set})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,10 +109,10 @@ func TestInsertedWritesUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stress(t)()
-	c := redis.Codec{}
+	c := redis.Integration{}
 	for i := range 4 {
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: correct},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Variants: 64, MinVariants: 10, Seed: 1, Invariants: set})
+			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Invariants: set})
 		if err != nil {
 			t.Fatal(err)
 		}

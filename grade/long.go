@@ -27,7 +27,7 @@ type recording struct {
 	src   replay.Source
 }
 
-func newRecording(fx *fixtures.Fixture, codec kavach.Codec, longSteps int, sum *fixtures.Summary) (*recording, bool, error) {
+func newRecording(fx *fixtures.Fixture, codec kavach.Integration, longSteps int, sum *fixtures.Summary) (*recording, bool, error) {
 	if fx.Events != nil {
 		steps := kavach.Steps(fx.Events, codec)
 		return &recording{n: len(steps), steps: steps, src: replay.Slice(fx.Events)}, len(steps) > longSteps, nil
@@ -73,7 +73,7 @@ type window struct {
 
 // cutWindow is the steps first to last of a long recording cut out as a
 // recording of their own (see window).
-func cutWindow(src replay.Source, codec kavach.Codec, first, last int) (*window, error) {
+func cutWindow(src replay.Source, codec kavach.Integration, first, last int) (*window, error) {
 	w := &window{first: first, last: last}
 	in := func(n int) bool { return n >= first && n <= last }
 	// A connection opened in the window is opened where the recording
@@ -94,7 +94,7 @@ func cutWindow(src replay.Source, codec kavach.Codec, first, last int) (*window,
 // (nil: never), else where w first uses it, and closed where the
 // recording closed it. It stops reading past w.last once no connection
 // it kept is open.
-func (w *window) cut(src replay.Source, codec kavach.Codec, in, openedIn func(n int) bool) error {
+func (w *window) cut(src replay.Source, codec kavach.Integration, in, openedIn func(n int) bool) error {
 	evs, err := src.Open()
 	if err != nil {
 		return err

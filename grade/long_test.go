@@ -108,11 +108,11 @@ func TestLongRecording(t *testing.T) {
 	const strlenAt = 101
 	fx := longIncident(t, b.old, prefix, strlenAt)
 	F := fx.Failure.Step
-	c := redis.Codec{}
+	c := redis.Integration{}
 	run := func(fx *fixtures.Fixture, new string, min int) *grade.Report {
 		t.Helper()
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: new},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: min, Variants: 32, Seed: 1,
+			grade.Options{Integration: c, MinVariants: min, Variants: 32, Seed: 1,
 				LongSteps: 100, Window: window})
 		if err != nil {
 			t.Fatal(err)
@@ -188,7 +188,7 @@ func TestLongRecording(t *testing.T) {
 func TestOnePlanOneSummary(t *testing.T) {
 	b := getBuilds(t)
 	fx := writeFixture(t, longIncident(t, b.old, 600, 101))
-	c := redis.Codec{}
+	c := redis.Integration{}
 	sum, err := fixtures.Summarize(fx.Path, c)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestOnePlanOneSummary(t *testing.T) {
 	summaries := fixtures.Summaries()
 	plans, _ := replay.Counts()
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Variants: 0, Seed: 1, LongSteps: 100, Summary: sum})
+		grade.Options{Integration: c, Variants: 0, Seed: 1, LongSteps: 100, Summary: sum})
 	if err != nil {
 		t.Fatal(err)
 	}

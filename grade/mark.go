@@ -16,11 +16,11 @@ import (
 // on, an invariant that holds at the step or cannot be evaluated there.
 // It is what `kavach mark` refuses without --force. set may be nil when
 // the oracle is no invariant.
-func CheckMark(fx *fixtures.Fixture, codec kavach.Codec, cl kavach.Classifier, n kavach.Normalizer, set *invariants.Set, f kavach.Failure) error {
-	if cl == nil {
+func CheckMark(fx *fixtures.Fixture, in kavach.Integration, set *invariants.Set, f kavach.Failure) error {
+	if in == nil {
 		return nil // nothing to tell outcomes by
 	}
-	rec := replay.Recorded(fx.Events, codec, cl, n)
+	rec := replay.Recorded(fx.Events, in)
 	if f.Step < 1 || f.Step > len(rec) {
 		return fmt.Errorf("step %d: the fixture has steps 1 to %d", f.Step, len(rec))
 	}
@@ -36,7 +36,7 @@ func CheckMark(fx *fixtures.Fixture, codec kavach.Codec, cl kavach.Classifier, n
 			return fmt.Errorf("invariant %q: no invariants file declares it", o.Invariant)
 		}
 		tr := &replay.Trace{Steps: rec}
-		c := checkInvariants(set, codec, tr, "")
+		c := checkInvariants(set, in, tr, "")
 		if slices.Contains(c.notEvaluable[f.Step], o.Invariant) {
 			for _, r := range c.results {
 				if r.Name == o.Invariant {

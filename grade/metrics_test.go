@@ -45,8 +45,8 @@ func TestProbesAreNoRequests(t *testing.T) {
 	// The launcher's readiness probe and the build's identity send the
 	// service nothing it counts: the first request it sees is ours.
 	old, _, _ := metricsBuilds(t)
-	l := axum.Launcher{}
-	p, err := l.Start(kavach.Launch{Path: old, Args: []string{"--port", "{port}"}})
+	l := axum.Integration{}
+	p, err := l.Start(context.Background(), kavach.Launch{Path: old, Args: []string{"--port", "{port}"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +61,10 @@ func TestProbesAreNoRequests(t *testing.T) {
 
 func gradeHTTP(t *testing.T, fx *fixtures.Fixture, old, new string) *grade.Report {
 	t.Helper()
-	c := axum.Codec{}
+	c := axum.Integration{}
 	args := []string{"--port", "{port}"}
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old, Args: args}, kavach.Launch{Path: new, Args: args},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: axum.Launcher{}, Variants: 64, MinVariants: 10, Seed: 1})
+		grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,19 +18,15 @@ import (
 	"github.com/kavach-dev/kavach/invariants"
 )
 
-// countingLauncher is the Redis launcher counting the builds it has
+// countingLauncher is the Redis integration counting the builds it has
 // running at once, and the most it ever had.
 type countingLauncher struct {
-	redis.Launcher
+	redis.Integration
 	live, peak, started *atomic.Int64
 }
 
-func (l countingLauncher) Start(b kavach.Launch) (kavach.Process, error) {
-	return l.StartContext(context.Background(), b)
-}
-
-func (l countingLauncher) StartContext(ctx context.Context, b kavach.Launch) (kavach.Process, error) {
-	p, err := l.Launcher.StartContext(ctx, b)
+func (l countingLauncher) Start(ctx context.Context, b kavach.Launch) (kavach.Process, error) {
+	p, err := l.Integration.Start(ctx, b)
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +82,7 @@ func TestSuiteSharesPool(t *testing.T) {
 	}
 
 	var live, peak, started atomic.Int64
-	c := redis.Codec{}
-	opts := grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: countingLauncher{live: &live, peak: &peak, started: &started},
+	opts := grade.Options{Integration: countingLauncher{live: &live, peak: &peak, started: &started},
 		Variants: 64, MinVariants: 10, Seed: 1, Jobs: 2}
 	stOpts := opts
 	stOpts.Invariants = set
@@ -139,8 +134,8 @@ func TestSuiteErrorInArgumentOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := redis.Codec{}
-	opts := grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, BelowFloor: true, Jobs: 2}
+	c := redis.Integration{}
+	opts := grade.Options{Integration: c, BelowFloor: true, Jobs: 2}
 	missing := filepath.Join(t.TempDir(), "no-such-server")
 	diffs := []grade.Diff{
 		{Fixture: fx, Old: kavach.Launch{Path: old}, New: kavach.Launch{Path: old}, Options: opts},

@@ -169,7 +169,7 @@ type Evidence struct {
 	// else why not (the inferred rule judged them).
 	Inputs string `json:"inputs,omitempty"`
 	// FailureFamily is the failing request's command and the commands of
-	// its family, when the integration tells them (kavach.Kin): a later
+	// its family, when the integration tells them (kavach.Abilities.Kin): a later
 	// request of one of them that both builds refuse, on the same inputs,
 	// is a changed refusal.
 	FailureFamily []string `json:"failure_family,omitempty"`
@@ -255,7 +255,7 @@ type StepEvidence struct {
 	Writes      []string `json:"writes,omitempty"`
 	WritesKnown bool     `json:"writes_known,omitempty"`
 	// Command is the request's command, from the failing step on, when
-	// the integration tells it (kavach.Kin).
+	// the integration tells it (kavach.Abilities.Kin).
 	Command string `json:"command,omitempty"`
 	// Inputs is, after the failing step, the fingerprint of the state the
 	// step was about to read on this build (replay.StepResult.Inputs).

@@ -12,11 +12,11 @@ import (
 	"github.com/kavach-dev/kavach/integrations/redis"
 )
 
-// failingStarts is the Redis launcher with chosen starts of one build,
+// failingStarts is the Redis integration with chosen starts of one build,
 // counted from 1, made to fail for real: they start an executable that
 // does not exist.
 type failingStarts struct {
-	redis.Launcher
+	redis.Integration
 	build   string // the build whose starts are counted
 	missing string
 	mu      sync.Mutex
@@ -24,11 +24,7 @@ type failingStarts struct {
 	fail    map[int]bool
 }
 
-func (f *failingStarts) Start(l kavach.Launch) (kavach.Process, error) {
-	return f.StartContext(context.Background(), l)
-}
-
-func (f *failingStarts) StartContext(ctx context.Context, l kavach.Launch) (kavach.Process, error) {
+func (f *failingStarts) Start(ctx context.Context, l kavach.Launch) (kavach.Process, error) {
 	f.mu.Lock()
 	fail := false
 	if l.Path == f.build {
@@ -39,7 +35,7 @@ func (f *failingStarts) StartContext(ctx context.Context, l kavach.Launch) (kava
 	if fail {
 		l.Path = f.missing
 	}
-	return f.Launcher.StartContext(ctx, l)
+	return f.Integration.Start(ctx, l)
 }
 
 // TestVariantStartRetried: a build that fails to start for a variant is
@@ -48,14 +44,13 @@ func (f *failingStarts) StartContext(ctx context.Context, l kavach.Launch) (kava
 func TestVariantStartRetried(t *testing.T) {
 	b := getBuilds(t)
 	fx := recordIncident(t, b.old)
-	c := redis.Codec{}
 	run := func(variants int, fail ...int) (*grade.Report, int, error) {
 		l := &failingStarts{build: b.old, missing: filepath.Join(t.TempDir(), "missing-build"), fail: map[int]bool{}}
 		for _, n := range fail {
 			l.fail[n] = true
 		}
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
-			grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: l, Variants: variants, MinVariants: 0, Seed: 1, Jobs: 1})
+			grade.Options{Integration: l, Variants: variants, MinVariants: 0, Seed: 1, Jobs: 1})
 		return rep, l.n, err
 	}
 	// The old build's replay of the one variant is its last start: after

@@ -113,9 +113,9 @@ func TestRunnersTheOldBuildLacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"--rename-command", "EVAL_RO", "", "--rename-command", "FCALL_RO", ""}
-	c := redis.Codec{}
+	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old, Args: args}, kavach.Launch{Path: fixed, Args: args},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: 10, Variants: 64, Seed: 1})
+		grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

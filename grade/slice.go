@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/kavach-dev/kavach"
-	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -124,16 +123,16 @@ func (k *stepKeys) each(n int, fn func(key string, wrote bool)) {
 // including step last, a batch at a time, in one pass over the
 // recording. why says what is missing when it cannot.
 func learnStepKeys(ctx context.Context, rec *recording, last int, old kavach.Launch, opts Options) (*stepKeys, string) {
-	finder, ok := opts.Launcher.(kavach.KeyFinder)
-	if !ok {
+	finder := opts.Integration.Abilities().Keys
+	if finder == nil {
 		return nil, "the integration cannot tell a request's keys"
 	}
-	setter, _ := opts.Codec.(kavach.StateSetter)
+	setter := opts.Integration.Abilities().SetsState
 	if !opts.Pool.acquire(ctx) {
 		return nil, ctx.Err().Error()
 	}
 	defer opts.Pool.release()
-	p, err := launch.Start(ctx, opts.Launcher, old)
+	p, err := opts.Integration.Start(ctx, old)
 	if err != nil {
 		return nil, "the old build did not start to tell the keys: " + err.Error()
 	}
@@ -148,7 +147,7 @@ func learnStepKeys(ctx context.Context, rec *recording, last int, old kavach.Lau
 	var flags []uint8
 	full := false
 	flush := func() {
-		keys, writes := finder.Keys(ctx, p.Addr(), reqs)
+		keys, writes := finder(ctx, p.Addr(), reqs)
 		for i := range reqs {
 			var w []string
 			if i < len(writes) {
@@ -170,7 +169,7 @@ func learnStepKeys(ctx context.Context, rec *recording, last int, old kavach.Lau
 		}
 		var f uint8
 		if setter != nil {
-			switch setter.SetsState(s.Request.Data) {
+			switch setter(s.Request.Data) {
 			case kavach.ConnState:
 				f = connState
 			case kavach.ServerState:
@@ -292,7 +291,7 @@ func dependencySlice(k *stepKeys, f, max int) (steps []int, ev SliceEvidence, ok
 // cutSlice is the steps of a long recording (their fixture numbers, in
 // order) cut out as a recording of their own: a connection is opened
 // where the slice first uses it, and closed where the recording closed it.
-func cutSlice(src replay.Source, codec kavach.Codec, steps []int) (*window, error) {
+func cutSlice(src replay.Source, codec kavach.Integration, steps []int) (*window, error) {
 	in := make(map[int]bool, len(steps))
 	for _, n := range steps {
 		in[n] = true
@@ -321,7 +320,7 @@ func sliceFor(ctx context.Context, rec *recording, f kavach.Failure, old kavach.
 	if !ok {
 		return nil, fmt.Sprintf("the dependency slice has more than %d steps", max)
 	}
-	w, err := cutSlice(rec.src, opts.Codec, steps)
+	w, err := cutSlice(rec.src, opts.Integration, steps)
 	if err != nil {
 		return nil, "no dependency slice: " + err.Error()
 	}
@@ -343,7 +342,7 @@ func sliceFor(ctx context.Context, rec *recording, f kavach.Failure, old kavach.
 	if err != nil {
 		return nil, "the old build did not replay the dependency slice: " + err.Error()
 	}
-	inv := checkInvariants(opts.Invariants, opts.Codec, tr, "")
+	inv := checkInvariants(opts.Invariants, opts.Integration, tr, "")
 	local := len(steps)
 	var s replay.StepResult
 	if local <= len(tr.Steps) {

@@ -72,7 +72,7 @@ func sliceIncident(t *testing.T, header fixtures.Header) *fixtures.Fixture {
 	add(incident, kavach.Request, cmd("GETRANGE", "greeting", "-100", "-1"))
 	n++
 	add(incident, kavach.Close, "server")
-	if got := len(kavach.Steps(evs, redis.Codec{})); got != steps || n != steps {
+	if got := len(kavach.Steps(evs, redis.Integration{})); got != steps || n != steps {
 		t.Fatalf("made %d steps, want %d", got, steps)
 	}
 	f := kavach.Failure{Step: steps, Oracle: kavach.Oracle{Kind: kavach.Crash}, Signature: "crash", Evidence: "exit status 134"}
@@ -93,7 +93,7 @@ func TestVariantsOnTheSlice(t *testing.T) {
 	b := getBuilds(t)
 	fx := sliceIncident(t, recordIncident(t, b.old).Header)
 	in := writeFixture(t, fx) // graded from the file, as kavach diff grades it
-	c := redis.Codec{}
+	c := redis.Integration{}
 	slice := []int{1, 2, 55_000, 55_001, 60_000}
 	for _, tc := range []struct {
 		name, new, want string
@@ -103,7 +103,7 @@ func TestVariantsOnTheSlice(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := grade.Run(context.Background(), in, kavach.Launch{Path: b.old}, kavach.Launch{Path: tc.new},
-				grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: 10, Variants: 32, Seed: 1, OldRuns: 1})
+				grade.Options{Integration: c, MinVariants: 10, Variants: 32, Seed: 1, OldRuns: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -73,11 +73,11 @@ func TestTimerScenariosSameVerdictUnderLoad(t *testing.T) {
 		gradeCase{woken.Name + ", timed out when recorded: answered on the new", fx, early, stock, diverged(t, fx, "BLPOP")})
 
 	defer stress(t)()
-	c := redis.Codec{}
+	c := redis.Integration{}
 	for i := range timerRuns {
 		for _, gc := range cases {
 			rep, err := grade.Run(context.Background(), gc.fx, kavach.Launch{Path: gc.old}, kavach.Launch{Path: gc.new},
-				grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Seed: 1})
+				grade.Options{Integration: c, Seed: 1})
 			if err != nil {
 				t.Fatalf("%s: %v", gc.name, err)
 			}
@@ -95,7 +95,7 @@ func TestTimerScenariosSameVerdictUnderLoad(t *testing.T) {
 // first step that sends command.
 func diverged(t *testing.T, fx *fixtures.Fixture, command string) string {
 	t.Helper()
-	for _, s := range kavach.Steps(fx.Events, redis.Codec{}) {
+	for _, s := range kavach.Steps(fx.Events, redis.Integration{}) {
 		if c, _ := redis.ParseCommand(s.Request.Data); c.Name == command {
 			return fmt.Sprintf("%s@%d", grade.Diverged, s.N)
 		}

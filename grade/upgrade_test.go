@@ -33,11 +33,11 @@ func TestUpgradeContractsHeldUnderLoad(t *testing.T) {
 	}
 	defer stress(t)()
 
-	c := redis.Codec{}
+	c := redis.Integration{}
 	for _, fx := range fxs {
 		for i := range 10 {
 			rep, err := grade.Run(context.Background(), fx, build, build,
-				grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, Variants: 4, Seed: uint64(i + 1)})
+				grade.Options{Integration: c, Variants: 4, Seed: uint64(i + 1)})
 			if err != nil {
 				t.Fatalf("%s, run %d: %v", filepath.Base(fx.Path), i+1, err)
 			}

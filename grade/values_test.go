@@ -34,9 +34,9 @@ func recordValues(t *testing.T, old string, record func(out, old string) error) 
 // which variants one seed samples.
 func diffBudget(t *testing.T, fx *fixtures.Fixture, old, new string, budget int) *grade.Report {
 	t.Helper()
-	c := redis.Codec{}
+	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}, MinVariants: 10, Variants: budget, Seed: 1})
+		grade.Options{Integration: c, MinVariants: 10, Variants: budget, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

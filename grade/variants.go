@@ -9,7 +9,6 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
-	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/replay"
 	"github.com/kavach-dev/kavach/variants"
 )
@@ -18,29 +17,22 @@ import (
 // it about the requests in the fixture. No schema (nil) when the
 // integration cannot learn one; the variants then guess field types.
 func learnSchema(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, opts Options) (kavach.Schema, string) {
-	learner, ok := opts.Launcher.(kavach.SchemaLearner)
-	v, vok := opts.Codec.(kavach.Variator)
-	if !ok || !vok {
+	ab := opts.Integration.Abilities()
+	learn, v := ab.Learn, ab.Variation
+	if learn == nil || v == nil {
 		return nil, "field types guessed: the integration cannot ask the build"
 	}
-	var kinds []string
-	seen := map[string]bool{}
-	for _, s := range kavach.Steps(fx.Events, opts.Codec) {
-		if k, _, ok := v.Fields(s.Request.Data, nil); ok && !seen[k] {
-			seen[k] = true
-			kinds = append(kinds, k)
-		}
-	}
+	kinds := RequestKinds(kavach.Steps(fx.Events, opts.Integration), v)
 	if !opts.Pool.acquire(ctx) {
 		return nil, "field types guessed: " + ctx.Err().Error()
 	}
 	defer opts.Pool.release()
-	p, err := launch.Start(ctx, opts.Launcher, old)
+	p, err := opts.Integration.Start(ctx, old)
 	if err != nil {
 		return nil, "field types guessed: " + err.Error()
 	}
 	defer p.Stop()
-	schema, err := learner.Learn(ctx, p.Addr(), kinds)
+	schema, err := learn(ctx, p.Addr(), kinds)
 	if err != nil {
 		return nil, "field types guessed: " + err.Error()
 	}
@@ -52,13 +44,13 @@ func learnSchema(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, o
 // integration cannot vary requests.
 func makeVariants(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, keys [][]string, opts Options) (vs []variants.Variant, ve VariantsEvidence, ok bool) {
 	ve = VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
-	variator, ok := opts.Codec.(kavach.Variator)
-	if !ok {
+	variator := opts.Integration.Abilities().Variation
+	if variator == nil {
 		ve.Note = "the integration cannot vary requests: no variants"
 		return nil, ve, false
 	}
 	schema, note := learnSchema(ctx, fx, old, opts)
-	vopts := variants.Options{Codec: opts.Codec, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
+	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
 	// A contract (no failure) has regression variants of every step only.
 	if f := fx.Failure; f == nil {
 		vs = variants.Regression(fx.Events, vopts)
@@ -156,7 +148,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 		return r
 	}
-	oldInv := checkInvariants(opts.Invariants, opts.Codec, ot, v.Kind)
+	oldInv := checkInvariants(opts.Invariants, opts.Integration, ot, v.Kind)
 	r.Replayed = len(ot.Steps)
 	r.Steps = variantSteps(v, at, ot, nil, oldInv, checked{}, opts.stepOf)
 	if r = rule.judge(r); !r.Kept {
@@ -167,7 +159,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r.StartError = fmt.Sprintf("variant %d: the new build did not start, twice: %v", v.K, err)
 		return r
 	}
-	newInv := checkInvariants(opts.Invariants, opts.Codec, nt, v.Kind)
+	newInv := checkInvariants(opts.Invariants, opts.Integration, nt, v.Kind)
 	r.Steps = variantSteps(v, at, ot, nt, oldInv, newInv, opts.stepOf)
 	return rule.judge(r)
 }

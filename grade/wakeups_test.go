@@ -117,8 +117,8 @@ func TestWakeupsCatchWokenCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	fx = markAt(t, fx.Path, []string{"BLMPOP", "0", "1", "jobs", "LEFT", "COUNT", "5"}, "error")
-	c := redis.Codec{}
-	opts := grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: redis.Launcher{}}
+	c := redis.Integration{}
+	opts := grade.Options{Integration: c}
 	checkCaughtBy(t, "wakeup", func(new kavach.Launch, exclude bool) *grade.Report {
 		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "wakeup", exclude)
 	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
@@ -149,7 +149,7 @@ func TestAggregatesCatchNarrowFeedFix(t *testing.T) {
 	if err := incidents.RecordHTTPAnswered(out, old, incidents.MetricsFed); err != nil {
 		t.Fatal(err)
 	}
-	c := axum.Codec{}
+	c := axum.Integration{}
 	fx, err := fixtures.Load(out)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestAggregatesCatchNarrowFeedFix(t *testing.T) {
 	if fx, err = fixtures.Load(out); err != nil {
 		t.Fatal(err)
 	}
-	opts := grade.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: axum.Launcher{}}
+	opts := grade.Options{Integration: c}
 	checkCaughtBy(t, "aggregate", func(new kavach.Launch, exclude bool) *grade.Report {
 		return gradeKind(t, fx, old, new, opts, "aggregate", exclude)
 	}, fixed, wrong)

@@ -155,49 +155,17 @@ type diffRow struct {
 // recorded, old and new answers at its step; for a variant, the old and
 // new outcomes of the variant and where their outputs differ.
 func buildFinding(rep *grade.Report, f grade.Finding) *findingView {
+	if f.Kind == grade.VariantFailed {
+		return variantFinding(rep, f)
+	}
 	ev := rep.Evidence
 	fv := &findingView{Title: f.Verdict.String(), Request: f.Request, Detail: f.Detail}
-	if f.Kind == grade.VariantFailed {
-		fv.Title = fmt.Sprintf("variant %d fails on the new build at step %d", f.Variant, f.Step)
-		fv.Request = ""
-		fv.Detail = f.Detail
-		oldName := "old build (the variant)"
-		for _, v := range ev.Variants.List {
-			if v.K == f.Variant && v.Kept && v.OldStep > 0 && !v.Regression {
-				oldName = fmt.Sprintf("old build (the variant), step %d", v.OldStep)
-			}
-		}
-		fv.Columns = []answerColumn{
-			{Name: oldName, Outcome: f.Expected.String(), Class: outcomeClass(f.Expected, true), Note: f.Expected.Detail},
-			{Name: "new build (the variant)", Outcome: f.Outcome.String(), Class: outcomeClass(f.Outcome, true), Note: f.Outcome.Detail},
-		}
-		for _, d := range f.Diffs {
-			if d.Path == "outcome" {
-				continue
-			}
-			fv.Diffs = append(fv.Diffs, diffRow{Path: d.Path, Old: d.Want, New: d.Got, Class: "diff"})
-		}
-		fv.Note = "A variant's answers are compared with the old build's replay of the same variant, not with the recording."
-		return fv
-	}
-	var st, old grade.StepEvidence
-	var hasOld bool
-	for _, s := range ev.New.Steps {
-		if s.Step == f.Step {
-			st = s
-		}
-	}
-	for _, s := range ev.Old.Steps {
-		if s.Step == f.Step {
-			old, hasOld = s, true
-		}
-	}
+	st, old, hasOld := findingSteps(ev, f.Step)
 	if fv.Request == "" {
 		fv.Request = st.Request
 	}
 	fv.HasRecorded = true
-	noise := noiseOf(ev.Noise)
-	counted, _ := noise.Split(st.Diffs)
+	counted, _ := noiseOf(ev.Noise).Split(st.Diffs)
 	m := marker{noise: map[string]string{}}
 	for _, d := range counted {
 		if d.Path != "outcome" {
@@ -211,32 +179,12 @@ func buildFinding(rep *grade.Report, f grade.Finding) *findingView {
 			fields = append(fields, nf)
 		}
 	}
-	recorded := st.RecordedOutput
-	recNote := ""
-	if recorded == nil && len(st.Diffs) == 0 {
-		recorded = st.Output // no difference at all: the new build's answer is the recording's
-	} else if recorded == nil && (st.Recorded.Kind == kavach.Crash || st.Recorded.Kind == kavach.Hang) {
-		recNote = "No answer was recorded."
-	} else if recorded == nil {
-		recNote = "The recording's answer is not kept in this report; the differences below give its values."
-	}
+	recorded, recNote := recordedAnswer(st)
 	before := ev.Contract || f.Step < ev.Failure.Step
-	oldCol := answerColumn{Name: "old build", Outcome: "not run", Class: "notrun"}
-	if hasOld && old.Ran {
-		oldCol.Outcome, oldCol.Class, oldCol.Note = old.Outcome.String(), outcomeClass(old.Outcome, true), old.Outcome.Detail
-		if before && old.Outcome.Kind == old.Recorded.Kind {
-			oldCol.Lines = answerLines(recorded, marker{noise: m.noise})
-			if oldCol.Note == "" {
-				oldCol.Note = "Answered as recorded (that is how noise is found), except the greyed fields."
-			}
-		} else if oldCol.Note == "" {
-			oldCol.Note = "At and after the failure the old build's answer is not compared, so the report does not keep it."
-		}
-	}
 	fv.Columns = []answerColumn{
 		{Name: "recording", Outcome: st.Recorded.String(), Class: outcomeClass(st.Recorded, true), Note: firstNonEmpty(recNote, st.Recorded.Detail),
 			Lines: answerLines(recorded, m)},
-		oldCol,
+		oldColumn(old, hasOld, before, recorded, m.noise),
 		{Name: "new build", Outcome: outcomeOr(st.Outcome, st.Ran), Class: outcomeClass(st.Outcome, st.Ran), Note: st.Outcome.Detail,
 			Lines: answerLines(st.Output, m)},
 	}
@@ -250,11 +198,95 @@ func buildFinding(rep *grade.Report, f grade.Finding) *findingView {
 			fv.Detail += "\n" + strings.Join(e.Notable, "\n")
 		}
 	}
+	fv.Diffs = findingDiffs(st, counted, fields, before)
+	return fv
+}
+
+// variantFinding shows a failed variant: the old and new builds'
+// outcomes of the variant and where their outputs differ.
+func variantFinding(rep *grade.Report, f grade.Finding) *findingView {
+	fv := &findingView{Title: fmt.Sprintf("variant %d fails on the new build at step %d", f.Variant, f.Step), Detail: f.Detail}
+	oldName := "old build (the variant)"
+	for _, v := range rep.Evidence.Variants.List {
+		if v.K == f.Variant && v.Kept && v.OldStep > 0 && !v.Regression {
+			oldName = fmt.Sprintf("old build (the variant), step %d", v.OldStep)
+		}
+	}
+	fv.Columns = []answerColumn{
+		{Name: oldName, Outcome: f.Expected.String(), Class: outcomeClass(f.Expected, true), Note: f.Expected.Detail},
+		{Name: "new build (the variant)", Outcome: f.Outcome.String(), Class: outcomeClass(f.Outcome, true), Note: f.Outcome.Detail},
+	}
+	for _, d := range f.Diffs {
+		if d.Path == "outcome" {
+			continue
+		}
+		fv.Diffs = append(fv.Diffs, diffRow{Path: d.Path, Old: d.Want, New: d.Got, Class: "diff"})
+	}
+	fv.Note = "A variant's answers are compared with the old build's replay of the same variant, not with the recording."
+	return fv
+}
+
+// findingSteps is a step's evidence on the new build's replay and, when
+// the old build's replay has it, on the old build's.
+func findingSteps(ev grade.Evidence, step int) (st, old grade.StepEvidence, hasOld bool) {
+	for _, s := range ev.New.Steps {
+		if s.Step == step {
+			st = s
+		}
+	}
+	for _, s := range ev.Old.Steps {
+		if s.Step == step {
+			old, hasOld = s, true
+		}
+	}
+	return st, old, hasOld
+}
+
+// recordedAnswer is the recording's answer at a step as the report keeps
+// it, and a note when it does not keep it.
+func recordedAnswer(st grade.StepEvidence) (recorded []any, note string) {
+	recorded = st.RecordedOutput
+	switch {
+	case recorded == nil && len(st.Diffs) == 0:
+		recorded = st.Output // no difference at all: the new build's answer is the recording's
+	case recorded == nil && (st.Recorded.Kind == kavach.Crash || st.Recorded.Kind == kavach.Hang):
+		note = "No answer was recorded."
+	case recorded == nil:
+		note = "The recording's answer is not kept in this report; the differences below give its values."
+	}
+	return recorded, note
+}
+
+// oldColumn is the old build's answer at a finding's step. Before the
+// failure it answered as recorded (noise aside), so the recording's
+// answer stands for it; at and after the failure the report keeps no
+// answer of the old build.
+func oldColumn(old grade.StepEvidence, hasOld, before bool, recorded []any, noise map[string]string) answerColumn {
+	col := answerColumn{Name: "old build", Outcome: "not run", Class: "notrun"}
+	if !hasOld || !old.Ran {
+		return col
+	}
+	col.Outcome, col.Class, col.Note = old.Outcome.String(), outcomeClass(old.Outcome, true), old.Outcome.Detail
+	if before && old.Outcome.Kind == old.Recorded.Kind {
+		col.Lines = answerLines(recorded, marker{noise: noise})
+		if col.Note == "" {
+			col.Note = "Answered as recorded (that is how noise is found), except the greyed fields."
+		}
+	} else if col.Note == "" {
+		col.Note = "At and after the failure the old build's answer is not compared, so the report does not keep it."
+	}
+	return col
+}
+
+// findingDiffs is the rows of a finding's differences: the counted ones,
+// then the step's noise fields with their recorded and replayed values.
+func findingDiffs(st grade.StepEvidence, counted []replay.Diff, fields []replay.NoiseField, before bool) []diffRow {
+	var out []diffRow
 	for _, d := range counted {
 		if d.Path == "outcome" {
 			continue
 		}
-		fv.Diffs = append(fv.Diffs, diffRow{Path: d.Path, Recorded: d.Want, Old: oldValue(before, d.Want), New: d.Got, Class: "diff"})
+		out = append(out, diffRow{Path: d.Path, Recorded: d.Want, Old: oldValue(before, d.Want), New: d.Got, Class: "diff"})
 	}
 	for _, nf := range fields {
 		r := diffRow{Path: nf.Path, Class: "noise", Reason: noiseReason(nf), New: "(left out)"}
@@ -267,9 +299,9 @@ func buildFinding(rep *grade.Report, f grade.Finding) *findingView {
 				r.New = d.Got
 			}
 		}
-		fv.Diffs = append(fv.Diffs, r)
+		out = append(out, r)
 	}
-	return fv
+	return out
 }
 
 func oldValue(before bool, recorded string) string {

@@ -105,11 +105,24 @@ type stepPoint struct {
 // buildTimeline lays out a report's steps. prefix makes the ids unique
 // on a page with several reports.
 func buildTimeline(rep *grade.Report, prefix string) *timeline {
-	ev := rep.Evidence
-	steps := ev.New.Steps
-	if len(steps) == 0 {
+	if len(rep.Evidence.New.Steps) == 0 {
 		return nil
 	}
+	pts, timed := timelinePoints(rep)
+	tl := &timeline{Width: plotLeft + plotWidth + 16, PlotLeft: plotLeft, PlotRight: plotLeft + plotWidth, PlotWidthPx: plotWidth, Steps: len(pts), Timed: timed}
+	xOf := layoutAxis(tl, pts, timeOrder(pts), timed)
+	laneOf := layoutLanes(tl, pts)
+	placeMarks(tl, pts, xOf, laneOf)
+	placeLines(tl, rep, pts, xOf, prefix)
+	return tl
+}
+
+// timelinePoints is each step of the new build's replay with its three
+// rows' classes and its title; timed says whether the report gives the
+// steps' recorded times (otherwise a step's time is its index).
+func timelinePoints(rep *grade.Report) (pts []stepPoint, timed bool) {
+	ev := rep.Evidence
+	steps := ev.New.Steps
 	noise := noiseOf(ev.Noise)
 	old := map[int]grade.StepEvidence{}
 	for _, s := range ev.Old.Steps {
@@ -121,14 +134,13 @@ func buildTimeline(rep *grade.Report, prefix string) *timeline {
 			diverged[f.Step] = true
 		}
 	}
-	timed := false
 	for _, s := range steps {
 		if s.AtUS > 0 {
 			timed = true
 			break
 		}
 	}
-	pts := make([]stepPoint, len(steps))
+	pts = make([]stepPoint, len(steps))
 	for i, s := range steps {
 		p := stepPoint{step: s.Step, conn: s.Conn, at: int64(i)}
 		if timed {
@@ -155,18 +167,25 @@ func buildTimeline(rep *grade.Report, prefix string) *timeline {
 		}
 		pts[i] = p
 	}
-	// Steps are in the recording's order, so their times do not go back;
-	// sort anyway, so that a hand-edited report cannot fold the axis.
+	return pts, timed
+}
+
+// timeOrder is the points' indexes in the order of their times. Steps
+// are in the recording's order, so their times do not go back; sort
+// anyway, so that a hand-edited report cannot fold the axis.
+func timeOrder(pts []stepPoint) []int {
 	order := make([]int, len(pts))
 	for i := range order {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return pts[order[a]].at < pts[order[b]].at })
+	return order
+}
 
-	tl := &timeline{Width: plotLeft + plotWidth + 16, PlotLeft: plotLeft, PlotRight: plotLeft + plotWidth, PlotWidthPx: plotWidth, Steps: len(pts), Timed: timed}
-	xOf := layoutAxis(tl, pts, order, timed)
-
-	// Lanes: the busiest connections apart (up to maxLanes), the rest in one.
+// layoutLanes fills in the timeline's lanes and height, and returns
+// each connection's lane: the busiest connections apart (up to
+// maxLanes), the rest in one.
+func layoutLanes(tl *timeline, pts []stepPoint) map[uint64]int {
 	count := map[uint64]int{}
 	for _, p := range pts {
 		count[p.conn]++
@@ -212,44 +231,51 @@ func buildTimeline(rep *grade.Report, prefix string) *timeline {
 	}
 	tl.LanesBottom = y - laneGap
 	tl.Height = tl.LanesBottom + axisHeight
+	return laneOf
+}
 
-	// Marks: one per step, or per bin of binWidth when there are more
-	// steps than the axis has room for.
+// placeMarks fills in the timeline's marks: one per step and row, or
+// per bin of binWidth when there are more steps than the axis has room
+// for.
+func placeMarks(tl *timeline, pts []stepPoint, xOf []float64, laneOf map[uint64]int) {
 	tl.Aggregated = len(pts) > plotWidth/3
-	if !tl.Aggregated {
-		w := float64(plotWidth) / float64(len(pts)) * 0.7
-		w = max(2, min(w, 10))
-		for i := range pts {
-			p := pts[i]
-			x := xOf[i]
-			ln := tl.Lanes[laneOf[p.conn]]
-			for r := range rows {
-				m := mark{X: x - w/2, Y: float64(ln.RowY[r]) + 1, W: w, H: rowHeight - 2, Class: p.class[r], Title: rowName(r) + ": " + p.title, Step: p.step}
-				tl.Marks = append(tl.Marks, m)
-			}
-		}
-	} else {
+	if tl.Aggregated {
 		tl.Marks = aggregate(pts, xOf, laneOf, tl.Lanes)
+		return
 	}
+	w := float64(plotWidth) / float64(len(pts)) * 0.7
+	w = max(2, min(w, 10))
+	for i := range pts {
+		p := pts[i]
+		x := xOf[i]
+		ln := tl.Lanes[laneOf[p.conn]]
+		for r := range rows {
+			m := mark{X: x - w/2, Y: float64(ln.RowY[r]) + 1, W: w, H: rowHeight - 2, Class: p.class[r], Title: rowName(r) + ": " + p.title, Step: p.step}
+			tl.Marks = append(tl.Marks, m)
+		}
+	}
+}
 
-	// The failing step, and the finding's step when it is the fixture's own.
-	F := ev.Failure.Step
+// placeLines fills in the timeline's vertical lines: the failing step,
+// and the first finding's step when it is the fixture's own.
+func placeLines(tl *timeline, rep *grade.Report, pts []stepPoint, xOf []float64, prefix string) {
+	failure := rep.Evidence.Failure.Step
 	for i, p := range pts {
-		if F > 0 && p.step == F {
-			tl.Lines = append(tl.Lines, vline{X: xOf[i], Class: "failure", Label: fmt.Sprintf("failure @%d", F), Step: F, ID: prefix + "failure"})
+		if failure > 0 && p.step == failure {
+			tl.Lines = append(tl.Lines, vline{X: xOf[i], Class: "failure", Label: fmt.Sprintf("failure @%d", failure), Step: failure, ID: prefix + "failure"})
 		}
 	}
 	if len(rep.Findings) > 0 {
 		f := rep.Findings[0]
-		if f.Kind != grade.VariantFailed && f.Step > 0 && f.Step != F {
+		if f.Kind != grade.VariantFailed && f.Step > 0 && f.Step != failure {
 			for i, p := range pts {
 				if p.step == f.Step {
 					tl.Lines = append(tl.Lines, vline{X: xOf[i], Class: "finding", Label: fmt.Sprintf("%s @%d", f.Kind, f.Step), Step: f.Step, ID: prefix + "finding"})
 				}
 			}
-		} else if f.Kind != grade.VariantFailed && f.Step == F {
+		} else if f.Kind != grade.VariantFailed && f.Step == failure {
 			for i := range tl.Lines {
-				tl.Lines[i].Label = fmt.Sprintf("failure and %s @%d", f.Kind, F)
+				tl.Lines[i].Label = fmt.Sprintf("failure and %s @%d", f.Kind, failure)
 			}
 		}
 	}
@@ -264,7 +290,6 @@ func buildTimeline(rep *grade.Report, prefix string) *timeline {
 	if len(tl.Lines) == 2 && abs(tl.Lines[0].X-tl.Lines[1].X) < 160 {
 		tl.Lines[1].LabelY = 22
 	}
-	return tl
 }
 
 func abs(f float64) float64 {
@@ -291,23 +316,9 @@ func layoutAxis(tl *timeline, pts []stepPoint, order []int, timed bool) []float6
 	if timed {
 		tl.Span = duration(last - first)
 	}
-	// Gaps that become jumps: the longest maxJumps of at least minJump.
-	type gap struct {
-		after int // index into order of the step before the gap
-		len   int64
-	}
 	var gaps []gap
 	if timed {
-		for k := 1; k < len(order); k++ {
-			if d := pts[order[k]].at - pts[order[k-1]].at; d >= minJump {
-				gaps = append(gaps, gap{k - 1, d})
-			}
-		}
-		sort.Slice(gaps, func(a, b int) bool { return gaps[a].len > gaps[b].len })
-		if len(gaps) > maxJumps {
-			gaps = gaps[:maxJumps]
-		}
-		sort.Slice(gaps, func(a, b int) bool { return gaps[a].after < gaps[b].after })
+		gaps = clockJumps(pts, order)
 	}
 	// Stretches between the jumps: [from, to] in order.
 	type stretch struct{ from, to int }
@@ -361,11 +372,39 @@ func layoutAxis(tl *timeline, pts []stepPoint, order []int, timed bool) []float6
 	if end := float64(plotLeft + plotWidth - 6); end-lastLabel >= labelEvery && len(order) > 1 {
 		tl.Ticks = append(tl.Ticks, tick{X: end, Label: axisLabel(timed, last-first, order[len(order)-1]), Anchor: "end"})
 	}
-	// Jump labels on two rows below the ticks; one with no room on
-	// either is left to its title.
+	placeJumpLabels(tl.Jumps)
+	return xOf
+}
+
+// gap is a stretch of time with no step, drawn as a clock jump.
+type gap struct {
+	after int // index into order of the step before the gap
+	len   int64
+}
+
+// clockJumps are the gaps that become jumps: the longest maxJumps of at
+// least minJump, in the order of time.
+func clockJumps(pts []stepPoint, order []int) []gap {
+	var gaps []gap
+	for k := 1; k < len(order); k++ {
+		if d := pts[order[k]].at - pts[order[k-1]].at; d >= minJump {
+			gaps = append(gaps, gap{k - 1, d})
+		}
+	}
+	sort.Slice(gaps, func(a, b int) bool { return gaps[a].len > gaps[b].len })
+	if len(gaps) > maxJumps {
+		gaps = gaps[:maxJumps]
+	}
+	sort.Slice(gaps, func(a, b int) bool { return gaps[a].after < gaps[b].after })
+	return gaps
+}
+
+// placeJumpLabels puts the jumps' labels on two rows below the ticks;
+// one with no room on either is left to its title.
+func placeJumpLabels(jumps []jump) {
 	row := [2]float64{-1e9, -1e9}
-	for i := range tl.Jumps {
-		j := &tl.Jumps[i]
+	for i := range jumps {
+		j := &jumps[i]
 		room := float64(len(j.Label))*6 + 8
 		switch {
 		case j.X-row[0] >= room:
@@ -376,7 +415,6 @@ func layoutAxis(tl *timeline, pts []stepPoint, order []int, timed bool) []float6
 			j.Label = ""
 		}
 	}
-	return xOf
 }
 
 // axisLabel is a tick's label: the virtual time since the first step, or

@@ -111,57 +111,20 @@ func Parse(file, src string) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	type field struct {
-		value      string
-		line, col  int
-		continuing bool
-	}
 	var (
-		cur     map[string]*field
-		curLine int
-		last    string
-		names   = map[string]int{}
+		cur   *block // the invariant being read, nil between two
+		last  string // the key of the last line read, which indented lines continue
+		names = map[string]int{}
 	)
 	flush := func() error {
 		if cur == nil {
 			return nil
 		}
-		defer func() { cur = nil }()
-		name := cur["name"]
-		if name == nil {
-			return &CompileError{file, curLine, 1, "an invariant without a name: add \"name: NAME\""}
-		}
-		n := strings.TrimSpace(name.value)
-		if !validName(n) {
-			return &CompileError{file, name.line, name.col + 1, fmt.Sprintf("invariant name %q: use letters, digits, - and _", n)}
-		}
-		if prev, ok := names[n]; ok {
-			return &CompileError{file, name.line, name.col + 1, fmt.Sprintf("invariant %q is declared twice (first at line %d)", n, prev)}
-		}
-		names[n] = name.line
-		check := cur["check"]
-		if check == nil {
-			return &CompileError{file, name.line, 1, fmt.Sprintf("invariant %q has no check: add \"check: EXPR\"", n)}
-		}
-		inv := &Invariant{Name: n, File: file, Line: name.line, Check: check.value}
-		if d := cur["description"]; d != nil {
-			inv.Description = strings.TrimSpace(d.value)
-		}
-		if e := cur["except"]; e != nil {
-			inv.Except = strings.FieldsFunc(e.value, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
-			if err := kavach.CheckVariantKinds(inv.Except); err != nil {
-				return &CompileError{file, e.line, e.col + 1, fmt.Sprintf("invariant %q: except: %v", n, err)}
-			}
-		}
-		var err error
-		if inv.check, err = compile(env, file, check.value, check.line, check.col); err != nil {
+		b := cur
+		cur = nil
+		inv, err := b.compile(env, file, names)
+		if err != nil {
 			return err
-		}
-		if w := cur["when"]; w != nil {
-			inv.When = w.value
-			if inv.when, err = compile(env, file, w.value, w.line, w.col); err != nil {
-				return err
-			}
 		}
 		s.Invariants = append(s.Invariants, inv)
 		return nil
@@ -183,7 +146,7 @@ func Parse(file, src string) (*Set, error) {
 			if cur == nil || last == "" {
 				return nil, &CompileError{file, ln, 1, "an indented line continues nothing: start an invariant with \"name: NAME\""}
 			}
-			cur[last].value += "\n" + line
+			cur.fields[last].value += "\n" + line
 			continue
 		}
 		key, value, ok := strings.Cut(line, ":")
@@ -192,14 +155,14 @@ func Parse(file, src string) (*Set, error) {
 			return nil, &CompileError{file, ln, 1, "want \"name:\", \"description:\", \"when:\", \"except:\" or \"check:\" at the start of the line"}
 		}
 		if cur == nil {
-			cur, curLine = map[string]*field{}, ln
+			cur = &block{line: ln, fields: map[string]*field{}}
 		}
-		if cur[key] != nil {
-			return nil, &CompileError{file, ln, 1, fmt.Sprintf("%s given twice in one invariant (first at line %d): separate invariants with a blank line", key, cur[key].line)}
+		if cur.fields[key] != nil {
+			return nil, &CompileError{file, ln, 1, fmt.Sprintf("%s given twice in one invariant (first at line %d): separate invariants with a blank line", key, cur.fields[key].line)}
 		}
 		// col: the 0-based column where the value starts.
 		col := strings.Index(line, ":") + 1 + (len(value) - len(strings.TrimLeft(value, " \t")))
-		cur[key] = &field{value: strings.TrimLeft(value, " \t"), line: ln, col: col}
+		cur.fields[key] = &field{value: strings.TrimLeft(value, " \t"), line: ln, col: col}
 		last = key
 	}
 	if err := flush(); err != nil {
@@ -209,6 +172,61 @@ func Parse(file, src string) (*Set, error) {
 		return nil, &CompileError{file, 1, 1, "no invariants: the file declares none"}
 	}
 	return s, nil
+}
+
+// block is one invariant as read: its keys' values, each with where it
+// starts.
+type block struct {
+	line   int // the block's first line
+	fields map[string]*field
+}
+
+type field struct {
+	value     string
+	line, col int // col is 0-based
+}
+
+// compile makes the block an invariant: its name valid and not in names
+// already (names gets it, with its line), a check, and its expressions
+// compiled in env.
+func (b *block) compile(env *cel.Env, file string, names map[string]int) (*Invariant, error) {
+	name := b.fields["name"]
+	if name == nil {
+		return nil, &CompileError{file, b.line, 1, "an invariant without a name: add \"name: NAME\""}
+	}
+	n := strings.TrimSpace(name.value)
+	if !validName(n) {
+		return nil, &CompileError{file, name.line, name.col + 1, fmt.Sprintf("invariant name %q: use letters, digits, - and _", n)}
+	}
+	if prev, ok := names[n]; ok {
+		return nil, &CompileError{file, name.line, name.col + 1, fmt.Sprintf("invariant %q is declared twice (first at line %d)", n, prev)}
+	}
+	names[n] = name.line
+	check := b.fields["check"]
+	if check == nil {
+		return nil, &CompileError{file, name.line, 1, fmt.Sprintf("invariant %q has no check: add \"check: EXPR\"", n)}
+	}
+	inv := &Invariant{Name: n, File: file, Line: name.line, Check: check.value}
+	if d := b.fields["description"]; d != nil {
+		inv.Description = strings.TrimSpace(d.value)
+	}
+	if e := b.fields["except"]; e != nil {
+		inv.Except = strings.FieldsFunc(e.value, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+		if err := kavach.CheckVariantKinds(inv.Except); err != nil {
+			return nil, &CompileError{file, e.line, e.col + 1, fmt.Sprintf("invariant %q: except: %v", n, err)}
+		}
+	}
+	var err error
+	if inv.check, err = compile(env, file, check.value, check.line, check.col); err != nil {
+		return nil, err
+	}
+	if w := b.fields["when"]; w != nil {
+		inv.When = w.value
+		if inv.when, err = compile(env, file, w.value, w.line, w.col); err != nil {
+			return nil, err
+		}
+	}
+	return inv, nil
 }
 
 func validName(n string) bool {
@@ -365,71 +383,91 @@ func (s *Set) CheckVariant(steps []Step, kind string) []Result {
 			continue
 		}
 		if spent > budget {
-			costliest := &results[0]
-			for j := range results {
-				if results[j].Cost > costliest.Cost {
-					costliest = &results[j]
-				}
-			}
-			costliest.TooCostly = fmt.Sprintf("%s: the invariants spent their budget of %d cost units for one replay by step %d, %d of them on %s; no invariant was evaluated from step %d on",
-				costliest.Name, budget, last, costliest.Cost, costliest.Name, p.N)
+			tooCostly(results, budget, last, p.N)
 			break
 		}
 		st.at, last = i, p.N
-		vars := map[string]any{
-			"step": int64(p.N), "time": p.Time, "req": p.Request, "reply": nil, "replies": p.Replies,
-			"outcome": p.Outcome, "steps": history,
-		}
-		if len(p.Replies) > 0 {
-			vars["reply"] = p.Replies[0]
-		}
-		if p.Replies == nil {
-			vars["replies"] = []any{}
-		}
-		if history == nil {
-			vars["steps"] = []any{}
-		}
+		vars := stepVars(p, history)
 		for j, inv := range s.Invariants {
-			r := &results[j]
-			if r.Excepted {
+			if results[j].Excepted {
 				continue
 			}
-			v, why, cost := verdictTrue, "", uint64(0)
-			if inv.when != nil {
-				v, why, cost = eval(inv.when, vars)
-				r.Cost += cost
-				spent += cost
-			}
-			if v == verdictTrue {
-				v, why, cost = eval(inv.check, vars)
-				r.Cost += cost
-				spent += cost
-			} else if v == verdictFalse {
-				continue // the invariant does not apply here
-			}
-			// Its when held, or could not be evaluated: not known not to
-			// apply.
-			r.Applied = append(r.Applied, p.N)
-			switch v {
-			case verdictError:
-				r.NotEvaluable = append(r.NotEvaluable, p.N)
-				if r.NotEvaluableMessage == "" {
-					r.NotEvaluableMessage = fmt.Sprintf("%s: not evaluable: %s at step %d", inv.Name, why, p.N)
-				}
-			case verdictFalse:
-				r.Violations = append(r.Violations, p.N)
-				if r.Held {
-					r.Held, r.FirstStep = false, p.N
-					r.Message = fmt.Sprintf("%s: %s", inv.Name, why)
-					if inv.Description != "" {
-						r.Message = fmt.Sprintf("%s (%s): %s", inv.Name, inv.Description, why)
-					}
-				}
-			}
+			spent += inv.checkAt(&results[j], vars, p.N)
 		}
 		history = append(history, stepMap(p))
 	}
 	return results
+}
+
+// tooCostly says, on the result that spent the most, that the budget ran
+// out by step last and nothing was evaluated from step next on.
+func tooCostly(results []Result, budget uint64, last, next int) {
+	costliest := &results[0]
+	for j := range results {
+		if results[j].Cost > costliest.Cost {
+			costliest = &results[j]
+		}
+	}
+	costliest.TooCostly = fmt.Sprintf("%s: the invariants spent their budget of %d cost units for one replay by step %d, %d of them on %s; no invariant was evaluated from step %d on",
+		costliest.Name, budget, last, costliest.Cost, costliest.Name, next)
+}
+
+// stepVars are the variables an expression sees at step p, after the
+// steps of history.
+func stepVars(p Step, history []any) map[string]any {
+	vars := map[string]any{
+		"step": int64(p.N), "time": p.Time, "req": p.Request, "reply": nil, "replies": p.Replies,
+		"outcome": p.Outcome, "steps": history,
+	}
+	if len(p.Replies) > 0 {
+		vars["reply"] = p.Replies[0]
+	}
+	if p.Replies == nil {
+		vars["replies"] = []any{}
+	}
+	if history == nil {
+		vars["steps"] = []any{}
+	}
+	return vars
+}
+
+// checkAt evaluates the invariant at step n with vars, adding to r where
+// it applied, was violated or could not be evaluated; it returns the
+// cost spent, which r.Cost counts too.
+func (inv *Invariant) checkAt(r *Result, vars map[string]any, n int) (spent uint64) {
+	v, why, cost := verdictTrue, "", uint64(0)
+	if inv.when != nil {
+		v, why, cost = eval(inv.when, vars)
+		r.Cost += cost
+		spent += cost
+	}
+	if v == verdictTrue {
+		v, why, cost = eval(inv.check, vars)
+		r.Cost += cost
+		spent += cost
+	} else if v == verdictFalse {
+		return spent // the invariant does not apply here
+	}
+	// Its when held, or could not be evaluated: not known not to
+	// apply.
+	r.Applied = append(r.Applied, n)
+	switch v {
+	case verdictError:
+		r.NotEvaluable = append(r.NotEvaluable, n)
+		if r.NotEvaluableMessage == "" {
+			r.NotEvaluableMessage = fmt.Sprintf("%s: not evaluable: %s at step %d", inv.Name, why, n)
+		}
+	case verdictFalse:
+		r.Violations = append(r.Violations, n)
+		if r.Held {
+			r.Held, r.FirstStep = false, n
+			r.Message = fmt.Sprintf("%s: %s", inv.Name, why)
+			if inv.Description != "" {
+				r.Message = fmt.Sprintf("%s (%s): %s", inv.Name, inv.Description, why)
+			}
+		}
+	}
+	return spent
 }
 
 // An evaluation gives true, false, or an error.

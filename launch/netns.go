@@ -30,7 +30,7 @@ import (
 // builds run in Kavach's namespace (Isolation says which), with the
 // integration's Spawn.Shared arguments, and the replay withholds the
 // fixture's requests that would open them to the network
-// (kavach.Container; docs/security.md, "Contained").
+// (kavach.Abilities.NewContainment; docs/security.md, "Contained").
 
 // Isolation names how builds are kept off the network: "netns" (each in a
 // network namespace of its own) or "none" (the kernel refused one: builds

@@ -1,5 +1,5 @@
 // Package launch starts and stops builds: the generic part of every
-// integration's Launcher (a process group of its own, a fresh directory, a
+// integration's Start (a process group of its own, a fresh directory, a
 // free loopback port, its output kept, readiness polled, stopped gently
 // then by force, libfaketime's shared memory removed on every path), and
 // the checks made before a build is started (CheckExecutable). Every wait
@@ -26,7 +26,7 @@ import (
 	"github.com/kavach-dev/kavach"
 )
 
-// Spawn is how an integration's Launcher starts a build: the generic part
+// Spawn is how an integration's Start starts a build: the generic part
 // (process group, fresh directory, free port, log capture, readiness
 // polling, stopping gently then by force), with the protocol-specific
 // parts as func fields.
@@ -139,24 +139,16 @@ func portTaken(log string) bool {
 	return strings.Contains(l, "address already in use") || strings.Contains(l, "failed listening on port") || strings.Contains(l, "addrinuse")
 }
 
+// start is one try of Start: the build's executable checked, its
+// directory and port made, its process started, and its readiness
+// awaited.
 func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("build %s: not started: %w", s.Launch.Path, context.Cause(ctx))
 	}
-	path := s.Launch.Path
-	// The build runs in its fresh directory: resolve its path first.
-	if !strings.Contains(path, "/") {
-		if p, err := exec.LookPath(path); err == nil {
-			path = p
-		}
-	}
-	if p, err := filepath.Abs(path); err == nil {
-		path = p
-	}
-	if st, err := os.Stat(path); err != nil {
-		return nil, &StartError{Path: path, Reason: "cannot be started: " + errors.Unwrap(err).Error()}
-	} else if st.IsDir() || st.Mode()&0o111 == 0 {
-		return nil, &StartError{Path: path, Reason: "cannot be started: not an executable file"}
+	path, err := executable(s.Launch.Path)
+	if err != nil {
+		return nil, err
 	}
 	Sweep()
 	Subreaper()
@@ -176,6 +168,39 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("build %s: %w", path, err)
 	}
+	s.command(ctx, p, path, dir, port, isolated)
+	if err := p.startIn(isolated); err != nil {
+		p.release()
+		os.RemoveAll(dir)
+		return nil, &StartError{Path: path, Reason: "cannot be started: " + err.Error()}
+	}
+	go p.wait()
+	return s.awaitReady(ctx, p, path, port)
+}
+
+// executable resolves the path of a build's executable (the build runs in
+// its fresh directory) and checks that it can be started.
+func executable(path string) (string, error) {
+	if !strings.Contains(path, "/") {
+		if p, err := exec.LookPath(path); err == nil {
+			path = p
+		}
+	}
+	if p, err := filepath.Abs(path); err == nil {
+		path = p
+	}
+	if st, err := os.Stat(path); err != nil {
+		return "", &StartError{Path: path, Reason: "cannot be started: " + errors.Unwrap(err).Error()}
+	} else if st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", &StartError{Path: path, Reason: "cannot be started: not an executable file"}
+	}
+	return path, nil
+}
+
+// command makes p's command, not yet started: the build at path run in
+// dir with its arguments ({port} and {dir} replaced), its environment and
+// its process group, its output kept, stopped by Stop once ctx is done.
+func (s Spawn) command(ctx context.Context, p *Spawned, path, dir string, port int, isolated bool) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	expand := func(args []string) []string {
 		out := make([]string, len(args))
@@ -212,13 +237,11 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	// A process of the group that keeps the build's output open does not
 	// hold Wait past this.
 	cmd.WaitDelay = waitDelay
-	if err := p.startIn(isolated); err != nil {
-		p.release()
-		os.RemoveAll(dir)
-		return nil, &StartError{Path: path, Reason: "cannot be started: " + err.Error()}
-	}
-	go p.wait()
+}
 
+// awaitReady polls the started build p until it is ready, and stops it
+// when it exits, its start times out or ctx is done first.
+func (s Spawn) awaitReady(ctx context.Context, p *Spawned, path string, port int) (*Spawned, error) {
 	timeout := s.StartTimeout
 	if timeout == 0 {
 		timeout = 10 * time.Second
@@ -238,9 +261,9 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 			// started again on another), and call the build ready.
 			err = fmt.Errorf("no process of the build listens on port %d", port)
 		} else if s.ReadyPid != nil {
-			err = s.ReadyPid(probe, addr, p.cmd.Process.Pid)
+			err = s.ReadyPid(probe, p.addr, p.cmd.Process.Pid)
 		} else {
-			err = s.Ready(probe, addr)
+			err = s.Ready(probe, p.addr)
 		}
 		cancelProbe()
 		if err == nil {
@@ -602,16 +625,4 @@ func (t *tailBuffer) notable() []string {
 		}
 	}
 	return out
-}
-
-// Start starts build with l, bounded by ctx when l is a
-// kavach.ContextStarter (else ctx is only checked before).
-func Start(ctx context.Context, l kavach.Launcher, build kavach.Launch) (kavach.Process, error) {
-	if cs, ok := l.(kavach.ContextStarter); ok {
-		return cs.StartContext(ctx, build)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("build %s: not started: %w", build.Path, context.Cause(ctx))
-	}
-	return l.Start(build)
 }

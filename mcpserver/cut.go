@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/kavach-dev/kavach/internal/cut"
 )
 
 // echoMax bounds a value an error quotes back to the client (a path, a
@@ -12,25 +13,13 @@ import (
 // a 900 KiB path twice.
 const echoMax = 200
 
-// cutString cuts s to at most max bytes, at the start of a character,
-// marking the cut.
-func cutString(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	for max > 0 && !utf8.RuneStart(s[max]) {
-		max--
-	}
-	return s[:max] + "…"
-}
-
 // echo is a value quoted back in an error: whole when short, else its
 // start and its true size.
 func echo(s string) string {
 	if len(s) <= echoMax {
 		return s
 	}
-	return fmt.Sprintf("%s (%d bytes)", cutString(s, echoMax), len(s))
+	return fmt.Sprintf("%s (%d bytes)", cut.String(s, echoMax), len(s))
 }
 
 // cutWords cuts each run of text without spaces longer than echoMax in
@@ -55,5 +44,5 @@ func cutWords(msg string) string {
 		}
 	}
 	flush(len(msg))
-	return cutString(b.String(), total)
+	return cut.String(b.String(), total)
 }

@@ -1,8 +1,9 @@
 // Package mcpserver is `kavach mcp`: a Model Context Protocol server on
 // stdio with one tool, kavach_diff, which grades a new build against an
-// incident exactly as `kavach diff` does. The command gives it the
-// grading, the printing and the defaults (Config), so that the tool and
-// the command line cannot drift apart; this package holds what is MCP's:
+// incident exactly as `kavach diff` does: both call package grading, which
+// grades and prints, and the command gives the defaults of its flags
+// (Config), so that the tool and the command line cannot drift apart;
+// this package holds what is MCP's:
 // the schemas, the shaping of results for an agent, progress,
 // cancellation, and a transport that survives any input.
 package mcpserver
@@ -28,53 +29,19 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/grading"
+	"github.com/kavach-dev/kavach/internal/cut"
 	"github.com/kavach-dev/kavach/internal/pathcheck"
 )
 
 // ToolName is the one tool the server serves.
 const ToolName = "kavach_diff"
 
-// Request is one grading, as the tool asks the command for it: `kavach
-// diff`'s arguments and flags.
-type Request struct {
-	Old, New, Fixture string
-	Invariants        string // file; "" finds embedded or beside the fixture
-	Variants          int
-	MinVariants       int
-	Seed              uint64
-	Jobs              int
-	FailFast          bool
-	StepTimeout       time.Duration
-	StartTimeout      time.Duration
-	BelowFloor        bool
-	Progress          func(done, total int)
-}
-
 // Config is what the server needs from the command.
 type Config struct {
 	// Defaults are kavach diff's flags' defaults, which the tool's input
-	// schema declares.
-	Defaults Request
-	// Grade grades as kavach diff does.
-	Grade func(ctx context.Context, r Request) (*grade.Report, error)
-	// WriteReport writes the report to out, or to a new temporary file
-	// when out is "", and returns its path.
-	WriteReport func(out string, rep *grade.Report) (string, error)
-	// ExitStatus is the status kavach diff exits with for a verdict kind.
-	ExitStatus func(kind string) int
-	// Print prints what kavach diff prints; args are OLD, NEW and FIXTURE.
-	Print func(w io.Writer, rep *grade.Report, args []string, report string)
-	// GradeSuite grades as kavach diff OLD NEW F1 F2 ... does, and
-	// returns the fixtures it graded (directories expanded).
-	GradeSuite func(ctx context.Context, r Request, fixtures []string) (*grade.SuiteReport, []string, error)
-	// WriteSuite writes a suite's report as WriteReport writes one.
-	WriteSuite func(out string, s *grade.SuiteReport) (string, error)
-	// PrintSuite prints what kavach diff prints for a suite.
-	PrintSuite func(w io.Writer, s *grade.SuiteReport, old, new string, fixtures []string, report string)
-	// Hint is the hint Print prints, alone; report is the report's path.
-	Hint func(rep *grade.Report, args []string, report string) string
-	// HintIndent starts the lines of a printed hint after its first.
-	HintIndent string
+	// schema declares and a call that leaves a field out grades with.
+	Defaults grading.Request
 }
 
 // Transport is MCP's stdio transport on r and w (the process's stdin and
@@ -304,7 +271,7 @@ type FixtureVerdict struct {
 
 // schemas are the tool's input and output schemas, inferred from the
 // types, with the command line's defaults and the choices of detail.
-func schemas(def Request) (in, out *jsonschema.Schema, err error) {
+func schemas(def grading.Request) (in, out *jsonschema.Schema, err error) {
 	in, err = jsonschema.For[DiffInput](nil)
 	if err != nil {
 		return nil, nil, err
@@ -319,7 +286,7 @@ func schemas(def Request) (in, out *jsonschema.Schema, err error) {
 		}
 		in.Properties[name].Default = b
 	}
-	// The bounds are the tool's own (diffRequest.check): counts from 0
+	// The bounds are the tool's own (grading.Request.Check): counts from 0
 	// (0 variants, 0 jobs: as many as the CPUs kavach may use), timeouts
 	// from 1 ms.
 	for name, min := range map[string]float64{"variants": 0, "min_variants": 0, "jobs": 0, "step_timeout_ms": 1, "start_timeout_ms": 1} {
@@ -348,7 +315,7 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 	if err := in.check(); err != nil {
 		return nil, DiffOutput{}, err
 	}
-	r := Request{
+	r := grading.Request{
 		Old: in.Old, New: in.New, Fixture: in.Fixture, Invariants: in.Invariants,
 		Variants: in.Variants, MinVariants: in.MinVariants, Seed: in.Seed, Jobs: in.Jobs, FailFast: in.FailFast,
 		StepTimeout:  time.Duration(in.StepTimeoutMS) * time.Millisecond,
@@ -360,18 +327,18 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 		r.Progress = suiteProgress(ctx, req)
 		return cfg.diffSuite(ctx, in, r)
 	}
-	rep, err := cfg.Grade(ctx, r)
+	rep, err := grading.Grade(ctx, r)
 	if err != nil {
 		return nil, DiffOutput{}, gradeError(err)
 	}
-	path, err := cfg.WriteReport(in.Out, rep)
+	path, err := writeReport(in.Out, rep)
 	if err != nil {
 		return nil, DiffOutput{}, err
 	}
 	a := []string{in.Old, in.New, in.Fixture}
 	out := DiffOutput{
-		Verdict: rep.Verdict, VerdictParts: rep.Parts, ExitStatus: cfg.ExitStatus(rep.Parts.Kind),
-		Report: path, Findings: rep.Findings, Checked: rep.Checked(), Hint: strings.ReplaceAll(cfg.Hint(rep, a, path), "\n", " "),
+		Verdict: rep.Verdict, VerdictParts: rep.Parts, ExitStatus: grading.ExitStatus(rep.Parts.Kind),
+		Report: path, Findings: rep.Findings, Checked: rep.Checked(), Hint: strings.ReplaceAll(grading.Hint(rep, a, path), "\n", " "),
 	}
 	if out.Findings == nil {
 		out.Findings = []grade.Finding{}
@@ -379,7 +346,7 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 	// The text is what `kavach diff` prints; a full result adds the
 	// structured result as JSON, for clients that read only the text.
 	var buf bytes.Buffer
-	cfg.Print(&buf, rep, a, path)
+	grading.PrintDiff(&buf, rep, a, path)
 	return cfg.result(in, out, buf.String())
 }
 
@@ -395,29 +362,36 @@ func gradeError(err error) error {
 }
 
 // diffSuite is a call with several fixtures: kavach diff OLD NEW F1 F2 ...
-func (cfg Config) diffSuite(ctx context.Context, in DiffInput, r Request) (*mcp.CallToolResult, DiffOutput, error) {
-	s, fixtures, err := cfg.GradeSuite(ctx, r, append([]string{in.Fixture}, in.Fixtures...))
+func (cfg Config) diffSuite(ctx context.Context, in DiffInput, r grading.Request) (*mcp.CallToolResult, DiffOutput, error) {
+	fixtures, _, err := grading.FixtureArgs(append([]string{in.Fixture}, in.Fixtures...))
+	if err == nil {
+		err = grading.CheckFixtures(fixtures)
+	}
 	if err != nil {
 		return nil, DiffOutput{}, gradeError(err)
 	}
-	path, err := cfg.WriteSuite(in.Out, s)
+	s, err := grading.GradeSuite(ctx, r, fixtures)
+	if err != nil {
+		return nil, DiffOutput{}, gradeError(err)
+	}
+	path, err := writeReport(in.Out, s)
 	if err != nil {
 		return nil, DiffOutput{}, err
 	}
-	out := DiffOutput{Verdict: s.Verdict, VerdictParts: s.Parts, ExitStatus: cfg.ExitStatus(s.Parts.Kind), Report: path, Findings: []grade.Finding{}}
+	out := DiffOutput{Verdict: s.Verdict, VerdictParts: s.Parts, ExitStatus: grading.ExitStatus(s.Parts.Kind), Report: path, Findings: []grade.Finding{}}
 	for i, rep := range s.Reports {
 		out.FixtureVerdicts = append(out.FixtureVerdicts, FixtureVerdict{Fixture: fixtures[i], Verdict: rep.Verdict})
 	}
 	if h := s.Headline; h >= 0 {
 		rep := s.Reports[h]
 		out.Findings, out.Checked = rep.Findings, rep.Checked()
-		out.Hint = strings.ReplaceAll(cfg.Hint(rep, []string{in.Old, in.New, fixtures[h]}, path), "\n", " ")
+		out.Hint = strings.ReplaceAll(grading.Hint(rep, []string{in.Old, in.New, fixtures[h]}, path), "\n", " ")
 		if out.Findings == nil {
 			out.Findings = []grade.Finding{}
 		}
 	}
 	var buf bytes.Buffer
-	cfg.PrintSuite(&buf, s, in.Old, in.New, fixtures, path)
+	grading.PrintSuite(&buf, s, in.Old, in.New, fixtures, path)
 	return cfg.result(in, out, buf.String())
 }
 
@@ -433,7 +407,7 @@ func (cfg Config) result(in DiffInput, out DiffOutput, text string) (*mcp.CallTo
 		content = []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(b)}}
 	} else {
 		out.conciseFindings()
-		content = []mcp.Content{&mcp.TextContent{Text: cutEachLine(text, lineMax, cfg.HintIndent)}}
+		content = []mcp.Content{&mcp.TextContent{Text: cutEachLine(text, lineMax, grading.HintIndent)}}
 	}
 	return &mcp.CallToolResult{Content: content}, out, nil
 }
@@ -454,15 +428,15 @@ func (o *DiffOutput) conciseFindings() {
 	}
 	o.MoreFindings = len(o.Findings) - 1
 	f := o.Findings[0]
-	cut := func(s string, max int) string {
-		c := cutString(s, max)
+	cutTo := func(s string, max int) string {
+		c := cut.String(s, max)
 		if c != s {
 			o.Cut = true
 		}
 		return c
 	}
-	cutDetail := func(s string) string { return cut(cutLines(s, 6), detailMax) }
-	f.Request = cut(f.Request, requestMax)
+	cutDetail := func(s string) string { return cutTo(cut.Lines(s, 6), detailMax) }
+	f.Request = cutTo(f.Request, requestMax)
 	f.Detail = cutDetail(f.Detail)
 	f.Expected.Detail = cutDetail(f.Expected.Detail)
 	f.Outcome.Detail = cutDetail(f.Outcome.Detail)
@@ -471,13 +445,13 @@ func (o *DiffOutput) conciseFindings() {
 	}
 	f.Diffs = append(f.Diffs[:0:0], f.Diffs...)
 	for i := range f.Diffs {
-		f.Diffs[i].Want = cut(f.Diffs[i].Want, valueMax)
-		f.Diffs[i].Got = cut(f.Diffs[i].Got, valueMax)
+		f.Diffs[i].Want = cutTo(f.Diffs[i].Want, valueMax)
+		f.Diffs[i].Got = cutTo(f.Diffs[i].Got, valueMax)
 	}
 	o.Findings = []grade.Finding{f}
 }
 
-// cutEachLine cuts the long lines of printDiff's text: requests, values,
+// cutEachLine cuts the long lines of grading.PrintDiff's text: requests, values,
 // log lines. The hint (its first line and the lines indented under it)
 // and the report's line are kept whole: they hold the commands and the
 // path an agent runs next, which a cut would break.
@@ -495,9 +469,19 @@ func cutEachLine(s string, max int, hintIndent string) string {
 			continue
 		}
 		inHint = false
-		lines[i] = cutString(l, max)
+		lines[i] = cut.String(l, max)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// writeReport writes a report to out, or to a new temporary file when
+// out is "", and returns its path, as kavach diff does.
+func writeReport(out string, rep any) (string, error) {
+	path, err := grading.ReportPath(out)
+	if err == nil {
+		err = grading.WriteReport(path, rep)
+	}
+	return path, err
 }
 
 // isDir reports whether path is a directory: a fixture given as one is a
@@ -608,13 +592,4 @@ func suiteProgress(ctx context.Context, req *mcp.CallToolRequest) func(done, tot
 			Message: fmt.Sprintf("fixtures: %d of %d graded", done, total),
 		})
 	}
-}
-
-// cutLines keeps n lines of s, saying how many more the report has.
-func cutLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = append(lines[:n], fmt.Sprintf("(+%d lines in the report)", len(lines)-n))
-	}
-	return strings.Join(lines, "\n")
 }

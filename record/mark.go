@@ -15,7 +15,7 @@ import (
 // signature, its variable parts masked: kavach.ErrorSignature; an oracle
 // "error:CLASS" stays the loose class), and the evidence is what the
 // recording shows at that step. codec may be nil.
-func FailureAt(fx *fixtures.Fixture, codec kavach.Codec, n int, oracle kavach.Oracle) (kavach.Failure, error) {
+func FailureAt(fx *fixtures.Fixture, codec kavach.Integration, n int, oracle kavach.Oracle) (kavach.Failure, error) {
 	steps := kavach.Steps(fx.Events, codec)
 	if n < 1 || n > len(steps) {
 		return kavach.Failure{}, fmt.Errorf("step %d: fixture %s has steps 1 to %d", n, fx.Path, len(steps))
@@ -30,12 +30,12 @@ func FailureAt(fx *fixtures.Fixture, codec kavach.Codec, n int, oracle kavach.Or
 		ev = append(ev, "connection closed by the server")
 	}
 	f.Evidence = strings.Join(ev, "; ")
-	if cl, ok := codec.(kavach.Classifier); ok && oracle.Kind == kavach.Error && len(s.Responses) > 0 {
+	if codec != nil && oracle.Kind == kavach.Error && len(s.Responses) > 0 {
 		var data [][]byte
 		for _, r := range s.Responses {
 			data = append(data, r.Data)
 		}
-		f.Signature = oracle.SignatureFor(cl.Classify(s.Request.Data, data))
+		f.Signature = oracle.SignatureFor(codec.Classify(s.Request.Data, data))
 	}
 	return f, nil
 }
@@ -43,7 +43,7 @@ func FailureAt(fx *fixtures.Fixture, codec kavach.Codec, n int, oracle kavach.Or
 // describe renders a recorded message on one line for evidence, cut to
 // about 200 bytes; a cut one says the message's true size, which the cut
 // text's own length would misstate.
-func describe(codec kavach.Codec, ev kavach.Event) string {
+func describe(codec kavach.Integration, ev kavach.Event) string {
 	const max = 200
 	var s string
 	switch {

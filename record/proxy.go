@@ -22,15 +22,13 @@ import (
 // Options configure a recording proxy. The zero value of every optional
 // field is documented beside it.
 type Options struct {
-	// Codec frames the traffic into messages. Required.
-	Codec kavach.Codec
-	// Classifier classifies replies for FailOn. Nil: FailOn cannot be used.
-	Classifier kavach.Classifier
-	// Redactor removes secrets from requests before they are written; if it
-	// is also a kavach.ReplyRedactor, from responses too, and if it is a
-	// kavach.RawRedactor, from bytes the codec could not frame. Nil:
-	// nothing is redacted.
-	Redactor kavach.Redactor
+	// Codec frames the traffic into messages (with its Resync and
+	// MinFrameLen abilities) and classifies replies for FailOn. Required.
+	Codec kavach.Integration
+	// Redactor removes secrets from requests before they are written, and
+	// from responses and bytes the codec could not frame as far as it has
+	// the functions for them. Nil: nothing is redacted.
+	Redactor *kavach.Redaction
 	// FailOn, when it is an error oracle, makes the first reply that it
 	// fires on the incident's failure. Nil: only crashes are recorded as
 	// the failure.
@@ -53,6 +51,7 @@ type Options struct {
 // connections and their goroutines; Close stops them all.
 type Proxy struct {
 	opts  Options
+	ab    kavach.Abilities // opts.Codec's
 	ln    net.Listener
 	start time.Time
 	log   *slog.Logger
@@ -76,7 +75,7 @@ type waitStep struct {
 	left    int
 	request []byte
 	// orig is the request as the client sent it, kept when the replies to
-	// it may hold a secret that only the request tells (see ReplyRedactor).
+	// it may hold a secret that only the request tells (see kavach.Redaction.ReplyMayHoldSecret).
 	orig []byte
 	// raw: the request was bytes the codec could not frame; its replies
 	// are redacted by pattern too (a service may echo them).
@@ -98,7 +97,7 @@ func Start(opts Options, start time.Time) (*Proxy, error) {
 	if opts.Codec == nil || opts.Fixture == nil || opts.Upstream == "" {
 		return nil, errors.New("record: Codec, Fixture and Upstream are required")
 	}
-	if opts.FailOn != nil && (opts.FailOn.Kind != kavach.Error || opts.Classifier == nil) {
+	if opts.FailOn != nil && opts.FailOn.Kind != kavach.Error {
 		return nil, fmt.Errorf("record: --fail-on takes error or error:CLASS, got %s", opts.FailOn)
 	}
 	if opts.Listen == "" {
@@ -117,7 +116,7 @@ func Start(opts Options, start time.Time) (*Proxy, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
-		opts: opts, ln: ln, start: start, log: log, ctx: ctx, cancel: cancel,
+		opts: opts, ab: opts.Codec.Abilities(), ln: ln, start: start, log: log, ctx: ctx, cancel: cancel,
 		conns: map[uint64]*proxyConn{},
 	}
 	p.wg.Add(1)
@@ -346,7 +345,7 @@ func closeWrite(c net.Conn) {
 // can never precede its request in the fixture. Bytes the codec cannot
 // frame are forwarded unchanged and recorded raw, marked ParseError (with
 // what looks like a secret in them redacted); framing starts again where
-// the codec says the service goes on (kavach.Resyncer), else the rest of
+// the codec says the service goes on (kavach.Abilities.Resync), else the rest of
 // the direction is raw, and so it is after a message over the size limit. It reports why it ended.
 func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.Reader) copyEnd {
 	split := p.opts.Codec.SplitRequest
@@ -413,7 +412,7 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 }
 
 // room makes room in pending for more bytes of a message: for the whole
-// message at once when the codec tells its length (kavach.FrameSizer), it
+// message at once when the codec tells its length (kavach.Abilities.MinFrameLen), it
 // is within the size limit, and an eighth of it has come, so that a large
 // value is held in few copies. Before that, room for twice what has come:
 // a length is a client's word, and a client that declares a large value
@@ -422,12 +421,12 @@ func (p *Proxy) room(pending []byte, more int, dir kavach.Direction) []byte {
 	if len(pending)+more <= cap(pending) || len(pending) == 0 {
 		return pending
 	}
-	fs, ok := p.opts.Codec.(kavach.FrameSizer)
-	if !ok {
+	minLen := p.ab.MinFrameLen
+	if minLen == nil {
 		return pending
 	}
 	have := len(pending) + more
-	if want := fs.MinFrameLen(pending, dir == kavach.Request); want > have && want <= p.opts.MaxFrame {
+	if want := minLen(pending, dir == kavach.Request); want > have && want <= p.opts.MaxFrame {
 		if want > trustDeclared*have {
 			want = 2 * have
 		}
@@ -492,16 +491,15 @@ const (
 // frames appends every whole message at the front of data to batch, and
 // returns the bytes left over and how the direction's next bytes are to be
 // taken. Bytes the codec cannot frame are one raw message up to where the
-// codec says framing can start again (kavach.Resyncer), or to the end of
+// codec says framing can start again (kavach.Abilities.Resync), or to the end of
 // the connection.
 func (p *Proxy) frames(conn uint64, dir kavach.Direction, split func([]byte) (int, error), data []byte, batch []message, rs *rawState) ([]byte, rawMode, []message) {
 	for len(data) > 0 {
 		n, err := split(data)
 		if err != nil {
-			resyncer, ok := p.opts.Codec.(kavach.Resyncer)
-			i := 0
+			i, ok := 0, p.ab.Resync != nil
 			if ok {
-				i, ok = resyncer.Resync(data, dir == kavach.Request)
+				i, ok = p.ab.Resync(data, dir == kavach.Request)
 			}
 			if !ok || i <= 0 || i > len(data) {
 				p.log.Warn("unparsable bytes, the rest of the direction recorded raw", "conn", conn, "dir", dir, "err", err)
@@ -529,11 +527,11 @@ func (p *Proxy) frames(conn uint64, dir kavach.Direction, split func([]byte) (in
 		rs.tail = rs.tail[:0] // a raw message after this one does not follow the last
 		if dir == kavach.Request {
 			m.replies = p.opts.Codec.Replies(m.data)
-			if rr, ok := p.opts.Redactor.(kavach.ReplyRedactor); ok && rr.ReplyMayHoldSecret(m.data) {
+			if red := p.opts.Redactor; red != nil && red.ReplyMayHoldSecret != nil && red.ReplyMayHoldSecret(m.data) {
 				m.orig = bytes.Clone(m.data)
 			}
 			if p.opts.Redactor != nil {
-				if out, note := p.opts.Redactor.Redact(m.data); note != "" {
+				if out, note := p.opts.Redactor.Request(m.data); note != "" {
 					m.data, m.flags, m.note = out, kavach.Redacted, note
 				}
 			}
@@ -569,19 +567,19 @@ const rawTail = 32
 // cannot be told apart from its arguments.
 func (p *Proxy) rawMessage(dir kavach.Direction, rs *rawState, data []byte, rest bool) message {
 	m := message{flags: kavach.ParseError, data: data}
-	rr, ok := p.opts.Redactor.(kavach.RawRedactor)
-	if !ok {
+	if p.opts.Redactor == nil || p.opts.Redactor.Raw == nil {
 		return m
 	}
+	redactRaw := p.opts.Redactor.Raw
 	req := dir == kavach.Request
 	whole := func(why string) {
 		m.data, m.flags, m.note = []byte(fmt.Sprintf("%s (%d bytes)", kavach.RedactedRaw, len(data))), kavach.ParseError|kavach.Redacted, why
 	}
-	out, note := rr.RedactRaw(data, req)
+	out, note := redactRaw(data, req)
 	cut := false
 	if note == "" && len(rs.tail) > 0 {
-		_, jointNote := rr.RedactRaw(append(append([]byte(nil), rs.tail...), data...), req)
-		_, tailNote := rr.RedactRaw(rs.tail, req)
+		_, jointNote := redactRaw(append(append([]byte(nil), rs.tail...), data...), req)
+		_, tailNote := redactRaw(rs.tail, req)
 		cut = jointNote != "" && tailNote == ""
 	}
 	switch {
@@ -606,8 +604,8 @@ func (p *Proxy) record(c *proxyConn, dir kavach.Direction, batch []message) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if rr, ok := p.opts.Redactor.(kavach.ReplyRedactor); ok && dir == kavach.Response {
-		p.redactReplies(rr, c, batch)
+	if red := p.opts.Redactor; red != nil && red.Reply != nil && dir == kavach.Response {
+		p.redactReplies(red, c, batch)
 	}
 	evs := make([]kavach.Event, len(batch))
 	for i, m := range batch {
@@ -650,7 +648,7 @@ func (p *Proxy) record(c *proxyConn, dir kavach.Direction, batch []message) {
 		}
 		w := &c.pending[0]
 		if p.failure == nil && p.opts.FailOn != nil && m.flags&kavach.ParseError == 0 {
-			out := p.opts.Classifier.Classify(w.request, [][]byte{m.data})
+			out := p.opts.Codec.Classify(w.request, [][]byte{m.data})
 			if p.opts.FailOn.Fires(out) {
 				p.setFailure(kavach.Failure{Step: w.step, Oracle: *p.opts.FailOn, Signature: p.opts.FailOn.SignatureFor(out), Evidence: out.Detail})
 			}
@@ -664,7 +662,7 @@ func (p *Proxy) record(c *proxyConn, dir kavach.Direction, batch []message) {
 // redactReplies redacts the responses of batch, each with the request it
 // answers as the client sent it (when kept), pairing them as record does
 // without changing the pending requests. p.mu must be held.
-func (p *Proxy) redactReplies(rr kavach.ReplyRedactor, c *proxyConn, batch []message) {
+func (p *Proxy) redactReplies(red *kavach.Redaction, c *proxyConn, batch []message) {
 	k, left := 0, 0
 	for i := range batch {
 		m := &batch[i]
@@ -682,11 +680,11 @@ func (p *Proxy) redactReplies(rr kavach.ReplyRedactor, c *proxyConn, batch []mes
 		if m.flags&kavach.ParseError != 0 {
 			continue // redacted by pattern already
 		}
-		if out, note := rr.RedactReply(req, m.data); note != "" {
+		if out, note := red.Reply(req, m.data); note != "" {
 			m.data, m.flags, m.note = out, m.flags|kavach.Redacted, note
 		}
-		if rw, ok := rr.(kavach.RawRedactor); ok && raw {
-			if out, note := rw.RedactRaw(m.data, false); note != "" {
+		if red.Raw != nil && raw {
+			if out, note := red.Raw(m.data, false); note != "" {
 				m.data, m.flags = out, m.flags|kavach.Redacted
 				m.note = strings.TrimPrefix(m.note+", ", ", ") + "the reply to unframable bytes, by pattern"
 			}

@@ -14,11 +14,9 @@ import (
 
 // rawRecorded feeds chunks, each as one read, through the framing and raw
 // handling of one direction, and returns what would be written.
-func rawRecorded(codec interface {
-	kavach.Codec
-	kavach.Redactor
-}, chunks ...string) (written []byte, events []message) {
-	p := &Proxy{opts: Options{Codec: codec, Redactor: codec, MaxFrame: 64 << 20}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+func rawRecorded(codec kavach.Integration, chunks ...string) (written []byte, events []message) {
+	ab := codec.Abilities()
+	p := &Proxy{opts: Options{Codec: codec, Redactor: ab.Redaction, MaxFrame: 64 << 20}, ab: ab, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var (
 		pending []byte
 		mode    rawMode
@@ -62,7 +60,7 @@ func TestRawSecretsAcrossReads(t *testing.T) {
 		{"$-5 AU", "TH " + secret + "\r\n"},
 		{"$-5 AUTH ", secret + "\r\n"},
 	} {
-		written, events := rawRecorded(redis.Codec{}, chunks...)
+		written, events := rawRecorded(redis.Integration{}, chunks...)
 		if bytes.Contains(written, []byte(secret)) {
 			t.Errorf("reads %q: the secret was written: %q", chunks, written)
 		}
@@ -74,12 +72,12 @@ func TestRawSecretsAcrossReads(t *testing.T) {
 	}
 	// A harmless raw line after a redacted one is kept as it was: it can be
 	// replayed.
-	written, _ := rawRecorded(redis.Codec{}, "$-5 AUTH "+secret+"\r\n", "$-6\r\n")
+	written, _ := rawRecorded(redis.Integration{}, "$-5 AUTH "+secret+"\r\n", "$-6\r\n")
 	if !strings.HasSuffix(string(written), "\r\n$-6\r\n") {
 		t.Errorf("a harmless raw line after a secret: %q", written)
 	}
 	// HTTP: a header line cut by a read.
-	written, _ = rawRecorded(axum.Codec{}, "GET / HTTP/1.1\r\nHost: x\r\nAuthorization : Bea", "rer "+secret+"\r\n\r\n")
+	written, _ = rawRecorded(axum.Integration{}, "GET / HTTP/1.1\r\nHost: x\r\nAuthorization : Bea", "rer "+secret+"\r\n\r\n")
 	if bytes.Contains(written, []byte(secret)) {
 		t.Errorf("HTTP: the secret was written: %q", written)
 	}

@@ -37,7 +37,7 @@ func redisServer(t testing.TB) string {
 // startRedis starts a real redis-server through the integration's launcher.
 func startRedis(t testing.TB, args ...string) kavach.Process {
 	t.Helper()
-	p, err := redis.Launcher{}.Start(kavach.Launch{Path: redisServer(t), Args: args})
+	p, err := redis.Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t), Args: args})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func startRecording(t testing.TB, upstream string, mod func(*record.Options)) *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := record.Options{Codec: redis.Codec{}, Classifier: redis.Codec{}, Redactor: redis.Codec{}, Upstream: upstream, Fixture: w}
+	opts := record.Options{Codec: redis.Integration{}, Redactor: redis.Integration{}.Abilities().Redaction, Upstream: upstream, Fixture: w}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -111,7 +111,7 @@ func (r *recording) finish() *fixtures.Fixture {
 
 // commands renders every step as "COMMAND args -> reply | reply".
 func commands(fx *fixtures.Fixture) []string {
-	c := redis.Codec{}
+	c := redis.Integration{}
 	var out []string
 	for _, s := range kavach.Steps(fx.Events, c) {
 		line := c.DescribeRequest(s.Request.Data, 0) + " ->"
@@ -269,10 +269,10 @@ func TestBlockingAndPubSubRecordedWhereTheyArrive(t *testing.T) {
 	b.Close()
 	fx := rec.finish()
 
-	steps := kavach.Steps(fx.Events, redis.Codec{})
+	steps := kavach.Steps(fx.Events, redis.Integration{})
 	var blpop, lpush, subscribe *kavach.Step
 	for i := range steps {
-		switch d := (redis.Codec{}).DescribeRequest(steps[i].Request.Data, 0); {
+		switch d := (redis.Integration{}).DescribeRequest(steps[i].Request.Data, 0); {
 		case strings.HasPrefix(d, "BLPOP"):
 			blpop = &steps[i]
 		case strings.HasPrefix(d, "LPUSH"):
@@ -294,7 +294,7 @@ func TestBlockingAndPubSubRecordedWhereTheyArrive(t *testing.T) {
 	// The published message is a push attached to the SUBSCRIBE step.
 	var pushes []string
 	for _, r := range subscribe.Responses {
-		pushes = append(pushes, (redis.Codec{}).DescribeResponse(r.Data, 0))
+		pushes = append(pushes, (redis.Integration{}).DescribeResponse(r.Data, 0))
 	}
 	if len(pushes) != 2 || !strings.Contains(pushes[1], `"message" 2) "news" 3) "hello"`) {
 		t.Errorf("SUBSCRIBE replies = %q, want its confirmation and the message", pushes)
@@ -347,10 +347,10 @@ func TestNothingLostUnderLoad(t *testing.T) {
 func TestCrashIsTheFailure(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "crash.kavach")
-	launch := &kavach.Launch{Path: redisServer(t), Args: []string{"--enable-debug-command", "yes"}}
+	build := &kavach.Launch{Path: redisServer(t), Args: []string{"--enable-debug-command", "yes"}}
 	s := record.Session{
-		Out: out, Launch: launch, Launcher: redis.Launcher{},
-		Proxy: record.Options{Codec: redis.Codec{}},
+		Out: out, Launch: build,
+		Proxy: record.Options{Codec: redis.Integration{}},
 	}
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
@@ -380,9 +380,9 @@ func TestCrashIsTheFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := kavach.Steps(fx.Events, redis.Codec{})
+	steps := kavach.Steps(fx.Events, redis.Integration{})
 	last := steps[len(steps)-1]
-	if d := (redis.Codec{}).DescribeRequest(last.Request.Data, 0); d != `DEBUG "SEGFAULT"` {
+	if d := (redis.Integration{}).DescribeRequest(last.Request.Data, 0); d != `DEBUG "SEGFAULT"` {
 		t.Fatalf("last step is %s", d)
 	}
 	f := fx.Failure
@@ -393,7 +393,7 @@ func TestCrashIsTheFailure(t *testing.T) {
 		t.Errorf("result failure %+v", res.Failure)
 	}
 	h := fx.Header
-	if h.Build == nil || h.Build.Path != launch.Path || len(h.Build.SHA256) != 64 || !strings.HasPrefix(h.Build.Version, "redis ") {
+	if h.Build == nil || h.Build.Path != build.Path || len(h.Build.SHA256) != 64 || !strings.HasPrefix(h.Build.Version, "redis ") {
 		t.Errorf("build identity = %+v", h.Build)
 	}
 	if h.Launch == nil || h.Launch.Args[1] != "yes" || fx.End == nil || !strings.Contains(fx.End.Reason, "SIGSEGV") {

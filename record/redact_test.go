@@ -27,7 +27,7 @@ func TestSetCookieRedacted(t *testing.T) {
 	}))
 	defer srv.Close()
 	rec := startRecording(t, strings.TrimPrefix(srv.URL, "http://"), func(o *record.Options) {
-		o.Codec, o.Classifier, o.Redactor = axum.Codec{}, axum.Codec{}, axum.Codec{}
+		o.Codec, o.Redactor = axum.Integration{}, axum.Integration{}.Abilities().Redaction
 	})
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Get("http://" + rec.addr() + "/login")

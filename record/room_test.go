@@ -13,7 +13,7 @@ import (
 // in memory).
 func TestRoomForLargeValue(t *testing.T) {
 	const size = 8 << 20
-	p := &Proxy{opts: Options{Codec: redis.Codec{}, MaxFrame: 64 << 20}}
+	p := &Proxy{opts: Options{Codec: redis.Integration{}, MaxFrame: 64 << 20}, ab: redis.Integration{}.Abilities()}
 	head := []byte("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$8388608\r\n")
 	whole := len(head) + size + 2
 	chunk := make([]byte, 64<<10)

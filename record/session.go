@@ -23,10 +23,9 @@ type Session struct {
 	Proxy Options
 	// Upstream is the running service to record in front of, when Launch is nil.
 	Upstream string
-	// Launch, when set, is the old build to start with Launcher; the
+	// Launch, when set, is the old build to start with Proxy.Codec; the
 	// recording ends when the build exits.
-	Launch   *kavach.Launch
-	Launcher kavach.Launcher
+	Launch *kavach.Launch
 	// ReadyFile, when set, receives the proxy's address once it accepts
 	// connections (written to a temporary name and renamed).
 	ReadyFile string
@@ -73,17 +72,19 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 		if err != nil {
 			return res, &launch.StartError{Path: s.Launch.Path, Reason: "cannot be started: " + err.Error()}
 		}
-		proc, err = s.Launcher.Start(*s.Launch)
+		// The build outlives ctx: the recording stops first, and stops it
+		// once the proxy is closed.
+		proc, err = s.Proxy.Codec.Start(context.WithoutCancel(ctx), *s.Launch)
 		if err != nil {
 			return res, err
 		}
 		defer proc.Stop()
 		upstream = proc.Addr()
 		version := ""
-		if id, ok := s.Launcher.(kavach.Identifier); ok {
-			version = id.Identify(*s.Launch)
+		if identify := s.Proxy.Codec.Abilities().Identify; identify != nil {
+			version = identify(ctx, *s.Launch)
 		} else {
-			version = s.Launcher.Version(ctx, upstream)
+			version = s.Proxy.Codec.Version(ctx, upstream)
 		}
 		h.Build = &fixtures.Build{Path: s.Launch.Path, SHA256: sum, Version: version}
 		h.Launch = s.Launch

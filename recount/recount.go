@@ -99,135 +99,177 @@ func Scan(dir string) (*Job, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
-	job := &Job{Dir: dir}
-	type found struct {
-		path string
-		rep  grade.Report
-		// suite is set for a suite's report; rep is then its headline
-		// fixture's (or the first's), for the task's name.
-		suite *grade.SuiteReport
-	}
-	var reports []found
-	var unreadable []string // reports that could not be read: their paths
-	perDir := map[string]int{}
-	rewardDirs := map[string]bool{}
-	bad := func(path, reason string) {
-		job.Unreadable = append(job.Unreadable, Unreadable{Path: path, Reason: reason})
-		unreadable = append(unreadable, path)
-		perDir[filepath.Dir(path)]++
-	}
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		if d.Name() == "reward.txt" || d.Name() == "reward.json" {
-			rewardDirs[filepath.Dir(path)] = true
-			return nil
-		}
-		if !strings.HasSuffix(d.Name(), ".json") || strings.HasPrefix(d.Name(), "reward") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		suite, ok := looksLikeReport(b)
-		if !ok {
-			if err := json.Unmarshal(b, new(any)); err != nil && namesItselfReport(d.Name(), b) {
-				bad(path, fmt.Sprintf("not JSON, %d bytes (truncated?): %v", len(b), err))
-			}
-			return nil
-		}
-		var f found
-		f.path = path
-		if suite {
-			f.suite = new(grade.SuiteReport)
-			err = json.Unmarshal(b, f.suite)
-		} else {
-			err = json.Unmarshal(b, &f.rep)
-		}
-		if err != nil {
-			bad(path, err.Error())
-			return nil
-		}
-		version := f.rep.SchemaVersion
-		if suite {
-			version = f.suite.SchemaVersion
-		}
-		if version != grade.SchemaVersion {
-			bad(path, fmt.Sprintf("schema version %d, this Kavach reads %d", version, grade.SchemaVersion))
-			return nil
-		}
-		if suite {
-			if len(f.suite.Reports) == 0 || slices.Contains(f.suite.Reports, nil) {
-				bad(path, "a suite's report with no or an empty fixture report")
-				return nil
-			}
-			h := f.suite.Headline
-			if h < 0 || h >= len(f.suite.Reports) {
-				h = 0
-			}
-			f.rep = *f.suite.Reports[h]
-		}
-		reports = append(reports, f)
-		perDir[filepath.Dir(path)]++
-		return nil
-	})
-	if err != nil {
+	s := &scan{dir: dir, job: &Job{Dir: dir}, perDir: map[string]int{}, rewardDirs: map[string]bool{}}
+	if err := filepath.WalkDir(dir, s.visit); err != nil {
 		return nil, err
 	}
-	for _, f := range reports {
-		t := Trial{ID: trialID(dir, f.path, perDir[filepath.Dir(f.path)] > 1), Report: f.path}
-		if f.suite != nil {
-			t.Suite = true
-			head, parts := grade.DeriveSuite(f.suite)
-			t.Verdict, t.Derived = f.suite.Verdict, head.String()
-			for i, r := range f.suite.Reports {
-				if d := parts[i].String(); d != r.Verdict {
-					t.Fixtures = append(t.Fixtures, FixtureVerdict{Fixture: r.Fixture.Path, Verdict: r.Verdict, Derived: d})
-				}
-			}
-		} else {
-			parts, _ := grade.Derive(f.rep.Evidence)
-			t.Verdict, t.Derived = f.rep.Verdict, parts.String()
-		}
-		t.Kind = kindOf(t.Verdict)
-		t.Task = taskOf(t.ID, f.rep.Fixture.Path)
-		t.Hidden, err = hiddenBeside(filepath.Dir(f.path))
-		if err != nil {
-			job.Unreadable = append(job.Unreadable, Unreadable{Path: filepath.Dir(f.path), Reason: err.Error()})
-		}
-		job.Trials = append(job.Trials, t)
+	job := s.job
+	for _, f := range s.reports {
+		job.Trials = append(job.Trials, s.trial(f))
 	}
-	// A report that could not be read is still a trial: named, with the
-	// hidden result beside it, so that it is counted and never vanishes.
-	for i := range job.Unreadable {
-		u := &job.Unreadable[i]
-		if !slices.Contains(unreadable, u.Path) {
-			continue
-		}
-		u.Trial = trialID(dir, u.Path, perDir[filepath.Dir(u.Path)] > 1)
-		u.Task = taskOf(u.Trial, "")
-		u.Hidden, _ = hiddenBeside(filepath.Dir(u.Path)) // an unreadable reward is listed below
-	}
-	for rd := range rewardDirs {
-		if perDir[rd] > 0 {
-			continue
-		}
-		id := trialID(dir, filepath.Join(rd, "reward"), false)
-		in := Incomplete{Trial: id, Task: taskOf(id, ""), Dir: rd}
-		if in.Hidden, err = hiddenBeside(rd); err != nil {
-			job.Unreadable = append(job.Unreadable, Unreadable{Path: rd, Reason: err.Error()})
-		}
-		job.Incomplete = append(job.Incomplete, in)
-	}
+	s.nameUnreadable()
+	s.addIncomplete()
 	sort.Slice(job.Trials, func(i, j int) bool { return job.Trials[i].ID < job.Trials[j].ID })
 	sort.Slice(job.Incomplete, func(i, j int) bool { return job.Incomplete[i].Trial < job.Incomplete[j].Trial })
 	sort.SliceStable(job.Unreadable, func(i, j int) bool { return job.Unreadable[i].Path < job.Unreadable[j].Path })
 	return job, nil
+}
+
+// scan is one Scan of a job's folder: what the walk has found so far.
+type scan struct {
+	dir        string
+	job        *Job
+	reports    []foundReport
+	unreadable []string       // reports that could not be read: their paths
+	perDir     map[string]int // reports, read or not, per folder
+	rewardDirs map[string]bool
+}
+
+// foundReport is one report read.
+type foundReport struct {
+	path string
+	rep  grade.Report
+	// suite is set for a suite's report; rep is then its headline
+	// fixture's (or the first's), for the task's name.
+	suite *grade.SuiteReport
+}
+
+// bad notes a report that could not be read.
+func (s *scan) bad(path, reason string) {
+	s.job.Unreadable = append(s.job.Unreadable, Unreadable{Path: path, Reason: reason})
+	s.unreadable = append(s.unreadable, path)
+	s.perDir[filepath.Dir(path)]++
+}
+
+// visit looks at one file of the walk: a reward file, a report, or
+// another file left alone.
+func (s *scan) visit(path string, d fs.DirEntry, err error) error {
+	if err != nil {
+		return err
+	}
+	if d.IsDir() {
+		return nil
+	}
+	if d.Name() == "reward.txt" || d.Name() == "reward.json" {
+		s.rewardDirs[filepath.Dir(path)] = true
+		return nil
+	}
+	if !strings.HasSuffix(d.Name(), ".json") || strings.HasPrefix(d.Name(), "reward") {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	suite, ok := looksLikeReport(b)
+	if !ok {
+		if err := json.Unmarshal(b, new(any)); err != nil && namesItselfReport(d.Name(), b) {
+			s.bad(path, fmt.Sprintf("not JSON, %d bytes (truncated?): %v", len(b), err))
+		}
+		return nil
+	}
+	f, reason := readReport(path, b, suite)
+	if reason != "" {
+		s.bad(path, reason)
+		return nil
+	}
+	s.reports = append(s.reports, f)
+	s.perDir[filepath.Dir(path)]++
+	return nil
+}
+
+// readReport reads a file that looks like a report (a suite's when suite
+// is set); reason says why it cannot be read as one, "" when it can.
+func readReport(path string, b []byte, suite bool) (f foundReport, reason string) {
+	var err error
+	f.path = path
+	if suite {
+		f.suite = new(grade.SuiteReport)
+		err = json.Unmarshal(b, f.suite)
+	} else {
+		err = json.Unmarshal(b, &f.rep)
+	}
+	if err != nil {
+		return f, err.Error()
+	}
+	version := f.rep.SchemaVersion
+	if suite {
+		version = f.suite.SchemaVersion
+	}
+	if version != grade.SchemaVersion {
+		return f, fmt.Sprintf("schema version %d, this Kavach reads %d", version, grade.SchemaVersion)
+	}
+	if suite {
+		if len(f.suite.Reports) == 0 || slices.Contains(f.suite.Reports, nil) {
+			return f, "a suite's report with no or an empty fixture report"
+		}
+		h := f.suite.Headline
+		if h < 0 || h >= len(f.suite.Reports) {
+			h = 0
+		}
+		f.rep = *f.suite.Reports[h]
+	}
+	return f, ""
+}
+
+// trial is a report read as a trial: its verdict as written and as its
+// evidence gives it, and the hidden tests' result beside it (a reward
+// file that cannot be read is listed as Unreadable).
+func (s *scan) trial(f foundReport) Trial {
+	t := Trial{ID: trialID(s.dir, f.path, s.perDir[filepath.Dir(f.path)] > 1), Report: f.path}
+	if f.suite != nil {
+		t.Suite = true
+		head, parts := grade.DeriveSuite(f.suite)
+		t.Verdict, t.Derived = f.suite.Verdict, head.String()
+		for i, r := range f.suite.Reports {
+			if d := parts[i].String(); d != r.Verdict {
+				t.Fixtures = append(t.Fixtures, FixtureVerdict{Fixture: r.Fixture.Path, Verdict: r.Verdict, Derived: d})
+			}
+		}
+	} else {
+		parts, _ := grade.Derive(f.rep.Evidence)
+		t.Verdict, t.Derived = f.rep.Verdict, parts.String()
+	}
+	t.Kind = kindOf(t.Verdict)
+	t.Task = taskOf(t.ID, f.rep.Fixture.Path)
+	var err error
+	t.Hidden, err = hiddenBeside(filepath.Dir(f.path))
+	if err != nil {
+		s.job.Unreadable = append(s.job.Unreadable, Unreadable{Path: filepath.Dir(f.path), Reason: err.Error()})
+	}
+	return t
+}
+
+// nameUnreadable makes each report that could not be read a trial still:
+// named, with the hidden result beside it, so that it is counted and
+// never vanishes.
+func (s *scan) nameUnreadable() {
+	for i := range s.job.Unreadable {
+		u := &s.job.Unreadable[i]
+		if !slices.Contains(s.unreadable, u.Path) {
+			continue
+		}
+		u.Trial = trialID(s.dir, u.Path, s.perDir[filepath.Dir(u.Path)] > 1)
+		u.Task = taskOf(u.Trial, "")
+		u.Hidden, _ = hiddenBeside(filepath.Dir(u.Path)) // "" when the reward cannot be read
+	}
+}
+
+// addIncomplete lists each folder with a reward file and no report, read
+// or not, as an Incomplete trial.
+func (s *scan) addIncomplete() {
+	for rd := range s.rewardDirs {
+		if s.perDir[rd] > 0 {
+			continue
+		}
+		id := trialID(s.dir, filepath.Join(rd, "reward"), false)
+		in := Incomplete{Trial: id, Task: taskOf(id, ""), Dir: rd}
+		var err error
+		if in.Hidden, err = hiddenBeside(rd); err != nil {
+			s.job.Unreadable = append(s.job.Unreadable, Unreadable{Path: rd, Reason: err.Error()})
+		}
+		s.job.Incomplete = append(s.job.Incomplete, in)
+	}
 }
 
 // namesItselfReport: a file that is not JSON is taken for a Kavach

@@ -10,24 +10,20 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
-	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/replay"
 )
 
-// ctxTracker is the Redis launcher, its starts bounded by their context
-// (kavach.ContextStarter), remembering every build's pid.
+// ctxTracker is the Redis integration, its starts bounded by their
+// context, remembering every build's pid.
 type ctxTracker struct {
 	tracker
 	started chan struct{} // closed at the first start
 	once    sync.Once
 }
 
-func (t *ctxTracker) StartContext(ctx context.Context, l kavach.Launch) (kavach.Process, error) {
-	p, err := redis.Launcher{}.StartContext(ctx, l)
+func (t *ctxTracker) Start(ctx context.Context, l kavach.Launch) (kavach.Process, error) {
+	p, err := t.tracker.Start(ctx, l)
 	if err == nil {
-		t.mu.Lock()
-		t.pids = append(t.pids, p.(*launch.Spawned).Pid())
-		t.mu.Unlock()
 		t.once.Do(func() { close(t.started) })
 	}
 	return p, err
@@ -43,7 +39,7 @@ func TestRunStopsOnContext(t *testing.T) {
 		step{1, time.Millisecond, args("DEBUG SLEEP 3600"), "+OK\r\n", false},
 		step{1, 2 * time.Millisecond, args("GET k"), "$1\r\nv\r\n", false},
 	)
-	tl := &ctxTracker{tracker: tracker{Launcher: redis.Launcher{}}, started: make(chan struct{})}
+	tl := &ctxTracker{tracker: tracker{Integration: redis.Integration{}}, started: make(chan struct{})}
 	opts := options(tl)
 	opts.StepTimeout = time.Hour
 	ctx, cancel := context.WithCancelCause(context.Background())

@@ -15,25 +15,25 @@ import (
 
 // Recorded is what the recording itself shows of each step, in the same
 // shape as a trace: normalized replies and the outcome.
-func Recorded(events []kavach.Event, codec kavach.Codec, cl kavach.Classifier, n kavach.Normalizer) []StepResult {
-	steps := kavach.Steps(events, codec)
+func Recorded(events []kavach.Event, in kavach.Integration) []StepResult {
+	steps := kavach.Steps(events, in)
 	out := make([]StepResult, len(steps))
 	for i, s := range steps {
-		out[i] = RecordedStep(s, cl, n)
+		out[i] = RecordedStep(s, in)
 	}
 	return out
 }
 
 // RecordedStep is what the recording shows of one step, as Recorded.
-func RecordedStep(s kavach.Step, cl kavach.Classifier, n kavach.Normalizer) StepResult {
+func RecordedStep(s kavach.Step, in kavach.Integration) StepResult {
 	r := StepResult{N: s.N, Conn: s.Conn(), Ran: true, Responses: [][]byte{}, Output: []any{}, Request: s.Request.Data}
 	for _, ev := range s.Responses {
 		r.Responses = append(r.Responses, ev.Data)
-		r.Output = append(r.Output, Normalize(n, s.Request.Data, ev.Data))
+		r.Output = append(r.Output, in.Normalize(s.Request.Data, ev.Data))
 	}
 	switch {
 	case len(s.Responses) > 0:
-		r.Outcome = cl.Classify(s.Request.Data, r.Responses)
+		r.Outcome = in.Classify(s.Request.Data, r.Responses)
 	case s.Closed:
 		r.Outcome = kavach.Outcome{Kind: kavach.Crash, Detail: "the service closed the connection"}
 	default:
@@ -387,26 +387,6 @@ func renderValue(v any) string {
 // comparisons and always listed, never dropped silently.
 type Noise map[int]map[string]bool
 
-// FindNoise compares the recording with each old-build trace for steps
-// 1 to upTo (exclusive; 0 means all) and returns the differing paths.
-// Outcome differences are never noise.
-func FindNoise(recorded []StepResult, upTo int, traces ...*Trace) Noise {
-	n := Noise{}
-	for i, want := range recorded {
-		if upTo > 0 && want.N >= upTo {
-			continue
-		}
-		var got []StepResult
-		for _, tr := range traces {
-			if i < len(tr.Steps) {
-				got = append(got, tr.Steps[i])
-			}
-		}
-		n.AddStep(want, got...)
-	}
-	return n
-}
-
 // AddStep adds the noise of one step: the output paths where a replay of
 // the old build, got, differs from the recording, want. Steps that did
 // not run, and contained ones (not compared), are left out; outcome
@@ -451,23 +431,6 @@ func (n Noise) Split(diffs []Diff) (count, noise []Diff) {
 	return count, noise
 }
 
-// List returns the noise as sorted "step N: PATH" entries.
-func (n Noise) List() []NoiseField {
-	var out []NoiseField
-	for step, paths := range n {
-		for p := range paths {
-			out = append(out, NoiseField{Step: step, Path: p})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Step != out[j].Step {
-			return out[i].Step < out[j].Step
-		}
-		return out[i].Path < out[j].Path
-	})
-	return out
-}
-
 // NoiseField is one output path of one step that is noise.
 type NoiseField struct {
 	Step int    `json:"step"`
@@ -486,34 +449,9 @@ type NoiseField struct {
 // MaxNoiseValues is how many values a NoiseField keeps.
 const MaxNoiseValues = 5
 
-// Seen lists the noise as List does, with the values each field took in
-// the recording and the traces it was found in.
-func (n Noise) Seen(recorded []StepResult, traces ...*Trace) []NoiseField {
-	var out []NoiseField
-	for _, f := range n.List() {
-		if len(out) > 0 && out[len(out)-1].Step == f.Step {
-			continue
-		}
-		k := f.Step - 1
-		if k < 0 || k >= len(recorded) {
-			continue
-		}
-		var got []StepResult
-		for _, tr := range traces {
-			if k < len(tr.Steps) {
-				got = append(got, tr.Steps[k])
-			} else {
-				got = append(got, StepResult{})
-			}
-		}
-		out = append(out, n.SeenStep(recorded[k], got...)...)
-	}
-	return out
-}
-
-// SeenStep is Seen for one step: its noise fields, with the values each
-// took in the recording, want, and in the old build's replays, got (one
-// per replay, run or not).
+// SeenStep lists the noise of one step as List does, with the values each
+// field took in the recording, want, and in the old build's replays, got
+// (one per replay, run or not), and in how many of them it differed.
 func (n Noise) SeenStep(want StepResult, got ...StepResult) []NoiseField {
 	paths := n[want.N]
 	if len(paths) == 0 {

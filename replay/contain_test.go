@@ -43,7 +43,7 @@ func TestContainedWhereShared(t *testing.T) {
 	}()
 	lport := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 
-	tl := &tracker{Launcher: redis.Launcher{}}
+	tl := &tracker{Integration: redis.Integration{}}
 	defer tl.checkGone(t)
 	build := kavach.Launch{Path: redisbuild.MustBuild(t), Args: []string{"--enable-debug-command", "local"}}
 	script := "return redis.call('migrate', '127.0.0.1', ARGV[1], 'greeting', 0, 1000)"
@@ -151,7 +151,7 @@ func TestContainedWhereShared(t *testing.T) {
 	if got := reply(tr, 6); got != `"hello"` {
 		t.Errorf("GET greeting after the withheld MIGRATE: %s, want \"hello\"", got)
 	}
-	v := replay.Verify(replay.Recorded(evs, redis.Codec{}, redis.Codec{}, redis.Codec{}), nil, tr, replay.Noise{})
+	v := replay.Verify(replay.Recorded(evs, redis.Integration{}), nil, tr, replay.Noise{})
 	if !v.Reproduced {
 		t.Errorf("not reproduced from step %d: contained steps must not count", v.FirstDifferent)
 	}
@@ -173,7 +173,7 @@ func TestContainedWhereShared(t *testing.T) {
 // never reproduced (Kavach, not the build, answered it).
 func TestContainedStepStillJudgesTheRest(t *testing.T) {
 	t.Setenv("KAVACH_NO_NETNS", "1")
-	tl := &tracker{Launcher: redis.Launcher{}}
+	tl := &tracker{Integration: redis.Integration{}}
 	defer tl.checkGone(t)
 	build := kavach.Launch{Path: redisbuild.MustBuild(t)}
 	evs := events(
@@ -185,7 +185,7 @@ func TestContainedStepStillJudgesTheRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := replay.Recorded(evs, redis.Codec{}, redis.Codec{}, redis.Codec{})
+	rec := replay.Recorded(evs, redis.Integration{})
 	v := replay.Verify(rec, nil, tr, replay.Noise{})
 	if v.Reproduced || v.FirstDifferent != 3 {
 		t.Errorf("reproduced %v, first different %d: want step 3 (STRLEN) different", v.Reproduced, v.FirstDifferent)

@@ -71,9 +71,9 @@ func TestDistinctMillisecondsAnswerAsRecorded(t *testing.T) {
 		rec[i].Seq = uint64(i + 1)
 	}
 
-	tl := &tracker{Launcher: redis.Launcher{}}
+	tl := &tracker{Integration: redis.Integration{}}
 	defer tl.checkGone(t)
-	recorded := replay.Recorded(rec, redis.Codec{}, redis.Codec{}, redis.Codec{})
+	recorded := replay.Recorded(rec, redis.Integration{})
 	for _, perturb := range []bool{false, true} {
 		opts := options(tl)
 		opts.Perturb = perturb

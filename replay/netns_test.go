@@ -24,7 +24,7 @@ func TestHostileFixtureOpensNothing(t *testing.T) {
 	if launch.Isolation() != "netns" {
 		t.Skipf("builds are not isolated here: %s", launch.IsolationReason())
 	}
-	tl := &tracker{Launcher: redis.Launcher{}}
+	tl := &tracker{Integration: redis.Integration{}}
 	defer tl.checkGone(t)
 	build := kavach.Launch{Path: redisbuild.MustBuild(t), Args: []string{"--enable-debug-command", "local"}}
 	type result struct {

@@ -25,7 +25,7 @@ import (
 // no noise.
 func TestPerturbedRunShowsLoadDependentAnswerAsNoise(t *testing.T) {
 	build := redisbuild.MustBuild(t)
-	tl := &tracker{Launcher: redis.Launcher{}}
+	tl := &tracker{Integration: redis.Integration{}}
 	defer tl.checkGone(t)
 	rec := events(
 		step{conn: 1, at: 0, args: args("SET k v PX 500"), replay: "+OK\r\n"},
@@ -45,8 +45,8 @@ func TestPerturbedRunShowsLoadDependentAnswerAsNoise(t *testing.T) {
 		}
 		return tr
 	}
-	c := redis.Codec{}
-	recorded := replay.Recorded(rec, c, c, c)
+	c := redis.Integration{}
+	recorded := replay.Recorded(rec, c)
 	plain, perturbed := run(false), run(true)
 	t.Logf("plain replay: DBSIZE %s then %s", reply(plain, 2), reply(plain, 3))
 	if got := reply(perturbed, 2); got != "(integer) 0" {

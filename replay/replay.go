@@ -2,6 +2,10 @@
 // as they were recorded, under a virtual clock, and returns a trace: per
 // step, the replies, the normalized output and the outcome. It owns the
 // build process, its port and its clock; no process outlives a replay.
+// It also holds what kavach replay and kavach diff share to judge a
+// replay against its recording: the comparison (Compare), the noise
+// (Noise, found where a replay differs from the recording), the rule for
+// one step (CheckStep) and the read-back of spilled replays (ReadBack).
 package replay
 
 import (
@@ -26,11 +30,9 @@ import (
 // Options configure a replay. The zero value of every optional field is
 // documented beside it.
 type Options struct {
-	Codec      kavach.Codec      // frames replies; required
-	Classifier kavach.Classifier // classifies replies; required
-	// Normalizer gives the output compared; nil compares raw bytes.
-	Normalizer kavach.Normalizer
-	Launcher   kavach.Launcher // starts the build; required
+	// Integration starts the build, frames and classifies its replies,
+	// and normalizes the output compared. Required.
+	Integration kavach.Integration
 	// StepTimeout bounds the wait for each reply; past it the step hangs.
 	// Zero means 5 s.
 	StepTimeout time.Duration
@@ -67,8 +69,8 @@ type Inputs struct {
 	// Keys are the keys step n touches; nil: unknown (the whole keyspace
 	// is fingerprinted).
 	Keys func(n int) []string
-	// Fingerprinter makes the probe, on a connection of the replay's own.
-	Fingerprinter kavach.Fingerprinter
+	// Fingerprint makes the probe, on a connection of the replay's own.
+	Fingerprint *kavach.Fingerprinting
 }
 
 // Trace is what one replay of a build produced.
@@ -162,8 +164,8 @@ func (c *collect) Restart()                { c.steps = nil }
 // it is final, and the trace it returns has no Steps. Memory does not
 // grow with the recording's length (docs/replay.md, "Long recordings").
 func Stream(ctx context.Context, build kavach.Launch, src Source, opts Options, sink Sink) (*Trace, error) {
-	if opts.Codec == nil || opts.Classifier == nil || opts.Launcher == nil {
-		return nil, errors.New("replay: Codec, Classifier and Launcher are required")
+	if opts.Integration == nil {
+		return nil, errors.New("replay: Integration is required")
 	}
 	if opts.StepTimeout == 0 {
 		opts.StepTimeout = 5 * time.Second
@@ -192,36 +194,25 @@ func Stream(ctx context.Context, build kavach.Launch, src Source, opts Options, 
 // build died with such a batch unanswered.
 func run(ctx context.Context, build kavach.Launch, src Source, opts Options, batch bool, sink Sink) (*Trace, bool, error) {
 	tr := &Trace{Build: build, Clock: "virtual"}
-	pl, err := makePlan(src, opts.Codec, opts.Start, batch && opts.Shift == nil)
+	pl, err := makePlan(src, opts.Integration, opts.Start, batch && opts.Shift == nil)
 	if err != nil {
 		return nil, false, err
 	}
 
-	var clock *Clock
-	fakeable, why := Fakeable(build.Path)
-	if opts.RealTime {
-		fakeable, why = false, "asked for real time"
+	clock, dir, err := fakeClock(&build, opts, tr)
+	if err != nil {
+		return nil, false, err
 	}
-	if fakeable {
-		dir, err := os.MkdirTemp(clockDir(), launch.DirPattern("clock"))
-		if err != nil {
-			return nil, false, fmt.Errorf("replay: clock directory: %w", err)
-		}
+	if dir != "" {
 		defer os.RemoveAll(dir)
-		if clock, err = NewClock(dir, opts.Start); err != nil {
-			return nil, false, err
-		}
-		build.Env = append(append([]string(nil), build.Env...), clock.Env()...)
-	} else {
-		tr.Clock = "real: " + why
 	}
 
-	proc, err := launch.Start(ctx, opts.Launcher, build)
+	proc, err := opts.Integration.Start(ctx, build)
 	if err != nil && ctx.Err() != nil {
 		// Stopped by a signal before the build was up: an interrupted
 		// replay with no step run, as one stopped later would be.
 		tr.Stopped = "interrupted: " + context.Cause(ctx).Error()
-		r := &runner{opts: opts, tr: tr, plan: pl, sink: sink, owe: newOweCounter(opts.Codec)}
+		r := &runner{opts: opts, tr: tr, plan: pl, sink: sink, owe: newOweCounter(opts.Integration)}
 		if r.src, err = src.Open(); err != nil {
 			return nil, false, err
 		}
@@ -246,25 +237,14 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		}
 	}()
 
-	var contain kavach.Containment
-	if sh, ok := proc.(interface{ Shared() bool }); ok {
-		tr.Network = NetworkIsolated
-		if sh.Shared() {
-			why := " (namespaces refused: " + launch.IsolationReason() + ")"
-			tr.Network = NetworkShared + why
-			if c, ok := opts.Codec.(kavach.Container); ok && !launch.TrustNetwork() {
-				contain = c.NewContainment()
-				tr.Network = NetworkContained + why
-			}
-		}
-	}
+	contain := network(proc, opts, tr)
 
-	if id, ok := opts.Launcher.(kavach.Identifier); ok {
-		tr.Version = id.Identify(build)
+	if identify := opts.Integration.Abilities().Identify; identify != nil {
+		tr.Version = identify(ctx, build)
 	} else {
-		tr.Version = opts.Launcher.Version(ctx, proc.Addr())
+		tr.Version = opts.Integration.Version(ctx, proc.Addr())
 	}
-	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, plan: pl, sink: sink, owe: newOweCounter(opts.Codec),
+	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, plan: pl, sink: sink, owe: newOweCounter(opts.Integration),
 		conns: map[uint64]*conn{}, batch: batch, ctx: ctx, contain: contain}
 	if r.src, err = src.Open(); err != nil {
 		return nil, false, err
@@ -278,8 +258,8 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	if opts.Perturb {
 		r.rng = rand.New(rand.NewPCG(uint64(pl.events), 0x6b617661))
 	}
-	if in := opts.Inputs; in != nil && in.Fingerprinter != nil {
-		r.probe = in.Fingerprinter.NewProbe(proc.Addr(), opts.StepTimeout)
+	if in := opts.Inputs; in != nil && in.Fingerprint != nil {
+		r.probe = in.Fingerprint.NewProbe(proc.Addr(), opts.StepTimeout)
 		defer r.probe.Close()
 	}
 	defer r.closeAll()
@@ -292,6 +272,52 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		return nil, false, err
 	}
 	return tr, r.lostBatch, nil
+}
+
+// fakeClock gives build a virtual clock (libfaketime's variables in its
+// environment) where it can be faked, and says why not in tr.Clock where
+// it cannot. dir, when not empty, is the clock's directory, the caller's
+// to remove.
+func fakeClock(build *kavach.Launch, opts Options, tr *Trace) (clock *Clock, dir string, err error) {
+	fakeable, why := Fakeable(build.Path)
+	if opts.RealTime {
+		fakeable, why = false, "asked for real time"
+	}
+	if !fakeable {
+		tr.Clock = "real: " + why
+		return nil, "", nil
+	}
+	dir, err = os.MkdirTemp(clockDir(), launch.DirPattern("clock"))
+	if err != nil {
+		return nil, "", fmt.Errorf("replay: clock directory: %w", err)
+	}
+	if clock, err = NewClock(dir, opts.Start); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	build.Env = append(append([]string(nil), build.Env...), clock.Env()...)
+	return clock, dir, nil
+}
+
+// network sets tr.Network to the network mode the build was started in,
+// and returns the containment its requests go through when it shares the
+// machine's network (nil: none).
+func network(proc kavach.Process, opts Options, tr *Trace) kavach.Containment {
+	sh, ok := proc.(interface{ Shared() bool })
+	if !ok {
+		return nil
+	}
+	tr.Network = NetworkIsolated
+	if !sh.Shared() {
+		return nil
+	}
+	why := " (namespaces refused: " + launch.IsolationReason() + ")"
+	tr.Network = NetworkShared + why
+	if newContainment := opts.Integration.Abilities().NewContainment; newContainment != nil && !launch.TrustNetwork() {
+		tr.Network = NetworkContained + why
+		return newContainment()
+	}
+	return nil
 }
 
 // runner drives one replay. docs/replay.md ("Order", "Time that flows")
@@ -345,7 +371,7 @@ type runner struct {
 	stop        bool
 	ctx         context.Context // done: a signal; every wait ends
 	// contain withholds requests from a build that shares the machine's
-	// network (kavach.Container); nil: every request is sent.
+	// network (kavach.Abilities.NewContainment); nil: every request is sent.
 	contain kavach.Containment
 }
 
@@ -488,7 +514,7 @@ func (r *runner) pop() {
 		r.finish(s)
 	}
 	for _, resp := range s.Responses {
-		s.Output = append(s.Output, Normalize(r.opts.Normalizer, s.Request, resp))
+		s.Output = append(s.Output, r.opts.Integration.Normalize(s.Request, resp))
 	}
 	if r.sinkErr == nil {
 		if err := r.sink.Step(*s); err != nil {
@@ -713,7 +739,7 @@ func (r *runner) advance(t time.Time) {
 // the build took it in; one read after the move would count from the new
 // time), or a request that no reply confirms (or a close) went out since
 // the build was last idle; and when the move is settled (the service
-// keeps time in a timer of its own, Settler, or the replay is
+// keeps time in a timer of its own, kavach.Abilities.Settle, or the replay is
 // perturbed). Otherwise every request sent has been answered, so it ran
 // on the time it was sent at; what the build still does before it
 // sleeps (pushes to another connection, say) is waited for without the
@@ -725,8 +751,8 @@ func (r *runner) observable(from, to time.Time, blocked bool) bool {
 	if blocked || r.unconfirmed || r.watch.pid <= 0 {
 		return true
 	}
-	st, ok := r.opts.Codec.(kavach.Settler)
-	return ok && (r.rng != nil || st.Settle(from, to, blocked))
+	settle := r.opts.Integration.Abilities().Settle
+	return settle != nil && (r.rng != nil || settle(from, to, blocked))
 }
 
 // finishing waits until the build has sent everything it will send until
@@ -780,21 +806,21 @@ func (r *runner) done() (done, stopped bool) {
 
 // settle lets the build observe a clock move before anything else is
 // sent: where the integration says the build keeps time in a timer of its
-// own (Settler), until the build has turned its event loop on the new
+// own (kavach.Abilities.Settle), until the build has turned its event loop on the new
 // time (docs/replay.md, "Settled clocks"), however loaded the machine is.
 func (r *runner) settle(from, to time.Time, blocked bool) {
 	if from.Equal(to) {
 		return
 	}
-	st, ok := r.opts.Codec.(kavach.Settler)
-	need := ok && st.Settle(from, to, blocked)
+	settle := r.opts.Integration.Abilities().Settle
+	need := settle != nil && settle(from, to, blocked)
 	if r.rng != nil {
 		// A perturbed replay: time passes between some moves as on a
 		// loaded machine, and every move is settled.
 		if r.rng.IntN(4) == 0 {
 			time.Sleep(time.Duration(r.rng.IntN(2000)) * time.Microsecond)
 		}
-		need = ok
+		need = settle != nil
 	}
 	if need {
 		r.turns(2)
@@ -1193,7 +1219,7 @@ func (r *runner) read(c *conn) {
 			continue
 		}
 		for len(data) > 0 {
-			m, serr := r.opts.Codec.SplitResponse(data)
+			m, serr := r.opts.Integration.SplitResponse(data)
 			if raw || serr != nil {
 				raw, m = true, len(data)
 			}
@@ -1259,7 +1285,7 @@ func (r *runner) poll() {
 }
 
 func (r *runner) attach(c *conn, frame []byte) {
-	if len(c.pending) == 0 || r.opts.Codec.IsPush(frame) {
+	if len(c.pending) == 0 || r.opts.Integration.IsPush(frame) {
 		if i, ok := r.last[c.id]; ok {
 			r.addReply(r.step(i), frame)
 		}
@@ -1305,7 +1331,7 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 	}
 	replies := 1
 	if ev.Flags&kavach.ParseError == 0 {
-		replies = r.opts.Codec.Replies(ev.Data)
+		replies = r.opts.Integration.Replies(ev.Data)
 	}
 	if replies > 0 {
 		c.pending = append(c.pending, waiting{step: i, left: replies})
@@ -1373,17 +1399,8 @@ func (r *runner) addReply(s *StepResult, frame []byte) {
 // finish classifies a step that got its replies.
 func (r *runner) finish(s *StepResult) {
 	if s.Outcome.Kind == "" {
-		s.Outcome = r.opts.Classifier.Classify(s.Request, s.Responses)
+		s.Outcome = r.opts.Integration.Classify(s.Request, s.Responses)
 	}
-}
-
-// Normalize is n's view of a response, or its raw bytes as a string when
-// n is nil.
-func Normalize(n kavach.Normalizer, request, response []byte) any {
-	if n == nil {
-		return string(response)
-	}
-	return n.Normalize(request, response)
 }
 
 // crashed marks every step waiting on c as crashed. If the build process

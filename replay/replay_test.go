@@ -69,13 +69,13 @@ func args(s string) []string { return strings.Fields(s) }
 // tracker is a launcher that remembers the pid of every build it starts,
 // so tests can check that none outlives a replay.
 type tracker struct {
-	kavach.Launcher
+	kavach.Integration
 	mu   sync.Mutex
 	pids []int
 }
 
-func (t *tracker) Start(l kavach.Launch) (kavach.Process, error) {
-	p, err := t.Launcher.Start(l)
+func (t *tracker) Start(ctx context.Context, l kavach.Launch) (kavach.Process, error) {
+	p, err := t.Integration.Start(ctx, l)
 	if err == nil {
 		t.mu.Lock()
 		t.pids = append(t.pids, p.(*launch.Spawned).Pid())
@@ -109,9 +109,8 @@ func alive(pid int) bool {
 	return len(f) > 0 && f[0] != "Z"
 }
 
-func options(l kavach.Launcher) replay.Options {
-	c := redis.Codec{}
-	return replay.Options{Codec: c, Classifier: c, Normalizer: c, Launcher: l, Start: start, StepTimeout: 5 * time.Second}
+func options(in kavach.Integration) replay.Options {
+	return replay.Options{Integration: in, Start: start, StepTimeout: 5 * time.Second}
 }
 
 // reply renders a step's first reply like redis-cli.
@@ -120,7 +119,7 @@ func reply(tr *replay.Trace, n int) string {
 	if len(s.Responses) == 0 {
 		return "(none: " + s.Outcome.String() + ")"
 	}
-	return redis.Codec{}.DescribeResponse(s.Responses[0], 0)
+	return redis.Integration{}.DescribeResponse(s.Responses[0], 0)
 }
 
 func TestVirtualClock(t *testing.T) {
@@ -140,7 +139,7 @@ func TestVirtualClock(t *testing.T) {
 		step{1, time.Hour, args("TTL b"), ":-2\r\n", false},
 		step{1, time.Hour, args("TIME"), timeReply(unix+3600, "0"), false},
 	)
-	tl := &tracker{Launcher: redis.Launcher{}}
+	tl := &tracker{Integration: redis.Integration{}}
 	tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, options(tl))
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +165,7 @@ func TestVirtualClock(t *testing.T) {
 		t.Errorf("replay took %s: it slept through the recorded gaps", tr.Wall)
 	}
 	// The recording's own replies are reproduced (TIME's microseconds are not compared).
-	recorded := replay.Recorded(rec, redis.Codec{}, redis.Codec{}, redis.Codec{})
+	recorded := replay.Recorded(rec, redis.Integration{})
 	for n := 1; n <= 8; n++ {
 		if d := replay.Compare(recorded[n-1], tr.Steps[n-1]); len(d) > 0 {
 			t.Errorf("step %d differs from the recording: %v", n, d)
@@ -203,7 +202,7 @@ func TestRealTimeWhenTheBuildCannotBeFaked(t *testing.T) {
 	if ok, why := replay.Fakeable(build); !ok {
 		t.Errorf("Fakeable(redis built from source) = false: %s", why)
 	}
-	opts := options(redis.Launcher{})
+	opts := options(redis.Integration{})
 	opts.RealTime = true
 	tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, events(step{1, time.Hour, args("PING"), "+PONG\r\n", false}), opts)
 	if err != nil {
@@ -219,7 +218,7 @@ func TestFaults(t *testing.T) {
 	debug := kavach.Launch{Path: build, Args: []string{"--enable-debug-command", "yes"}}
 
 	t.Run("crash mid-replay", func(t *testing.T) {
-		tl := &tracker{Launcher: redis.Launcher{}}
+		tl := &tracker{Integration: redis.Integration{}}
 		defer tl.checkGone(t)
 		tr, err := replay.Run(context.Background(), debug, events(
 			step{1, 0, args("SET k v"), "+OK\r\n", false},
@@ -242,7 +241,7 @@ func TestFaults(t *testing.T) {
 	})
 
 	t.Run("hang", func(t *testing.T) {
-		tl := &tracker{Launcher: redis.Launcher{}}
+		tl := &tracker{Integration: redis.Integration{}}
 		defer tl.checkGone(t)
 		opts := options(tl)
 		opts.StepTimeout = 300 * time.Millisecond
@@ -262,7 +261,7 @@ func TestFaults(t *testing.T) {
 	})
 
 	t.Run("exits at start-up", func(t *testing.T) {
-		tl := &tracker{Launcher: redis.Launcher{}}
+		tl := &tracker{Integration: redis.Integration{}}
 		_, err := replay.Run(context.Background(), kavach.Launch{Path: build, Args: []string{"--no-such-option", "x"}},
 			events(step{1, 0, args("PING"), "+PONG\r\n", false}), options(tl))
 		var se *launch.StartError
@@ -275,7 +274,7 @@ func TestFaults(t *testing.T) {
 		fake := filepath.Join(t.TempDir(), "redis-server")
 		os.WriteFile(fake, []byte("#!/bin/sh\necho listening soon\nexec sleep 60\n"), 0o755)
 		_, err := replay.Run(context.Background(), kavach.Launch{Path: fake},
-			events(step{1, 0, args("PING"), "+PONG\r\n", false}), options(redis.Launcher{StartTimeout: 500 * time.Millisecond}))
+			events(step{1, 0, args("PING"), "+PONG\r\n", false}), options(redis.Integration{StartTimeout: 500 * time.Millisecond}))
 		// A script holds no jemalloc: never ready, and not blamed on the
 		// jemalloc deadlock under libfaketime (a build that links it is).
 		if err == nil || !strings.Contains(err.Error(), "never became ready within 500ms") || strings.Contains(err.Error(), "jemalloc") {
@@ -284,7 +283,7 @@ func TestFaults(t *testing.T) {
 	})
 
 	t.Run("interrupted", func(t *testing.T) {
-		tl := &tracker{Launcher: redis.Launcher{}}
+		tl := &tracker{Integration: redis.Integration{}}
 		defer tl.checkGone(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -321,11 +320,11 @@ func TestPipelinedAndBlockingAcrossConnections(t *testing.T) {
 	ev(1, kavach.Response, time.Second, ":1\r\n")
 	ev(1, kavach.Response, time.Second, ":1\r\n")
 	ev(2, kavach.Response, time.Second, "*2\r\n$4\r\njobs\r\n$2\r\nj1\r\n")
-	tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, options(redis.Launcher{}))
+	tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, options(redis.Integration{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	recorded := replay.Recorded(rec, redis.Codec{}, redis.Codec{}, redis.Codec{})
+	recorded := replay.Recorded(rec, redis.Integration{})
 	v := replay.Verify(recorded, nil, tr, replay.Noise{})
 	if !v.Reproduced {
 		t.Fatalf("not reproduced: %+v", v.Steps)
@@ -338,10 +337,10 @@ func TestPipelinedAndBlockingAcrossConnections(t *testing.T) {
 func TestDeterministicTraces(t *testing.T) {
 	build := redisbuild.MustBuild(t)
 	rec := realisticSession(t, build)
-	if n := len(kavach.Steps(rec, redis.Codec{})); n < 200 {
+	if n := len(kavach.Steps(rec, redis.Integration{})); n < 200 {
 		t.Fatalf("session has %d steps, want a few hundred", n)
 	}
-	tl := &tracker{Launcher: redis.Launcher{}}
+	tl := &tracker{Integration: redis.Integration{}}
 	defer tl.checkGone(t)
 	var first *replay.Trace
 	for i := 0; i < 10; i++ {
@@ -365,11 +364,11 @@ func TestDeterministicTraces(t *testing.T) {
 	}
 	// And the first replay gives what the recording shows, but for noise
 	// that the recording itself reveals (listed, never dropped).
-	recorded := replay.Recorded(rec, redis.Codec{}, redis.Codec{}, redis.Codec{})
+	recorded := replay.Recorded(rec, redis.Integration{})
 	// Only replies made of the time the service read can differ: stream
 	// ids (XADD *, XRANGE) and TIME, stamped a little after the proxy saw
 	// the request.
-	steps := kavach.Steps(rec, redis.Codec{})
+	steps := kavach.Steps(rec, redis.Integration{})
 	for _, f := range replay.FindNoise(recorded, 0, first).List() {
 		c, _ := redis.ParseCommand(steps[f.Step-1].Request.Data)
 		if c.Name != "XADD" && c.Name != "XRANGE" && c.Name != "TIME" {
@@ -383,7 +382,7 @@ func TestDeterministicTraces(t *testing.T) {
 // blamed. docs/replay.md, "Closed connections".
 func TestServerClosedConnections(t *testing.T) {
 	build := redisbuild.MustBuild(t)
-	tl := &tracker{Launcher: redis.Launcher{}}
+	tl := &tracker{Integration: redis.Integration{}}
 	defer tl.checkGone(t)
 	const n = 150
 	var steps []step
@@ -425,8 +424,8 @@ func TestServerClosedConnections(t *testing.T) {
 // stopper starts builds and stops them (SIGSTOP) once they are ready.
 type stopper struct{ tracker }
 
-func (s *stopper) Start(l kavach.Launch) (kavach.Process, error) {
-	p, err := s.tracker.Start(l)
+func (s *stopper) Start(ctx context.Context, l kavach.Launch) (kavach.Process, error) {
+	p, err := s.tracker.Start(ctx, l)
 	if err == nil {
 		syscall.Kill(p.(*launch.Spawned).Pid(), syscall.SIGSTOP)
 	}
@@ -445,7 +444,7 @@ func TestStoppedBuildHangs(t *testing.T) {
 		{"a connection per step", [4]uint64{1, 2, 3, 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tl := &stopper{tracker{Launcher: redis.Launcher{}}}
+			tl := &stopper{tracker{Integration: redis.Integration{}}}
 			defer tl.checkGone(t)
 			opts := options(tl)
 			opts.StepTimeout = 500 * time.Millisecond

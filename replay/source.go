@@ -106,7 +106,7 @@ func (p *plan) setBatched(i int) { p.batched[i/64] |= 1 << (i % 64) }
 // blocking command waits in the build's input, as it would have waited
 // in the client.) This is what lets a replay keep up with a client that
 // talks to the service directly (bench/replay.sh).
-func makePlan(src Source, codec kavach.Codec, start time.Time, batch bool) (*plan, error) {
+func makePlan(src Source, codec kavach.Integration, start time.Time, batch bool) (*plan, error) {
 	if sh, ok := src.(*shared); ok {
 		return sh.plan(codec, start, batch)
 	}
@@ -117,7 +117,7 @@ func makePlan(src Source, codec kavach.Codec, start time.Time, batch bool) (*pla
 // it that asks for the same one (the same start and batching): a diff's
 // four replays of one recording read it once to plan, not four times. A
 // plan is read only, once made. Every replay of a shared source must use
-// one codec (Options.Codec): the first one's plan is everyone's.
+// one codec (Options.Integration): the first one's plan is everyone's.
 func Shared(src Source) Source { return &shared{Source: src} }
 
 type shared struct {
@@ -134,7 +134,7 @@ type sharedPlan struct {
 	err   error
 }
 
-func (s *shared) plan(codec kavach.Codec, start time.Time, batch bool) (*plan, error) {
+func (s *shared) plan(codec kavach.Integration, start time.Time, batch bool) (*plan, error) {
 	s.mu.Lock()
 	i := -1
 	for j, sp := range s.plans {
@@ -166,7 +166,7 @@ func Counts() (plans, spills int64) { return plansRead.Load(), spillReads.Load()
 
 var plansRead, spillReads atomic.Int64
 
-func readPlan(src Source, codec kavach.Codec, start time.Time, batch bool) (*plan, error) {
+func readPlan(src Source, codec kavach.Integration, start time.Time, batch bool) (*plan, error) {
 	plansRead.Add(1)
 	evs, err := src.Open()
 	if err != nil {
@@ -232,12 +232,12 @@ func readPlan(src Source, codec kavach.Codec, start time.Time, batch bool) (*pla
 // close by the client, how many steps of its connection the recording had
 // seen answered before it; for each reply, how many with it.
 type oweCounter struct {
-	codec   kavach.Codec
+	codec   kavach.Integration
 	pending map[uint64][]int // conn -> replies each waiting step still lacks
 	done    map[uint64]int
 }
 
-func newOweCounter(codec kavach.Codec) *oweCounter {
+func newOweCounter(codec kavach.Integration) *oweCounter {
 	return &oweCounter{codec: codec, pending: map[uint64][]int{}, done: map[uint64]int{}}
 }
 

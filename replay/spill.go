@@ -97,8 +97,8 @@ type SpillReader struct {
 }
 
 // Next is the next step, its Request set to request and its Output
-// normalized from its replies with n (nil: raw). io.EOF after the last.
-func (r *SpillReader) Next(request []byte, n kavach.Normalizer) (StepResult, error) {
+// normalized from its replies by in. io.EOF after the last.
+func (r *SpillReader) Next(request []byte, in kavach.Integration) (StepResult, error) {
 	var sp spilled
 	if err := r.dec.Decode(&sp); err != nil {
 		if err != io.EOF {
@@ -112,7 +112,38 @@ func (r *SpillReader) Next(request []byte, n kavach.Normalizer) (StepResult, err
 		s.Responses = [][]byte{}
 	}
 	for _, resp := range s.Responses {
-		s.Output = append(s.Output, Normalize(n, request, resp))
+		s.Output = append(s.Output, in.Normalize(request, resp))
 	}
 	return s, nil
+}
+
+// ReadBack reads spilled replays back beside the recording, step by step
+// and in step order, holding one step of each at a time: steps calls its
+// argument with each step of the recording in order (as
+// fixtures.Summary.EachStep does), and for each, fn gets that step and
+// every spill's result for it, got[i] read from spills[i] with the step's
+// request and its output normalized by in. got is reused from
+// one call of fn to the next; a step's Request is st's data. name(i) says
+// which replay spill i holds, for errors ("run 2").
+func ReadBack(steps func(func(kavach.Step) error) error, spills []*Spill, in kavach.Integration, name func(i int) string,
+	fn func(st kavach.Step, got []StepResult) error) error {
+	readers := make([]*SpillReader, len(spills))
+	for i, sp := range spills {
+		rd, err := sp.Steps()
+		if err != nil {
+			return err
+		}
+		readers[i] = rd
+	}
+	got := make([]StepResult, len(readers))
+	return steps(func(st kavach.Step) error {
+		for i, rd := range readers {
+			s, err := rd.Next(st.Request.Data, in)
+			if err != nil {
+				return fmt.Errorf("%s, step %d: %w", name(i), st.N, err)
+			}
+			got[i] = s
+		}
+		return fn(st, got)
+	})
 }

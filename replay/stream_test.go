@@ -52,9 +52,9 @@ func TestStreamKeepsAWindow(t *testing.T) {
 					step{conn: 1, at: at, args: []string{"GET", "k"}, replay: fmt.Sprintf("$%d\r\n%s\r\n", len(v), v)})
 			}
 			evs := events(ss...)
-			c := redis.Codec{}
-			sink := &checkSink{t: t, recorded: replay.Recorded(evs, c, c, c)}
-			tr, err := replay.Stream(context.Background(), kavach.Launch{Path: build}, replay.Slice(evs), options(redis.Launcher{}), sink)
+			c := redis.Integration{}
+			sink := &checkSink{t: t, recorded: replay.Recorded(evs, c)}
+			tr, err := replay.Stream(context.Background(), kavach.Launch{Path: build}, replay.Slice(evs), options(redis.Integration{}), sink)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,9 +79,9 @@ func TestStreamHoldsBehindABlockedStep(t *testing.T) {
 	ss = append(ss, step{conn: 1, at: time.Second, args: args("LPUSH jobs j1"), replay: ":1\r\n"})
 	evs := events(ss...)
 	evs = append(evs, kavach.Event{Seq: uint64(len(evs) + 1), Conn: 2, Dir: kavach.Response, Offset: time.Second, Data: []byte("*2\r\n$4\r\njobs\r\n$2\r\nj1\r\n")})
-	c := redis.Codec{}
-	sink := &checkSink{t: t, recorded: replay.Recorded(evs, c, c, c)}
-	tr, err := replay.Stream(context.Background(), kavach.Launch{Path: build}, replay.Slice(evs), options(redis.Launcher{}), sink)
+	c := redis.Integration{}
+	sink := &checkSink{t: t, recorded: replay.Recorded(evs, c)}
+	tr, err := replay.Stream(context.Background(), kavach.Launch{Path: build}, replay.Slice(evs), options(redis.Integration{}), sink)
 	if err != nil {
 		t.Fatal(err)
 	}

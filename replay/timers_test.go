@@ -53,7 +53,7 @@ func TestTimersAndBlockingUnderLoad(t *testing.T) {
 	late := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.TimeoutLate)...)
 	early := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.TimeoutEarly)...)
 	idle := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.IdlePlusOne)...)
-	tl := &tracker{Launcher: redis.Launcher{}}
+	tl := &tracker{Integration: redis.Integration{}}
 	defer tl.checkGone(t)
 	var began time.Time
 	run := func(t *testing.T, build string, rec []kavach.Event, perturb bool) *replay.Trace {
@@ -70,12 +70,12 @@ func TestTimersAndBlockingUnderLoad(t *testing.T) {
 		t.Run(sc.Name, func(t *testing.T) {
 			var rec []kavach.Event
 			rec, began = recordScenario(t, stock, sc)
-			steps := kavach.Steps(rec, redis.Codec{})
+			steps := kavach.Steps(rec, redis.Integration{})
 			command := func(n int) string {
 				c, _ := redis.ParseCommand(steps[n-1].Request.Data)
 				return c.Name
 			}
-			recorded := replay.Recorded(rec, redis.Codec{}, redis.Codec{}, redis.Codec{})
+			recorded := replay.Recorded(rec, redis.Integration{})
 			// Noise as kavach diff finds it: two replays, one perturbed.
 			noise := replay.FindNoise(recorded, 0, run(t, stock, rec, false), run(t, stock, rec, true))
 			for _, f := range noise.List() {
@@ -125,7 +125,7 @@ func TestWokenLaterThanRecorded(t *testing.T) {
 	stock := redisbuild.MustBuild(t)
 	early := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.TimeoutEarly)...)
 	rec, began := recordScenario(t, early, incidents.TimerScenarios[1])
-	tl := &tracker{Launcher: redis.Launcher{}}
+	tl := &tracker{Integration: redis.Integration{}}
 	defer tl.checkGone(t)
 	opts := options(tl)
 	opts.Start = began
@@ -237,7 +237,7 @@ func BenchmarkBlockedSteps(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, options(redis.Launcher{}))
+		tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, options(redis.Integration{}))
 		if err != nil {
 			b.Fatal(err)
 		}

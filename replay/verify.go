@@ -55,39 +55,6 @@ type Verification struct {
 	FirstDifferent int `json:"first_different,omitempty"`
 }
 
-// Verify judges a trace against the recording: steps before the failure
-// (all steps, when none is marked) must give the recorded output, noise
-// aside; the failing step must fail with the recorded signature. Steps
-// after the failure are listed but not judged (those the replay did not
-// reach, after a hang or a crash, as not run), except that a crash or a
-// hang where the recording has neither never reproduces it. The failing
-// step of an invariant failure cannot be judged here: it counts against
-// the replay (see VerifyInvariant).
-func Verify(recorded []StepResult, failure *kavach.Failure, tr *Trace, noise Noise) Verification {
-	return VerifyInvariant(recorded, failure, tr, noise, nil)
-}
-
-// VerifyInvariant is Verify where violated says whether the failure's
-// invariant is violated at a step of the trace, so that an invariant
-// failure can be judged reproduced.
-func VerifyInvariant(recorded []StepResult, failure *kavach.Failure, tr *Trace, noise Noise, violated func(step int) bool) Verification {
-	v := Verification{Reproduced: true}
-	for i, want := range recorded {
-		var got StepResult
-		if i < len(tr.Steps) {
-			got = tr.Steps[i]
-		}
-		v.Add(CheckStep(want, got, failure, noise, violated))
-	}
-	return v
-}
-
-// Add counts c, the next step's check, in the verification and lists it.
-func (v *Verification) Add(c StepCheck) {
-	v.Count(c)
-	v.Steps = append(v.Steps, c)
-}
-
 // Count counts c, the next step's check, without listing it: whether the
 // replay still reproduces, and where it first did not.
 func (v *Verification) Count(c StepCheck) {
@@ -100,16 +67,22 @@ func (v *Verification) Count(c StepCheck) {
 	}
 }
 
-// CheckStep judges one step of a trace, got, against the recording's,
-// want, as VerifyInvariant does; got is the zero StepResult for a step the
-// trace does not have.
+// CheckStep judges one step of a build's replay, got, against the
+// recording's, want; got is the zero StepResult for a step the replay does
+// not have. It is the rule kavach diff holds its old build's first replay
+// to before it grades anything (the old build must reproduce the incident,
+// or replay its own recording for a contract), with the noise kavach diff
+// finds (Noise.AddStep over the old build's replays): steps before the
+// failure (every step, when none is marked) must have run with the
+// recorded outcome's kind and class and the recorded output, noise
+// aside; the failing step must fail the recorded way (its invariant
+// violated there, as violated says, for an invariant failure; with
+// violated nil it cannot be judged); steps after the failure are listed,
+// not judged; a step withheld from the build (contained) is not compared,
+// and cannot reproduce a failure marked at it.
 func CheckStep(want, got StepResult, failure *kavach.Failure, noise Noise, violated func(step int) bool) StepCheck {
 	c := StepCheck{Step: want.N, Recorded: want.Outcome, Outcome: got.Outcome}
-	broke := got.Ran && (got.Outcome.Kind == kavach.Crash || got.Outcome.Kind == kavach.Hang) && got.Outcome.Kind != want.Outcome.Kind
 	switch {
-	case failure != nil && want.N > failure.Step && broke:
-		c.Status = StatusDifferent
-		c.Diffs = []Diff{{Step: want.N, Path: "outcome", Want: want.Outcome.String(), Got: got.Outcome.String()}}
 	case got.Contained != "":
 		// Not compared; the failing step contained does not reproduce
 		// (Count): Kavach, not the build, answered it.

@@ -7,11 +7,11 @@ import (
 	"github.com/kavach-dev/kavach/replay"
 )
 
-// TestVerifyNeverReproducesABreakAfterTheFailure: steps after the failure
-// are not compared, but a crash or a hang there, where the recording
-// answered, means the replay did not reproduce the recording; and an
+// TestStepsAfterTheFailureAreNotJudged: steps after the failure are
+// shown, not judged, as kavach diff holds its old build to them (a crash
+// or a hang there included: the old build reproduced the incident); and an
 // invariant failure is reproduced only where the invariant is violated.
-func TestVerifyNeverReproducesABreakAfterTheFailure(t *testing.T) {
+func TestStepsAfterTheFailureAreNotJudged(t *testing.T) {
 	ok := kavach.Outcome{Kind: kavach.OK}
 	rec := []replay.StepResult{
 		{N: 1, Ran: true, Outcome: ok, Output: []any{"a"}},
@@ -27,9 +27,14 @@ func TestVerifyNeverReproducesABreakAfterTheFailure(t *testing.T) {
 	}
 	for _, broke := range []kavach.OutcomeKind{kavach.Hang, kavach.Crash} {
 		v := replay.Verify(rec, failure, trace(kavach.Outcome{Kind: broke}, ""), replay.Noise{})
-		if v.Reproduced || v.FirstDifferent != 3 {
-			t.Errorf("a %s after the failure where the recording answered: reproduced %v, first different %d", broke, v.Reproduced, v.FirstDifferent)
+		if !v.Reproduced || v.Steps[2].Status != replay.StatusAfterFailed || v.Steps[2].Outcome.Kind != broke {
+			t.Errorf("a %s after the failure: %+v, want shown, not judged", broke, v)
 		}
+	}
+	// Before the failure, a crash where the recording answered counts.
+	crashFirst := &replay.Trace{Steps: []replay.StepResult{{N: 1, Ran: true, Outcome: kavach.Outcome{Kind: kavach.Crash}}, rec[1], rec[2]}}
+	if v := replay.Verify(rec, failure, crashFirst, replay.Noise{}); v.Reproduced || v.FirstDifferent != 1 {
+		t.Errorf("a crash before the failure: reproduced %v, first different %d", v.Reproduced, v.FirstDifferent)
 	}
 
 	inv := &kavach.Failure{Step: 2, Oracle: kavach.Oracle{Invariant: "right"}, Signature: "invariant:right"}

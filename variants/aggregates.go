@@ -2,20 +2,11 @@ package variants
 
 import "fmt"
 
-// Aggregator is what a Variator implements whose protocol has requests
-// that read an aggregate: something every earlier request may feed,
-// whatever key or path it names (Redis: DBSIZE, INFO, KEYS, SCAN,
-// RANDOMKEY; HTTP: a metrics page).
-type Aggregator interface {
-	// ReadsAggregate reports whether request reads an aggregate.
-	ReadsAggregate(request []byte) bool
-}
-
 // readsAggregate reports whether the failing request reads an aggregate,
-// as the Variator says (Aggregator); false without one.
+// as the Variation says (Variation.ReadsAggregate); false without it.
 func (g *gen) readsAggregate() bool {
-	a, ok := g.opts.Variator.(Aggregator)
-	return ok && g.F <= len(g.steps) && a.ReadsAggregate(g.steps[g.F-1].Request.Data)
+	reads := g.opts.Variator.ReadsAggregate
+	return reads != nil && g.failing <= len(g.steps) && reads(g.steps[g.failing-1].Request.Data)
 }
 
 // feeders places the earlier steps of a failing request that reads an
@@ -30,7 +21,7 @@ func (g *gen) feeders(place map[int]string) []int {
 		return nil
 	}
 	var fed []int
-	for j := 1; j < g.F && j <= len(g.steps); j++ {
+	for j := 1; j < g.failing && j <= len(g.steps); j++ {
 		if place[j] == "" {
 			fed = append(fed, j) // left out of affecting: varied by aggregates
 		} else {
@@ -48,7 +39,7 @@ func (g *gen) feeders(place map[int]string) []int {
 // those of the incident are placed with the writers.
 func (g *gen) aggregates() (incident, regression []Variant) {
 	picked := g.pick(g.fed)
-	cut := g.span[g.F][0]
+	cut := g.span[g.failing][0]
 	for _, j := range picked {
 		for _, m := range g.fieldMutations(j, false) {
 			v := g.mutated(j, m, "step %d (before the failure, feeding the aggregate it reads): %s", false)
@@ -56,13 +47,13 @@ func (g *gen) aggregates() (incident, regression []Variant) {
 			incident = g.add(incident, v)
 		}
 		d := g.lazily(fmt.Sprintf("aggregate|dropped|%d", j), func() string {
-			return fmt.Sprintf("step %d (%s), feeding the aggregate step %d reads, dropped", j, g.describe(j), g.F)
+			return fmt.Sprintf("step %d (%s), feeding the aggregate step %d reads, dropped", j, g.describe(j), g.failing)
 		}, func() Variant { return g.dropped(j) })
 		t := g.lazily(fmt.Sprintf("aggregate|twice|%d", j), func() string {
-			return fmt.Sprintf("step %d (%s), feeding the aggregate step %d reads, delivered twice", j, g.describe(j), g.F)
+			return fmt.Sprintf("step %d (%s), feeding the aggregate step %d reads, delivered twice", j, g.describe(j), g.failing)
 		}, func() Variant { return g.twice(j) })
 		mv := g.lazily(fmt.Sprintf("aggregate|moved|%d", j), func() string {
-			return fmt.Sprintf("step %d (%s) moved before step %d, which feeds the aggregate it reads", g.F, g.describe(g.F), j)
+			return fmt.Sprintf("step %d (%s) moved before step %d, which feeds the aggregate it reads", g.failing, g.describe(g.failing), j)
 		}, func() Variant { return g.moved(j) })
 		d.group, t.group, mv.group = "aggregate dropped", "aggregate twice", "aggregate moved"
 		for _, v := range []Variant{d, t, mv} {
@@ -72,7 +63,7 @@ func (g *gen) aggregates() (incident, regression []Variant) {
 		for _, m := range g.fieldMutations(j, false) {
 			v := g.mutated(j, m, "regression: step %d (feeding an aggregate): %s", true)
 			v.group, v.Kind, v.Place = fmt.Sprintf("aggregate regression step %d %s", j, m.group), "aggregate", PlaceRegression
-			v.build = cut1(v.build, cut, g.F-1)
+			v.build = cutBefore(v.build, cut, g.failing-1)
 			regression = g.add(regression, v)
 		}
 	}

@@ -77,7 +77,7 @@ var bigLearned = &redis.Learned{
 // 50 ms per generation (docs/variants.md).
 func BenchmarkGenerate1000Steps(b *testing.B) {
 	evs := bigIncident(1000)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: bigLearned, Budget: 64, Seed: 1, Keys: bigKeys(evs)}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: bigLearned, Budget: 64, Seed: 1, Keys: bigKeys(evs)}
 	if vs := variants.Generate(evs, 1000, o); len(vs) != 64 {
 		b.Fatalf("%d variants, want 64", len(vs))
 	}
@@ -90,7 +90,7 @@ func BenchmarkGenerate1000Steps(b *testing.B) {
 // build (COMMAND GETKEYS): the first argument.
 func bigKeys(evs []kavach.Event) [][]string {
 	var keys [][]string
-	for _, s := range kavach.Steps(evs, redis.Codec{}) {
+	for _, s := range kavach.Steps(evs, redis.Integration{}) {
 		c, _ := redis.ParseCommand(s.Request.Data)
 		keys = append(keys, []string{string(c.Args[1])})
 	}
@@ -101,7 +101,7 @@ func bigKeys(evs []kavach.Event) [][]string {
 // keys: every earlier step may affect the failing one.
 func BenchmarkGenerate1000StepsKeysUnknown(b *testing.B) {
 	evs := bigIncident(1000)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: bigLearned, Budget: 64, Seed: 1}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: bigLearned, Budget: 64, Seed: 1}
 	for b.Loop() {
 		variants.Generate(evs, 1000, o)
 	}
@@ -131,7 +131,7 @@ func wideIncident(n int) []kavach.Event {
 
 func benchmarkGenerateWide(b *testing.B, n int) {
 	evs := wideIncident(n)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: bigLearned, Budget: 64, Seed: 1,
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: bigLearned, Budget: 64, Seed: 1,
 		Keys: [][]string{{"z"}, {"z"}}, Deferred: true}
 	b.ReportAllocs()
 	for b.Loop() {

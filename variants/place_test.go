@@ -50,7 +50,7 @@ func TestBudgetWhereTheFailureLives(t *testing.T) {
 	)
 	schema := redis.Schema{"SET": {{Name: "key", Type: "key"}, {Name: "value", Type: "string"}},
 		"INCRBY": {{Name: "key", Type: "key"}, {Name: "increment", Type: "integer"}}, "GET": {{Name: "key", Type: "key"}}}
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: schema, Budget: 200, Seed: 1, Keys: keys}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: schema, Budget: 200, Seed: 1, Keys: keys}
 	vs := variants.Generate(evs, 6, o)
 	places := map[string]int{}
 	regressed := map[string]bool{}
@@ -101,7 +101,7 @@ func TestBudgetWhereTheFailureLives(t *testing.T) {
 
 	// A small budget: the failing request first, then the writers; the
 	// other steps get what is left.
-	small := variants.Generate(evs, 6, variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: schema, Budget: 16, Seed: 1, Keys: keys})
+	small := variants.Generate(evs, 6, variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: schema, Budget: 16, Seed: 1, Keys: keys})
 	count := map[string]int{}
 	for _, v := range small {
 		count[v.Place]++
@@ -131,7 +131,7 @@ func TestLongRecordingSampled(t *testing.T) {
 		commands = append(commands, []string{"SET", "k", fmt.Sprint(i)})
 	}
 	evs, keys := session(commands...)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Budget: 8, Seed: 3, Keys: keys}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Budget: 8, Seed: 3, Keys: keys}
 	a, b := variants.Generate(evs, 300, o), variants.Generate(evs, 300, o)
 	if fmt.Sprint(descriptions(a)) != fmt.Sprint(descriptions(b)) {
 		t.Error("one seed gave two sets of variants")
@@ -145,9 +145,9 @@ func TestLongRecordingSampled(t *testing.T) {
 // request of its kind sent as a number, is varied as a number too.
 func TestFieldsTypedFromTheRecording(t *testing.T) {
 	evs := httpSession("GET /items?page=2 HTTP/1.1\r\nHost: x\r\n\r\n", "GET /items?page=last HTTP/1.1\r\nHost: x\r\n\r\n")
-	c := axum.Codec{}
+	c := axum.Integration{}
 	var numeric []string
-	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: c, Variator: c, Budget: 200, Seed: 1}) {
+	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: c, Variator: c.Abilities().Variation, Budget: 200, Seed: 1}) {
 		if strings.HasPrefix(v.Description, "step 2: query page ") && strings.Contains(v.Description, "typed as at step 1") {
 			numeric = append(numeric, v.Description)
 		}
@@ -164,9 +164,9 @@ func TestHTTPWords(t *testing.T) {
 		"POST /lists/groceries/items HTTP/1.1\r\nHost: x\r\nX-Note: buy milk\r\nContent-Length: 0\r\n\r\n",
 		"GET /lists/chores/items?page=2 HTTP/1.1\r\nHost: x\r\nX-Note: soon\r\n\r\n",
 	)
-	c := axum.Codec{}
+	c := axum.Integration{}
 	var all []string
-	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: c, Variator: c, Budget: 500, Seed: 1}) {
+	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: c, Variator: c.Abilities().Variation, Budget: 500, Seed: 1}) {
 		all = append(all, v.Description)
 	}
 	text := strings.Join(all, "\n")

@@ -12,22 +12,22 @@ import (
 // readBacks are the regression variants of the earlier writes whose key
 // a later step names (reads back) before the failing step: the write's
 // numbers in other forms (fractions, exponents, negative zero, the
-// largest and smallest magnitudes; kavach.ValueVariator's "number-form"),
+// largest and smallest magnitudes; kavach.Variation.Values's "number-form"),
 // the recording cut before the failure. The old build must handle them
 // and the new build read back what the old build reads back: a fix that
 // changes how a stored number is written (3.3 read back as
 // 3.2999999999999998) answers otherwise at the read. Kind "read-back"
 // (docs/variants.md, "Read back"). Which steps write and read is
 // inferred from the keys each names (Options.Keys) and, when the codec
-// says, the keys it writes (kavach.Inspector); a step whose keys are
+// says, the keys it writes (kavach.Abilities.Writes); a step whose keys are
 // unknown is neither.
 func (g *gen) readBacks(out []Variant, cut int) []Variant {
-	if _, ok := g.opts.Variator.(kavach.ValueVariator); !ok || g.opts.Keys == nil {
+	if g.opts.Variator.Values == nil || g.opts.Keys == nil {
 		return out
 	}
 	readAt := g.readBack()
 	var steps []int
-	for j := 1; j < g.F && j <= len(g.steps); j++ {
+	for j := 1; j < g.failing && j <= len(g.steps); j++ {
 		if readAt[j] > 0 {
 			steps = append(steps, j)
 		}
@@ -36,7 +36,7 @@ func (g *gen) readBacks(out []Variant, cut int) []Variant {
 		for _, sub := range g.readBackForms(j) {
 			v := g.substituted(j, sub.Substitution, fmt.Sprintf("read-back: step %d: %s, read back at step %d", j, sub.What, readAt[j]), true)
 			v.group, v.Kind, v.Place = fmt.Sprintf("step %d read-back", j), "read-back", PlaceRegression
-			v.build = cut1(v.build, cut+len(sub.Setup), g.F-1+len(sub.Setup))
+			v.build = cutBefore(v.build, cut+len(sub.Setup), g.failing-1+len(sub.Setup))
 			out = g.add(out, v)
 		}
 	}
@@ -59,28 +59,28 @@ func spread(steps []int, n int) []int {
 }
 
 // readBack is, for each step j before the failing one that writes a key
-// (kavach.Inspector; without one, every key it names), the first later
+// (kavach.Abilities.Writes; without it, every key it names), the first later
 // step before the failing one that names a key related to it
 // (kavach.KeysRelate); 0 for none. A step whose keys are unknown is
 // neither a write nor a read. One pass from the failing step back: each
 // key maps to the nearest later step naming it, and each path to the
 // nearest later step naming a path below it.
 func (g *gen) readBack() []int {
-	out := make([]int, g.F)
+	out := make([]int, g.failing)
 	named := map[string]int{} // key -> nearest later step naming it
 	below := map[string]int{} // path -> nearest later step naming a path below it
-	ins, hasIns := g.opts.Codec.(kavach.Inspector)
+	writes := g.opts.Codec.Abilities().Writes
 	nearest := func(best, k int) int {
 		if k > 0 && (best == 0 || k < best) {
 			return k
 		}
 		return best
 	}
-	for j := min(g.F-1, len(g.steps), len(g.opts.Keys)); j >= 1; j-- {
+	for j := min(g.failing-1, len(g.steps), len(g.opts.Keys)); j >= 1; j-- {
 		keys := g.opts.Keys[j-1]
 		written := keys
-		if hasIns && len(keys) > 0 && g.steps[j-1].Request.Flags&kavach.ParseError == 0 {
-			written, _ = ins.Writes(g.steps[j-1].Request.Data)
+		if writes != nil && len(keys) > 0 && g.steps[j-1].Request.Flags&kavach.ParseError == 0 {
+			written, _ = writes(g.steps[j-1].Request.Data)
 		}
 		for _, w := range written {
 			out[j] = nearest(out[j], named[w])

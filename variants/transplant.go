@@ -9,26 +9,6 @@ import (
 	"github.com/kavach-dev/kavach"
 )
 
-// TypedSiblingVariator is an optional Variator interface: the request
-// (or a command a script of it calls) made by commands of any family
-// whose argument in the same role has the same type (an integer: INCRBY's
-// increment, SETEX's seconds, LTRIM's stop), keys mapped to keys of the
-// type each command takes and written in Setup, arguments dropped or
-// filled as its grammar requires. Kind "typed-sibling"; Group the part of
-// the request varied. It must be pure.
-type TypedSiblingVariator interface {
-	TypedSiblings(request []byte, schema kavach.Schema) []kavach.Substitution
-}
-
-// SiteTransplanter is an optional Variator interface: a request that
-// runs a script with value (an integer) put in place of each number its
-// script's call sites pass, the changed script run as the request runs
-// it (with what it needs sent first, in Setup). Nil for a request that
-// runs no script it can read. It must be pure.
-type SiteTransplanter interface {
-	SiteTransplants(request []byte, value string) []kavach.Substitution
-}
-
 // maxTriggers is how many values of the failing request are
 // transplanted at most (its first ones), and maxTargetFields how many
 // fields of another request take them (its first ones): a request of
@@ -75,10 +55,10 @@ func fieldClass(f kavach.Field) string {
 // build fails the recorded way at the request it went into (FailsAt);
 // the new build must not.
 func (g *gen) transplants() []Variant {
-	if g.F < 1 || g.F > len(g.steps) {
+	if g.failing < 1 || g.failing > len(g.steps) {
 		return nil
 	}
-	_, _, fields, ok := g.fieldsOf(g.F)
+	_, _, fields, ok := g.fieldsOf(g.failing)
 	if !ok {
 		return nil
 	}
@@ -92,7 +72,7 @@ func (g *gen) transplants() []Variant {
 	for i, f := range fields {
 		// A key is no trigger (the key variants vary it), even where the
 		// Variator types it as text (an EVAL's keys, after numkeys).
-		if (f.Type == kavach.FieldNumber || f.Type == kavach.FieldString) && f.Value != "" && len(f.Value) <= maxTrigger && !strings.ContainsAny(f.Value, " \t\r\n") && !slices.Contains(keysOf(g.F), f.Value) {
+		if (f.Type == kavach.FieldNumber || f.Type == kavach.FieldString) && f.Value != "" && len(f.Value) <= maxTrigger && !strings.ContainsAny(f.Value, " \t\r\n") && !slices.Contains(keysOf(g.failing), f.Value) {
 			triggers = append(triggers, trigger{i, f, fieldClass(f)})
 		}
 	}
@@ -109,8 +89,8 @@ func (g *gen) transplants() []Variant {
 	}
 	var targets []target
 	scanned := 0
-	for d := 1; len(targets) < g.opts.Budget && scanned < 8*g.opts.Budget && (g.F-d >= 1 || g.F+d <= len(g.steps)); d++ {
-		for _, n := range []int{g.F - d, g.F + d} {
+	for d := 1; len(targets) < g.opts.Budget && scanned < 8*g.opts.Budget && (g.failing-d >= 1 || g.failing+d <= len(g.steps)); d++ {
+		for _, n := range []int{g.failing - d, g.failing + d} {
 			if n < 1 || n > len(g.steps) || len(targets) >= g.opts.Budget {
 				continue
 			}
@@ -169,19 +149,19 @@ func (g *gen) transplants() []Variant {
 }
 
 // siteTransplants are trigger t put in place of each number the call
-// sites of the script step n runs pass (SiteTransplanter).
+// sites of the script step n runs pass (Variation.SiteTransplants).
 func (g *gen) siteTransplants(n int, t trigger) []Variant {
-	st, ok := after(g.opts.Variator, g.steps, n).(SiteTransplanter)
-	if !ok {
+	transplants := after(g.opts.Variator, g.steps, n).SiteTransplants
+	if transplants == nil {
 		return nil
 	}
 	var out []Variant
-	for _, sub := range st.SiteTransplants(g.steps[n-1].Request.Data, t.field.Value) {
+	for _, sub := range transplants(g.steps[n-1].Request.Data, t.field.Value) {
 		where := "before"
-		if n > g.F {
+		if n > g.failing {
 			where = "after"
 		}
-		v := g.substituted(n, sub, fmt.Sprintf("step %d (%s the failure): %s, step %d's %s carried over", n, where, sub.What, g.F, g.fieldName(t.i, t.field)), false)
+		v := g.substituted(n, sub, fmt.Sprintf("step %d (%s the failure): %s, step %d's %s carried over", n, where, sub.What, g.failing, g.fieldName(t.i, t.field)), false)
 		v.Kind, v.Place, v.FailsAt, v.group = "transplant", g.placeOf(n), n, "transplant"
 		out = append(out, v)
 	}
@@ -193,7 +173,7 @@ func (g *gen) siteTransplants(n int, t trigger) []Variant {
 // keys, or another earlier request); a later request, or one that cannot
 // affect the failing step, is other.
 func (g *gen) placeOf(n int) string {
-	if n < g.F && g.place[n] != "" {
+	if n < g.failing && g.place[n] != "" {
 		return g.place[n]
 	}
 	return PlaceOther
@@ -203,7 +183,7 @@ func (g *gen) placeOf(n int) string {
 // set to trigger t's value, made lazily.
 func (g *gen) transplanted(n int, fields []kavach.Field, j int, t trigger) Variant {
 	where := "before"
-	if n > g.F {
+	if n > g.failing {
 		where = "after"
 	}
 	// The key of the earlier step's mutation that makes the same request
@@ -212,7 +192,7 @@ func (g *gen) transplanted(n int, fields []kavach.Field, j int, t trigger) Varia
 	v := Variant{key: key, Kind: "transplant", Place: g.placeOf(n), FailsAt: n, group: "transplant"}
 	v.describe = func() string {
 		return fmt.Sprintf("step %d (%s the failure): %s %s → %s, step %d's %s carried over",
-			n, where, g.fieldName(j, fields[j]), quote(fields[j].Value), quote(t.field.Value), g.F, g.fieldName(t.i, t.field))
+			n, where, g.fieldName(j, fields[j]), quote(fields[j].Value), quote(t.field.Value), g.failing, g.fieldName(t.i, t.field))
 	}
 	v.build = func() ([]kavach.Event, []int) {
 		f := slices.Clone(fields)
@@ -229,20 +209,20 @@ func (g *gen) transplanted(n int, fields []kavach.Field, j int, t trigger) Varia
 
 // typedSiblings are the failing request made by commands of other
 // families whose argument in the same role has its type
-// (TypedSiblingVariator), each with the writes it needs inserted before
+// (Variation.TypedSiblings), each with the writes it needs inserted before
 // it.
 func (g *gen) typedSiblings() []Variant {
-	req := g.steps[g.F-1].Request
+	req := g.steps[g.failing-1].Request
 	if req.Flags&kavach.ParseError != 0 {
 		return nil
 	}
-	tv, ok := after(g.opts.Variator, g.steps, g.F).(TypedSiblingVariator)
-	if !ok {
+	typed := after(g.opts.Variator, g.steps, g.failing).TypedSiblings
+	if typed == nil {
 		return nil
 	}
 	var out []Variant
-	for _, s := range tv.TypedSiblings(req.Data, g.opts.Schema) {
-		v := g.substituted(g.F, s, fmt.Sprintf("step %d: %s", g.F, s.What), false)
+	for _, s := range typed(req.Data, g.opts.Schema) {
+		v := g.substituted(g.failing, s, fmt.Sprintf("step %d: %s", g.failing, s.What), false)
 		v.group, v.primary, v.Kind, v.Place = "typed-sibling "+s.Group, true, "typed-sibling", PlaceFailing
 		out = append(out, v)
 	}

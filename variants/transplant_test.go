@@ -27,7 +27,7 @@ func TestTransplants(t *testing.T) {
 		[]string{"INCRBY", "counter", "-3000"}, // 3: fails
 		[]string{"LTRIM", "recent", "0", "5"},  // 4: 5 is carried by step 2 too
 	)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: transplantSchema, Budget: 200, Seed: 1, Keys: keys}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: transplantSchema, Budget: 200, Seed: 1, Keys: keys}
 	var got []string
 	for _, v := range variants.Generate(evs, 3, o) {
 		if v.Kind != "transplant" {
@@ -77,7 +77,7 @@ func TestTransplantsBounded(t *testing.T) {
 	}
 	cmds[2500] = []string{"INCRBY", "counter", "-3000"}
 	evs, keys := session(cmds...)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: transplantSchema, Budget: 16, Seed: 1, Keys: keys}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: transplantSchema, Budget: 16, Seed: 1, Keys: keys}
 	steps := map[int]bool{}
 	for _, v := range variants.Generate(evs, 2501, o) {
 		if v.Kind == "transplant" {
@@ -102,9 +102,9 @@ func TestTransplantsHTTP(t *testing.T) {
 		"GET /items/7?page=999999999999 HTTP/1.1\r\nHost: x\r\n\r\n",
 		"GET /items/8?page=3&size=5 HTTP/1.1\r\nHost: x\r\n\r\n",
 	)
-	c := axum.Codec{}
+	c := axum.Integration{}
 	var got []string
-	for _, v := range variants.Generate(evs, 3, variants.Options{Codec: c, Variator: c, Budget: 200, Seed: 1}) {
+	for _, v := range variants.Generate(evs, 3, variants.Options{Codec: c, Variator: c.Abilities().Variation, Budget: 200, Seed: 1}) {
 		if v.Kind == "transplant" {
 			got = append(got, v.Description)
 		}
@@ -128,7 +128,7 @@ func TestTransplantsIntoScriptSites(t *testing.T) {
 		[]string{"EVAL", "return redis.call('EXPIRE', KEYS[1], 60)", "1", "k"},
 		[]string{"INCRBY", "counter", "10000000000000"},
 	)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: transplantSchema, Budget: 200, Seed: 1, Keys: keys}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: transplantSchema, Budget: 200, Seed: 1, Keys: keys}
 	var found bool
 	for _, v := range variants.Generate(evs, 2, o) {
 		if v.Kind != "transplant" || !strings.Contains(v.Description, "script site") {

@@ -48,7 +48,7 @@ var expireAtSchema = &redis.Learned{Args: redis.Schema{
 // the time the build sees when it is replayed.
 func TestValueVariants(t *testing.T) {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: expireAtSchema, Budget: 1000, Seed: 1, Start: start}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: expireAtSchema, Budget: 1000, Seed: 1, Start: start}
 	vs := variants.Generate(expireAt(), 2, o)
 	kinds := map[string]int{}
 	for _, v := range vs {
@@ -66,8 +66,8 @@ func TestValueVariants(t *testing.T) {
 	for _, v := range vs {
 		if v.Description == want {
 			found = true
-			last := kavach.Steps(v.Events, redis.Codec{})[1]
-			if got := (redis.Codec{}).DescribeRequest(last.Request.Data, 0); got != `EXPIREAT "session" "`+now+`"` || v.Kind != "structured" {
+			last := kavach.Steps(v.Events, redis.Integration{})[1]
+			if got := (redis.Integration{}).DescribeRequest(last.Request.Data, 0); got != `EXPIREAT "session" "`+now+`"` || v.Kind != "structured" {
 				t.Errorf("%s: request %s, kind %s", want, got, v.Kind)
 			}
 		}
@@ -128,7 +128,7 @@ func evalIncident(script string) []kavach.Event {
 // connection; one seed gives one set; a script Kavach cannot read is left
 // whole and LeftWhole says so.
 func TestScriptVariantsGenerated(t *testing.T) {
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Budget: 1000, Seed: 1}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Budget: 1000, Seed: 1}
 	vs := variants.Generate(evalIncident("return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])"), 2, o)
 	kinds := map[string]int{}
 	for _, v := range vs {
@@ -136,11 +136,11 @@ func TestScriptVariantsGenerated(t *testing.T) {
 		if v.Kind != "runner" || !strings.Contains(v.Description, "EVALSHA") {
 			continue
 		}
-		steps := kavach.Steps(v.Events, redis.Codec{})
+		steps := kavach.Steps(v.Events, redis.Integration{})
 		if len(steps) != 3 {
 			t.Fatalf("%s: %d steps, want the SCRIPT LOAD inserted (3)", v.Description, len(steps))
 		}
-		load, run := redis.Codec{}.DescribeRequest(steps[1].Request.Data, 0), redis.Codec{}.DescribeRequest(steps[2].Request.Data, 0)
+		load, run := redis.Integration{}.DescribeRequest(steps[1].Request.Data, 0), redis.Integration{}.DescribeRequest(steps[2].Request.Data, 0)
 		if !strings.HasPrefix(load, `SCRIPT "LOAD"`) || !strings.HasPrefix(run, `EVALSHA "`) || v.Events[len(v.Events)-2].Conn != 1 {
 			t.Errorf("%s: steps %s then %s", v.Description, load, run)
 		}
@@ -170,7 +170,7 @@ func TestScriptVariantsGenerated(t *testing.T) {
 
 // An EVALSHA's script is in a SCRIPT LOAD sent before it, here on
 // another connection: the generator gives the steps before the failing
-// one to the Variator (kavach.EarlierVariator), so the script's sites are
+// one to the Variator (kavach.Variation.After), so the script's sites are
 // varied (the changed script loaded right before the EVALSHA, on its
 // connection) and it is run through EVAL; LeftWhole and SkippedSiblings
 // see the script too. A step after the failing one is not looked at.
@@ -192,14 +192,14 @@ func TestScriptLoadedEarlierGenerated(t *testing.T) {
 		{Seq: 4, Conn: 2, Dir: kavach.Open, Offset: time.Second},
 		{Seq: 5, Conn: 2, Dir: kavach.Request, Offset: time.Second, Data: frame("EVALSHA", sha, "1", "k")},
 	}
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Budget: 1000, Seed: 1}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Budget: 1000, Seed: 1}
 	kinds := map[string]int{}
 	for _, v := range variants.Generate(evs, 2, o) {
 		kinds[v.Kind]++
 		if v.Kind != "script-site" {
 			continue
 		}
-		steps := kavach.Steps(v.Events, redis.Codec{})
+		steps := kavach.Steps(v.Events, redis.Integration{})
 		if len(steps) != 3 {
 			t.Fatalf("%s: %d steps, want the changed script's SCRIPT LOAD inserted (3)", v.Description, len(steps))
 		}

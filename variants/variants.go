@@ -73,9 +73,9 @@ func (v Variant) ShiftAt(step int) time.Duration {
 
 // Options configure Generate.
 type Options struct {
-	Codec    kavach.Codec    // frames steps; required
-	Variator kavach.Variator // splits requests into fields; required
-	Schema   kavach.Schema   // field types learned from the old build; nil: guessed
+	Codec    kavach.Integration // frames steps; required
+	Variator *kavach.Variation  // the integration's Variation: fields of requests; required
+	Schema   kavach.Schema      // field types learned from the old build; nil: guessed
 	// Budget is the most variants made; the rest of what could be made is
 	// sampled by Seed. Zero means 64.
 	Budget int
@@ -86,7 +86,7 @@ type Options struct {
 	// fixture's start), for values that are times; zero: unknown.
 	Start time.Time
 	// Keys are the keys (resources) each step names, index 0 for step 1,
-	// as a kavach.KeyFinder gives them: nil when unknown. They tell which
+	// as kavach.Abilities.Keys gives them: nil when unknown. They tell which
 	// earlier steps can affect the failing one. Nil Keys: every step may.
 	Keys [][]string
 	// Deferred leaves the kept variants' Events and Origin unmade:
@@ -119,20 +119,6 @@ const (
 
 // MissingKey is a key no recording writes, for "a key that does not exist".
 const MissingKey = "kavach:missing-key"
-
-// Wording is what a Variator implements whose protocol has its own words
-// for the fields its variants change: HTTP's are a header, a query
-// parameter, a path segment, not "argument 3" and "a key". Without it,
-// fields are arguments and keys, as in Redis.
-type Wording interface {
-	// FieldName names field i of a request in a variant's description
-	// ("header X-Note", "path segment 2").
-	FieldName(i int, f kavach.Field) string
-	// KeyWords say what a field of type FieldKey set to MissingKey is
-	// ("a key that does not exist"), and one set to another key the
-	// recording shows ("another recorded key").
-	KeyWords() (missing, other string)
-}
 
 // clockShifts are the clock variants: the clock jumps by each, right
 // before the failing step.
@@ -338,7 +324,7 @@ type gen struct {
 	opts    Options
 	events  []kavach.Event
 	steps   []kavach.Step
-	F       int
+	failing int // the failing step's number, from 1
 	seen    map[[32]byte]bool
 	strings []string      // string values seen in the fixture
 	keys    []string      // keys seen in the fixture
@@ -355,7 +341,7 @@ type gen struct {
 	rank  []int                 // step -> its place in the seeded order pick keeps
 	types map[string][]seenType // kind and field key -> its types (typedAs)
 	// wide are the fields of the requests whose mutations are told apart
-	// by what they change, not by their bytes (fieldMutationsNow): a
+	// by what they change, not by their bytes (makeFieldMutations): a
 	// request too large to copy once per candidate.
 	wide map[int][]kavach.Field
 	mu   sync.Mutex // deferred builds (finish)
@@ -364,7 +350,7 @@ type gen struct {
 }
 
 func newGen(events []kavach.Event, failing int, opts Options) *gen {
-	g := &gen{opts: opts, events: events, steps: kavach.Steps(events, opts.Codec), F: failing,
+	g := &gen{opts: opts, events: events, steps: kavach.Steps(events, opts.Codec), failing: failing,
 		seen: make(map[[32]byte]bool, 4096), span: make(map[int][]int, failing+1), mutations: map[int][]mutation{}}
 	bySeq := map[uint64]int{}
 	for i, ev := range events {
@@ -399,7 +385,7 @@ func newGen(events []kavach.Event, failing int, opts Options) *gen {
 
 // places says where each earlier step's mutations go: an earlier step
 // that names a key the failing request names (keys relate as
-// kavach.KeysRelate says) and writes it (kavach.Inspector; without one,
+// kavach.KeysRelate says) and writes it (kavach.Abilities.Writes; without it,
 // naming it is enough) is a writer; a step whose keys are unknown or
 // none (a command on the whole server: FLUSHALL, CONFIG SET, a script),
 // or that names the key without writing it, is other; a step that names
@@ -414,9 +400,9 @@ func (g *gen) places() map[int]string {
 		}
 		return nil
 	}
-	kF := keysOf(g.F)
-	ins, hasIns := g.opts.Codec.(kavach.Inspector)
-	for j := 1; j < g.F && j <= len(g.steps); j++ {
+	kF := keysOf(g.failing)
+	writes := g.opts.Codec.Abilities().Writes
+	for j := 1; j < g.failing && j <= len(g.steps); j++ {
 		kj := keysOf(j)
 		if len(kF) == 0 || len(kj) == 0 {
 			out[j] = PlaceOther
@@ -427,9 +413,9 @@ func (g *gen) places() map[int]string {
 			continue
 		}
 		out[j] = PlaceOther
-		if !hasIns {
+		if writes == nil {
 			out[j] = PlaceWriter
-		} else if w, _ := ins.Writes(g.steps[j-1].Request.Data); anyRelate(w, kF) {
+		} else if w, _ := writes(g.steps[j-1].Request.Data); anyRelate(w, kF) {
 			out[j] = PlaceWriter
 		}
 	}
@@ -495,12 +481,12 @@ func hash(events []kavach.Event, from int, shift time.Duration) [32]byte {
 // incident makes the variants of the incident itself.
 func (g *gen) incident() []Variant {
 	var out []Variant
-	for _, m := range g.fieldMutations(g.F, true) {
+	for _, m := range g.fieldMutations(g.failing, true) {
 		var v Variant
 		if m.build == nil {
-			v = g.withRequest(g.F, m.request, fmt.Sprintf("step %d: %s", g.F, m.what), false)
+			v = g.withRequest(g.failing, m.request, fmt.Sprintf("step %d: %s", g.failing, m.what), false)
 		} else {
-			v = g.edited(g.F, m)
+			v = g.edited(g.failing, m)
 		}
 		v.group, v.primary, v.Place = m.group, true, PlaceFailing
 		v.Kind = "field"
@@ -509,8 +495,8 @@ func (g *gen) incident() []Variant {
 		}
 		out = g.add(out, v)
 	}
-	for _, sub := range g.substitutions(g.F, true) {
-		v := g.substituted(g.F, sub.Substitution, fmt.Sprintf("step %d: %s", g.F, sub.What), false)
+	for _, sub := range g.substitutions(g.failing, true) {
+		v := g.substituted(g.failing, sub.Substitution, fmt.Sprintf("step %d: %s", g.failing, sub.What), false)
 		v.group, v.primary, v.Kind, v.Place = sub.kind+" "+sub.What, true, sub.kind, PlaceFailing
 		if sub.Group != "" {
 			v.group = sub.kind + " " + sub.Group
@@ -536,7 +522,9 @@ func (g *gen) incident() []Variant {
 	// Moving the failing request before a step that cannot affect it is
 	// moving it before the next one that can.
 	for _, j := range affecting {
-		v := g.lazily(fmt.Sprintf("moved|%d", j), func() string { return fmt.Sprintf("step %d (%s) moved before step %d", g.F, g.describe(g.F), j) }, func() Variant { return g.moved(j) })
+		v := g.lazily(fmt.Sprintf("moved|%d", j), func() string {
+			return fmt.Sprintf("step %d (%s) moved before step %d", g.failing, g.describe(g.failing), j)
+		}, func() Variant { return g.moved(j) })
 		v.group, v.primary, v.Kind, v.Place = "moved", true, "moved", PlaceFailing
 		out = g.add(out, v)
 	}
@@ -554,14 +542,14 @@ func (g *gen) incident() []Variant {
 	for _, v := range g.transplants() {
 		out = g.add(out, v)
 	}
-	if g.F > 1 {
+	if g.failing > 1 {
 		for _, d := range clockShifts {
-			v := Variant{Description: fmt.Sprintf("the clock jumps %s right before step %d", signed(d), g.F), key: sha256.Sum256(fmt.Appendf(nil, "clock|%d", d))}
+			v := Variant{Description: fmt.Sprintf("the clock jumps %s right before step %d", signed(d), g.failing), key: sha256.Sum256(fmt.Appendf(nil, "clock|%d", d))}
 			v.build = func() ([]kavach.Event, []int) {
 				w := g.variant(slices.Clone(g.events), "", false)
 				return w.Events, w.Origin
 			}
-			v.ShiftFrom, v.Shift, v.group, v.primary, v.Place = g.F, d, "clock", true, PlaceFailing
+			v.ShiftFrom, v.Shift, v.group, v.primary, v.Place = g.failing, d, "clock", true, PlaceFailing
 			v.Kind = "clock-forward"
 			if d < 0 {
 				v.Kind = "clock-back"
@@ -582,7 +570,7 @@ func (g *gen) incident() []Variant {
 // to these steps.
 func (g *gen) affecting() []int {
 	var writers, others []int
-	for j := 1; j < g.F && j <= len(g.steps); j++ {
+	for j := 1; j < g.failing && j <= len(g.steps); j++ {
 		switch g.place[j] {
 		case PlaceWriter:
 			writers = append(writers, j)
@@ -660,7 +648,7 @@ func Regression(events []kavach.Event, opts Options) []Variant {
 func (g *gen) regression() []Variant {
 	var out []Variant
 	cut := len(g.events)
-	if span, ok := g.span[g.F]; ok {
+	if span, ok := g.span[g.failing]; ok {
 		cut = span[0] // the failing request's index
 	}
 	picked := g.affecting()
@@ -669,7 +657,7 @@ func (g *gen) regression() []Variant {
 		for _, m := range g.fieldMutations(j, false) {
 			v := g.mutated(j, m, "regression: step %d: %s", true)
 			v.group, v.Kind, v.Place = m.group, "regression", PlaceRegression
-			v.build = cut1(v.build, cut, g.F-1)
+			v.build = cutBefore(v.build, cut, g.failing-1)
 			out = g.add(out, v)
 		}
 		// Keys of other types and the grammar's other choices; the
@@ -678,7 +666,7 @@ func (g *gen) regression() []Variant {
 		for _, sub := range g.substitutions(j, false) {
 			v := g.substituted(j, sub.Substitution, fmt.Sprintf("regression: step %d: %s", j, sub.What), true)
 			v.group, v.Kind, v.Place = fmt.Sprintf("step %d %s", j, sub.kind), "regression", PlaceRegression
-			v.build = cut1(v.build, cut+len(sub.Setup), g.F-1+len(sub.Setup))
+			v.build = cutBefore(v.build, cut+len(sub.Setup), g.failing-1+len(sub.Setup))
 			out = g.add(out, v)
 		}
 	}
@@ -699,9 +687,10 @@ func (g *gen) lazily(key string, what func() string, make func() Variant) Varian
 	}}
 }
 
-// cut1 makes build stop its variant's events before index events and
-// its origin after steps steps.
-func cut1(build func() ([]kavach.Event, []int), events, steps int) func() ([]kavach.Event, []int) {
+// cutBefore makes build stop its variant's events before index events
+// and its origin after steps steps: a regression variant ends where the
+// failing request was.
+func cutBefore(build func() ([]kavach.Event, []int), events, steps int) func() ([]kavach.Event, []int) {
 	return func() ([]kavach.Event, []int) {
 		e, o := build()
 		return e[:events], o[:min(len(o), steps)]
@@ -734,21 +723,21 @@ func (g *gen) substitutions(n int, failing bool) []substitution {
 		return nil
 	}
 	var out []substitution
-	if tv, ok := g.opts.Variator.(kavach.TypeVariator); ok {
-		for _, s := range tv.Substitutions(req.Data, g.opts.Schema) {
+	if types := g.opts.Variator.Types; types != nil {
+		for _, s := range types(req.Data, g.opts.Schema) {
 			out = append(out, substitution{s, "type"})
 		}
 	}
-	if gv, ok := g.opts.Variator.(kavach.GrammarVariator); ok {
-		for _, s := range gv.Rewrites(req.Data, g.opts.Schema) {
+	if grammar := g.opts.Variator.Grammar; grammar != nil {
+		for _, s := range grammar(req.Data, g.opts.Schema) {
 			out = append(out, substitution{s, "grammar"})
 		}
 	}
 	if !failing {
 		return out
 	}
-	if sv, ok := after(g.opts.Variator, g.steps, n).(kavach.SiblingVariator); ok {
-		subs, _ := sv.Siblings(req.Data, g.opts.Schema)
+	if siblings := after(g.opts.Variator, g.steps, n).Siblings; siblings != nil {
+		subs, _ := siblings(req.Data, g.opts.Schema)
 		for _, s := range subs {
 			out = append(out, substitution{s, "sibling"})
 		}
@@ -842,7 +831,7 @@ func (g *gen) fieldMutations(n int, all bool) []mutation {
 	if m, ok := g.mutations[n]; ok && !all {
 		return m
 	}
-	m := g.fieldMutationsNow(n, all)
+	m := g.makeFieldMutations(n, all)
 	if !all {
 		g.mutations[n] = m
 	}
@@ -860,12 +849,14 @@ func (g *gen) fieldsOf(n int) (req kavach.Event, kind string, fields []kavach.Fi
 	return req, kind, fields, ok
 }
 
-func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
+// makeFieldMutations makes step n's field mutations, as fieldMutations
+// describes them, every time it is called (fieldMutations keeps an
+// earlier step's once made).
+func (g *gen) makeFieldMutations(n int, all bool) []mutation {
 	req, kind, fields, ok := g.fieldsOf(n)
 	if !ok {
 		return nil
 	}
-	var out []mutation
 	// The failing request's mutations are built now (their bytes tell
 	// duplicates, a removed flag and a grammar drop of it alike), unless
 	// the request is so large that a copy per candidate would cost more
@@ -879,121 +870,159 @@ func (g *gen) fieldMutationsNow(n int, all bool) []mutation {
 		g.wide[n] = fields
 	}
 	vary := g.varied(n, len(fields))
-	groups := make([]string, len(fields))
+	m := &fieldMutator{g: g, n: n, all: all, eager: eager, req: req, kind: kind, fields: fields, groups: make([]string, len(fields))}
 	for i := range fields {
-		groups[i] = "field " + strconv.Itoa(i)
+		m.groups[i] = "field " + strconv.Itoa(i)
 		if !all {
-			groups[i] = "step " + strconv.Itoa(n) + " field " + strconv.Itoa(i)
+			m.groups[i] = "step " + strconv.Itoa(n) + " field " + strconv.Itoa(i)
 		}
-	}
-	removed := "removed"
-	if !all {
-		removed = "step " + strconv.Itoa(n) + " removed"
-	}
-	set := func(i int, value, from string) {
-		if value == fields[i].Value {
-			return
-		}
-		describe := func() string {
-			what := fmt.Sprintf("%s %s → %s", g.fieldName(i, fields[i]), quote(fields[i].Value), quote(value))
-			if from != "" {
-				what += ", " + from
-			}
-			return what
-		}
-		build := func() []byte {
-			// In place and back, not on a copy: a wide request's fields
-			// are many. Builds take turns (finish).
-			old := fields[i].Value
-			fields[i].Value = value
-			defer func() { fields[i].Value = old }()
-			return g.opts.Variator.Rebuild(req.Data, fields)
-		}
-		group := groups[i]
-		if from != "" && strings.HasPrefix(from, "taken from") {
-			group = "swap"
-		}
-		if eager {
-			out = append(out, mutation{request: build(), what: describe(), group: group})
-			return
-		}
-		out = append(out, mutation{group: group, build: build, describe: describe, id: strconv.Itoa(i) + "=" + value})
 	}
 	for _, i := range vary {
-		f := fields[i]
-		switch f.Type {
-		case kavach.FieldNumber:
-			for _, v := range numbers(f.Value) {
-				set(i, v, "")
-			}
-		case kavach.FieldString:
-			// Empty and long first: the boundaries; then values seen.
-			set(i, "", "")
-			set(i, strings.Repeat("x", 4096), "")
-			for _, s := range g.strings {
-				set(i, s, "a value seen in the recording")
-			}
-		case kavach.FieldKey:
-			missing, other := g.keyWords()
-			set(i, MissingKey, missing)
-			for _, k := range g.keys {
-				set(i, k, other)
-			}
-		case kavach.FieldToken:
-			for _, t := range f.Alternatives {
-				set(i, t, "")
-			}
+		m.values(i)
+	}
+	m.removals(vary)
+	if all {
+		m.swaps(vary)
+	}
+	return m.out
+}
+
+// fieldMutator makes one request's field mutations (makeFieldMutations).
+type fieldMutator struct {
+	g      *gen
+	n      int  // the step
+	all    bool // the failing request: swaps too, and built now when eager
+	eager  bool // built now, told apart by their bytes
+	req    kavach.Event
+	kind   string
+	fields []kavach.Field
+	groups []string // each field's group
+	out    []mutation
+}
+
+// set adds the mutation that sets field i to value (from says where the
+// value comes from, "" for none), unless value is the field's own.
+func (m *fieldMutator) set(i int, value, from string) {
+	g, fields := m.g, m.fields
+	if value == fields[i].Value {
+		return
+	}
+	describe := func() string {
+		what := fmt.Sprintf("%s %s → %s", g.fieldName(i, fields[i]), quote(fields[i].Value), quote(value))
+		if from != "" {
+			what += ", " + from
 		}
-		// A named field (a query parameter, a JSON field) the recording
-		// shows as a number in another request of its kind is varied as
-		// a number too, and one it shows as text, as text.
-		if f.Key == "" || (f.Type != kavach.FieldNumber && f.Type != kavach.FieldString) {
+		return what
+	}
+	build := func() []byte {
+		// In place and back, not on a copy: a wide request's fields
+		// are many. Builds take turns (finish).
+		old := fields[i].Value
+		fields[i].Value = value
+		defer func() { fields[i].Value = old }()
+		return g.opts.Variator.Rebuild(m.req.Data, fields)
+	}
+	group := m.groups[i]
+	if from != "" && strings.HasPrefix(from, "taken from") {
+		group = "swap"
+	}
+	if m.eager {
+		m.out = append(m.out, mutation{request: build(), what: describe(), group: group})
+		return
+	}
+	m.out = append(m.out, mutation{group: group, build: build, describe: describe, id: strconv.Itoa(i) + "=" + value})
+}
+
+// values adds field i's mutations by its type: numbers to boundaries,
+// neighbours, signs and huge values; strings to empty, long and the
+// values seen; keys to a missing key and the keys seen; tokens to the
+// other tokens; and a named field to the other types the recording
+// shows it with.
+func (m *fieldMutator) values(i int) {
+	g, f := m.g, m.fields[i]
+	switch f.Type {
+	case kavach.FieldNumber:
+		for _, v := range numbers(f.Value) {
+			m.set(i, v, "")
+		}
+	case kavach.FieldString:
+		// Empty and long first: the boundaries; then values seen.
+		m.set(i, "", "")
+		m.set(i, strings.Repeat("x", 4096), "")
+		for _, s := range g.strings {
+			m.set(i, s, "a value seen in the recording")
+		}
+	case kavach.FieldKey:
+		missing, other := g.keyWords()
+		m.set(i, MissingKey, missing)
+		for _, k := range g.keys {
+			m.set(i, k, other)
+		}
+	case kavach.FieldToken:
+		for _, t := range f.Alternatives {
+			m.set(i, t, "")
+		}
+	}
+	// A named field (a query parameter, a JSON field) the recording
+	// shows as a number in another request of its kind is varied as
+	// a number too, and one it shows as text, as text.
+	if f.Key == "" || (f.Type != kavach.FieldNumber && f.Type != kavach.FieldString) {
+		return
+	}
+	for _, seen := range g.typedAs(m.kind, f.Key) {
+		if seen.typ == f.Type {
 			continue
 		}
-		for _, seen := range g.typedAs(kind, f.Key) {
-			if seen.typ == f.Type {
-				continue
+		from := fmt.Sprintf("typed as at step %d", seen.step)
+		if seen.typ == kavach.FieldNumber {
+			for _, v := range numbers(seen.value) {
+				m.set(i, v, from)
 			}
-			from := fmt.Sprintf("typed as at step %d", seen.step)
-			if seen.typ == kavach.FieldNumber {
-				for _, v := range numbers(seen.value) {
-					set(i, v, from)
-				}
-			} else {
-				set(i, "", from)
-				set(i, seen.value, from)
-			}
+		} else {
+			m.set(i, "", from)
+			m.set(i, seen.value, from)
 		}
+	}
+}
+
+// removals adds the mutations that remove one of the fields vary.
+func (m *fieldMutator) removals(vary []int) {
+	g, fields := m.g, m.fields
+	removed := "removed"
+	if !m.all {
+		removed = "step " + strconv.Itoa(m.n) + " removed"
 	}
 	for _, i := range vary {
 		describe := func() string { return fmt.Sprintf("%s %s removed", g.fieldName(i, fields[i]), quote(fields[i].Value)) }
-		build := func() []byte { return g.opts.Variator.Rebuild(req.Data, slices.Delete(slices.Clone(fields), i, i+1)) }
+		build := func() []byte { return g.opts.Variator.Rebuild(m.req.Data, slices.Delete(slices.Clone(fields), i, i+1)) }
 		switch {
-		case eager:
-			out = append(out, mutation{request: build(), what: describe(), group: removed})
-		case all:
+		case m.eager:
+			m.out = append(m.out, mutation{request: build(), what: describe(), group: removed})
+		case m.all:
 			// Removing any field of a run of equal ones makes the same
 			// request: the run's first names them all.
-			out = append(out, mutation{group: removed, build: build, describe: describe, id: "-" + strconv.Itoa(runStart(fields, i))})
+			m.out = append(m.out, mutation{group: removed, build: build, describe: describe, id: "-" + strconv.Itoa(runStart(fields, i))})
 		default:
-			out = append(out, mutation{group: removed, build: build, describe: describe, id: "-" + strconv.Itoa(i)})
+			m.out = append(m.out, mutation{group: removed, build: build, describe: describe, id: "-" + strconv.Itoa(i)})
 		}
 	}
-	if all {
-		for _, s := range g.steps {
-			if s.N == n {
-				continue
-			}
-			k2, f2, ok := g.opts.Variator.Fields(s.Request.Data, g.opts.Schema)
-			if !ok || k2 != kind || len(f2) != len(fields) {
-				continue
-			}
-			for _, i := range vary {
-				set(i, f2[i].Value, fmt.Sprintf("taken from step %d", s.N))
-			}
+}
+
+// swaps adds, for each field of vary, the mutations that set it to the
+// same field's value in another request of the same kind and shape.
+func (m *fieldMutator) swaps(vary []int) {
+	for _, s := range m.g.steps {
+		if s.N == m.n {
+			continue
+		}
+		k2, f2, ok := m.g.opts.Variator.Fields(s.Request.Data, m.g.opts.Schema)
+		if !ok || k2 != m.kind || len(f2) != len(m.fields) {
+			continue
+		}
+		for _, i := range vary {
+			m.set(i, f2[i].Value, fmt.Sprintf("taken from step %d", s.N))
 		}
 	}
-	return out
 }
 
 // pickFields is how many fields of one request get field mutations at
@@ -1078,7 +1107,7 @@ func (g *gen) subKey(n int, regression bool, sub kavach.Substitution) [32]byte {
 }
 
 // editID says which one field sub sets, or removes, of step n's request,
-// as fieldMutationsNow names the mutation that does the same ("3=x",
+// as makeFieldMutations names the mutation that does the same ("3=x",
 // "-3"): for a substitution that says so (Edit) on a wide request, or
 // on an earlier step when its request is left to be made (the failing
 // request's, not wide, are told by their bytes, as its mutations are:
@@ -1087,7 +1116,7 @@ func (g *gen) subKey(n int, regression bool, sub kavach.Substitution) [32]byte {
 // rebuilding the request so gives its bytes.
 func (g *gen) editID(n int, sub kavach.Substitution) (string, bool) {
 	fields, wide := g.wide[n]
-	if sub.Edit != nil && (wide || sub.Request == nil && n != g.F) {
+	if sub.Edit != nil && (wide || sub.Request == nil && n != g.failing) {
 		return strconv.Itoa(sub.Edit.Field) + "=" + sub.Edit.Value, true
 	}
 	if !wide || sub.Request == nil {
@@ -1136,19 +1165,19 @@ func (g *gen) subRequest(n int, sub kavach.Substitution) []byte {
 	return g.opts.Variator.Rebuild(req, fields)
 }
 
-// fieldName names field i in the protocol's words (Wording), else as an
+// fieldName names field i in the protocol's words (Variation.FieldName), else as an
 // argument.
 func (g *gen) fieldName(i int, f kavach.Field) string {
-	if w, ok := g.opts.Variator.(Wording); ok {
-		return w.FieldName(i, f)
+	if name := g.opts.Variator.FieldName; name != nil {
+		return name(i, f)
 	}
 	return argName(i, f)
 }
 
 // keyWords are the protocol's words for a missing and another key.
 func (g *gen) keyWords() (missing, other string) {
-	if w, ok := g.opts.Variator.(Wording); ok {
-		return w.KeyWords()
+	if words := g.opts.Variator.KeyWords; words != nil {
+		return words()
 	}
 	return "a key that does not exist", "another recorded key"
 }
@@ -1265,8 +1294,8 @@ func (g *gen) withRequest(n int, request []byte, what string, regression bool) V
 // moved right before step j, at step j's time. Moving the close along
 // makes the replay wait for the moved request's outcome where it now is.
 func (g *gen) moved(j int) Variant {
-	block := slices.Clone(g.span[g.F])
-	conn := g.steps[g.F-1].Conn()
+	block := slices.Clone(g.span[g.failing])
+	conn := g.steps[g.failing-1].Conn()
 	for i := slices.Max(block) + 1; i < len(g.events); i++ {
 		if ev := g.events[i]; ev.Conn == conn {
 			if ev.Dir == kavach.Close && string(ev.Data) == "server" {
@@ -1288,7 +1317,7 @@ func (g *gen) moved(j int) Variant {
 	// Insert before step j's request, which keeps its index in rest
 	// (everything moved came after it).
 	events := slices.Concat(rest[:at], moved, rest[at:])
-	return g.variant(events, fmt.Sprintf("step %d (%s) moved before step %d", g.F, g.describe(g.F), j), false)
+	return g.variant(events, fmt.Sprintf("step %d (%s) moved before step %d", g.failing, g.describe(g.failing), j), false)
 }
 
 // dropped is the incident without step j's request and replies.

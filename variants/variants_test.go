@@ -52,7 +52,7 @@ var schema = redis.Schema{
 }
 
 func opts(budget int, seed uint64) variants.Options {
-	return variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: schema, Budget: budget, Seed: seed}
+	return variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: schema, Budget: budget, Seed: seed}
 }
 
 func descriptions(vs []variants.Variant) []string {
@@ -101,8 +101,8 @@ func TestVariantEventsAreTheMutation(t *testing.T) {
 	}
 	steps := func(v variants.Variant) []string {
 		var out []string
-		for _, s := range kavach.Steps(v.Events, redis.Codec{}) {
-			out = append(out, redis.Codec{}.DescribeRequest(s.Request.Data, 0))
+		for _, s := range kavach.Steps(v.Events, redis.Integration{}) {
+			out = append(out, redis.Integration{}.DescribeRequest(s.Request.Data, 0))
 		}
 		return out
 	}
@@ -268,8 +268,8 @@ func TestTypeSubstitution(t *testing.T) {
 	}
 	steps := func(v variants.Variant) []string {
 		var out []string
-		for _, s := range kavach.Steps(v.Events, redis.Codec{}) {
-			out = append(out, redis.Codec{}.DescribeRequest(s.Request.Data, 0))
+		for _, s := range kavach.Steps(v.Events, redis.Integration{}) {
+			out = append(out, redis.Integration{}.DescribeRequest(s.Request.Data, 0))
 		}
 		return out
 	}

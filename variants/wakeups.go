@@ -10,18 +10,6 @@ import (
 	"github.com/kavach-dev/kavach"
 )
 
-// Blocking is what a Variator implements whose protocol has requests
-// that wait for other connections (Redis: BLPOP, BLMPOP, BZPOPMIN, XREAD
-// BLOCK, WAIT): which of a request's fields is its count and which its
-// timeout. Without it, a count is the number after a COUNT token and a
-// request has no timeout field.
-type Blocking interface {
-	// BlockingFields are the indexes, in fields as Fields gives them for
-	// request, of the request's count (how many it takes once woken) and
-	// of its timeout; -1 for none.
-	BlockingFields(request []byte, fields []kavach.Field) (count, timeout int)
-}
-
 // The timeouts a blocked request is given: short, when nothing wakes it
 // any more; long, far past any recorded wait whether the command counts
 // seconds (BLPOP: over 41 days) or milliseconds (XREAD BLOCK, WAIT: an
@@ -43,14 +31,14 @@ const wakeDelay = time.Second
 // failing request was answered before any other connection sent
 // anything, or never.
 func (g *gen) wakers() []int {
-	if g.F < 1 || g.F > len(g.steps) || len(g.span[g.F]) < 2 {
+	if g.failing < 1 || g.failing > len(g.steps) || len(g.span[g.failing]) < 2 {
 		return nil
 	}
-	answered := g.span[g.F][1]
-	conn := g.steps[g.F-1].Conn()
-	kF := g.keysOf(g.F)
+	answered := g.span[g.failing][1]
+	conn := g.steps[g.failing-1].Conn()
+	kF := g.keysOf(g.failing)
 	var out []int
-	for j := g.F + 1; j <= len(g.steps); j++ {
+	for j := g.failing + 1; j <= len(g.steps); j++ {
 		if g.span[j][0] > answered {
 			break
 		}
@@ -86,7 +74,7 @@ func (g *gen) wakeups() []Variant {
 	if len(wakers) == 0 {
 		return nil
 	}
-	req, _, fields, ok := g.fieldsOf(g.F)
+	req, _, fields, ok := g.fieldsOf(g.failing)
 	if !ok {
 		return nil
 	}
@@ -104,8 +92,8 @@ func (g *gen) wakeups() []Variant {
 	what := func(format string, a ...any) string { return "wake-up: " + fmt.Sprintf(format, a...) }
 	if count >= 0 {
 		for _, c := range counts(fields[count].Value) {
-			desc := what("step %d (%s): %s %s → %s, its wakers kept", g.F, g.describe(g.F), g.fieldName(count, fields[count]), quote(fields[count].Value), quote(c))
-			add(g.withRequest(g.F, set(count, c), desc, true), "count")
+			desc := what("step %d (%s): %s %s → %s, its wakers kept", g.failing, g.describe(g.failing), g.fieldName(count, fields[count]), quote(fields[count].Value), quote(c))
+			add(g.withRequest(g.failing, set(count, c), desc, true), "count")
 		}
 	}
 	// The timeout changed, its wakers kept: a request that waits for
@@ -117,7 +105,7 @@ func (g *gen) wakeups() []Variant {
 	// wakes it is the waker and not a race with its timeout.
 	var dropping, delaying []byte // nil: the failing request as recorded
 	timeoutWords := func(to string) string {
-		return fmt.Sprintf("step %d's %s %s → %s", g.F, g.fieldName(timeout, fields[timeout]), quote(fields[timeout].Value), quote(to))
+		return fmt.Sprintf("step %d's %s %s → %s", g.failing, g.fieldName(timeout, fields[timeout]), quote(fields[timeout].Value), quote(to))
 	}
 	var dropWords, delayWords string
 	if timeout >= 0 {
@@ -128,20 +116,20 @@ func (g *gen) wakeups() []Variant {
 		} else {
 			delaying, delayWords = set(timeout, "0"), "; "+timeoutWords("0")+", so that the waker wakes it"
 		}
-		desc := what("step %d (%s): %s %s → %s, its wakers kept", g.F, g.describe(g.F), g.fieldName(timeout, fields[timeout]), quote(t), quote(other))
-		add(g.withRequest(g.F, set(timeout, other), desc, true), "timeout")
+		desc := what("step %d (%s): %s %s → %s, its wakers kept", g.failing, g.describe(g.failing), g.fieldName(timeout, fields[timeout]), quote(t), quote(other))
+		add(g.withRequest(g.failing, set(timeout, other), desc, true), "timeout")
 	}
 	for _, j := range wakers {
 		d := g.lazily(fmt.Sprintf("wakeup|dropped|%d", j), func() string {
-			return what("step %d (%s), which woke or fed step %d, dropped%s", j, g.describe(j), g.F, dropWords)
+			return what("step %d (%s), which woke or fed step %d, dropped%s", j, g.describe(j), g.failing, dropWords)
 		}, func() Variant { return g.droppedWaking(j, dropping) })
 		add(d, "dropped")
 		l := g.lazily(fmt.Sprintf("wakeup|delayed|%d", j), func() string {
-			return what("step %d (%s), which woke or fed step %d, sent %s later%s", j, g.describe(j), g.F, human(g.delay(j)), delayWords)
+			return what("step %d (%s), which woke or fed step %d, sent %s later%s", j, g.describe(j), g.failing, human(g.delay(j)), delayWords)
 		}, func() Variant { return g.delayed(j, delaying) })
 		add(l, "delayed")
 		t := g.lazily(fmt.Sprintf("wakeup|twice|%d", j), func() string {
-			return what("step %d (%s), which woke or fed step %d, delivered twice", j, g.describe(j), g.F)
+			return what("step %d (%s), which woke or fed step %d, delivered twice", j, g.describe(j), g.failing)
 		}, func() Variant { return g.twice(j) })
 		add(t, "twice")
 	}
@@ -149,10 +137,10 @@ func (g *gen) wakeups() []Variant {
 }
 
 // blockingFields are the failing request's count and timeout fields
-// (Blocking), or the number after a COUNT token and no timeout.
+// (Variation.BlockingFields), or the number after a COUNT token and no timeout.
 func (g *gen) blockingFields(request []byte, fields []kavach.Field) (count, timeout int) {
-	if b, ok := g.opts.Variator.(Blocking); ok {
-		return b.BlockingFields(request, fields)
+	if blocking := g.opts.Variator.BlockingFields; blocking != nil {
+		return blocking(request, fields)
 	}
 	count = -1
 	for i := 0; i+1 < len(fields); i++ {
@@ -205,7 +193,7 @@ func (g *gen) sendFailing(events []kavach.Event, request []byte) {
 	if request == nil {
 		return
 	}
-	seq := g.steps[g.F-1].Request.Seq
+	seq := g.steps[g.failing-1].Request.Seq
 	for i := range events {
 		if events[i].Seq == seq && events[i].Dir == kavach.Request {
 			events[i].Data, events[i].Flags = request, events[i].Flags&^kavach.Redacted
@@ -217,7 +205,7 @@ func (g *gen) sendFailing(events []kavach.Event, request []byte) {
 // delay is how much later step j is sent by delayed: wakeDelay, or the
 // failing request's recorded wait when longer.
 func (g *gen) delay(j int) time.Duration {
-	waited := g.events[g.span[g.F][1]].Offset - g.events[g.span[g.F][0]].Offset
+	waited := g.events[g.span[g.failing][1]].Offset - g.events[g.span[g.failing][0]].Offset
 	return max(wakeDelay, waited)
 }
 

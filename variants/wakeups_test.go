@@ -42,7 +42,7 @@ func woken() ([]kavach.Event, [][]string) {
 
 func TestWakeupVariants(t *testing.T) {
 	evs, keys := woken()
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Budget: 64, Seed: 1, Keys: keys}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Budget: 64, Seed: 1, Keys: keys}
 	vs := variants.Generate(evs, 2, o)
 	got := map[string]variants.Variant{}
 	for _, v := range vs {
@@ -117,7 +117,7 @@ func TestWakeupVariants(t *testing.T) {
 func TestWakeupsShareTheBudget(t *testing.T) {
 	evs, keys := woken()
 	for _, budget := range []int{4, 10, 64} {
-		vs := variants.Generate(evs, 2, variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Budget: budget, Seed: 1, Keys: keys})
+		vs := variants.Generate(evs, 2, variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Budget: budget, Seed: 1, Keys: keys})
 		if len(vs) > budget {
 			t.Errorf("budget %d: %d variants", budget, len(vs))
 		}
@@ -133,14 +133,14 @@ func metricsFed() ([]kavach.Event, [][]string) {
 		"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
 	}
 	evs := httpSession(reqs...)
-	keys, _ := axum.Launcher{}.Keys(context.Background(), "", [][]byte{[]byte(reqs[0]), []byte(reqs[1]), []byte(reqs[2])})
+	keys, _ := axum.Integration{}.Keys(context.Background(), "", [][]byte{[]byte(reqs[0]), []byte(reqs[1]), []byte(reqs[2])})
 	return evs, keys
 }
 
 func TestAggregateVariants(t *testing.T) {
 	evs, keys := metricsFed()
-	c := axum.Codec{}
-	o := variants.Options{Codec: c, Variator: c, Budget: 500, Seed: 1, Keys: keys}
+	c := axum.Integration{}
+	o := variants.Options{Codec: c, Variator: c.Abilities().Variation, Budget: 500, Seed: 1, Keys: keys}
 	var fed []string
 	for _, v := range variants.Generate(evs, 3, o) {
 		if v.Kind == "aggregate" {
@@ -184,12 +184,12 @@ func TestAggregateVariants(t *testing.T) {
 // budget, now as a writer.
 func TestRedisAggregatePlacesWriters(t *testing.T) {
 	evs, keys := session([]string{"SET", "a", "1"}, []string{"LPUSH", "b", "x"}, []string{"DBSIZE"})
-	for _, v := range variants.Generate(evs, 3, variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Budget: 64, Seed: 1, Keys: keys}) {
+	for _, v := range variants.Generate(evs, 3, variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Budget: 64, Seed: 1, Keys: keys}) {
 		if v.Place == variants.PlaceOther {
 			t.Errorf("%s: placed other, want writer (DBSIZE reads what every write feeds)", v.Description)
 		}
 	}
-	c := redis.Codec{}
+	c := redis.Integration{}
 	for cmd, want := range map[string]bool{"DBSIZE": true, "INFO": true, "SCAN": true, "GET": false} {
 		if got := c.ReadsAggregate(redis.AppendCommand(nil, []byte(cmd))); got != want {
 			t.Errorf("ReadsAggregate(%s) = %v", cmd, got)
@@ -205,7 +205,7 @@ func TestWakeupVariantsWithATimeout(t *testing.T) {
 	evs, keys := woken()
 	evs[2].Data = redis.AppendCommand(nil, []byte("BLMPOP"), []byte("5"), []byte("1"), []byte("jobs"), []byte("LEFT"), []byte("COUNT"), []byte("5"))
 	var got []string
-	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Budget: 64, Seed: 1, Keys: keys}) {
+	for _, v := range variants.Generate(evs, 2, variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Budget: 64, Seed: 1, Keys: keys}) {
 		if v.Kind != "wakeup" {
 			continue
 		}

@@ -29,7 +29,7 @@ func allocated(f func()) uint64 {
 // whole took several gigabytes for it.
 func TestGenerateWideMemory(t *testing.T) {
 	evs := wideIncident(2000)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: bigLearned, Budget: 64, Seed: 1,
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: bigLearned, Budget: 64, Seed: 1,
 		Keys: [][]string{{"z"}, {"z"}}, Deferred: true}
 	var vs []variants.Variant
 	n := allocated(func() { vs = variants.Generate(evs, 2, o) })
@@ -89,7 +89,7 @@ func TestGenerateWideSameVariants(t *testing.T) {
 				b[i] = []byte(a)
 			}
 			evs[3].Data = redis.AppendCommand(nil, b...) // the failing request
-			o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: bigLearned, Budget: 100000, Seed: 1,
+			o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: bigLearned, Budget: 100000, Seed: 1,
 				Keys: [][]string{{"z"}, {"z"}}}
 			exact := variants.Generate(evs, 2, o)
 			restore := variants.SetExact(0, 0)

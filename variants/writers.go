@@ -39,7 +39,7 @@ func (g *gen) writerValues(out []Variant, affecting []int) []Variant {
 // variants include script sites or runners) that names a key the failing
 // request names (Options.Keys).
 func (g *gen) scriptOnKey(j int) bool {
-	if g.place[j] != PlaceOther || j-1 >= len(g.opts.Keys) || g.F-1 >= len(g.opts.Keys) || !anyRelate(g.opts.Keys[j-1], g.opts.Keys[g.F-1]) {
+	if g.place[j] != PlaceOther || j-1 >= len(g.opts.Keys) || g.failing-1 >= len(g.opts.Keys) || !anyRelate(g.opts.Keys[j-1], g.opts.Keys[g.failing-1]) {
 		return false
 	}
 	return slices.ContainsFunc(g.valuesOf(j), func(s substitution) bool { return s.kind == "script-site" || s.kind == "runner" })

@@ -28,7 +28,7 @@ func TestWriterValues(t *testing.T) {
 		[]string{"XADD", "events", "5000000001-1", "name", "b"}, // 3: writes events
 		[]string{"XRANGE", "events", "-", "+"},                  // 4: fails
 	)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}
 	vs := variants.Generate(evs, 4, o)
 	steps := map[string]int{}
 	want := `step 3 (writes the failing request's key): structured, argument 2 (id) "5000000001-1" → "9223372036854775807-1" (ms part 2^63-1)`
@@ -43,8 +43,8 @@ func TestWriterValues(t *testing.T) {
 		}
 		if v.Description == want {
 			found = true
-			got := kavach.Steps(v.Events, redis.Codec{})
-			if d := (redis.Codec{}).DescribeRequest(got[2].Request.Data, 0); d != `XADD "events" "9223372036854775807-1" "name" "b"` || len(got) != 4 {
+			got := kavach.Steps(v.Events, redis.Integration{})
+			if d := (redis.Integration{}).DescribeRequest(got[2].Request.Data, 0); d != `XADD "events" "9223372036854775807-1" "name" "b"` || len(got) != 4 {
 				t.Errorf("%s: step 3 is %s, %d steps", want, d, len(got))
 			}
 			if !slices.Equal(v.Origin, []int{1, 2, 3, 4}) {
@@ -68,7 +68,7 @@ func TestWriterValues(t *testing.T) {
 	)
 	keys[1] = []string{"stock"}
 	kinds := map[string]bool{}
-	for _, v := range variants.Generate(evs, 3, variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}) {
+	for _, v := range variants.Generate(evs, 3, variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}) {
 		if v.Kind == "writer-value" && strings.HasPrefix(v.Description, "step 2 (a script naming the failing request's key): ") {
 			kinds[strings.SplitN(strings.TrimPrefix(v.Description, "step 2 (a script naming the failing request's key): "), ",", 2)[0]] = true
 			if v.Place != variants.PlaceOther {
@@ -115,7 +115,7 @@ func TestReadBackVariants(t *testing.T) {
 		[]string{"SET", "debt", "5"},              // 5: read only by the failing step
 		[]string{"INCRBYFLOAT", "debt", "-3"},     // 6: fails
 	)
-	o := variants.Options{Codec: redis.Codec{}, Variator: redis.Codec{}, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}
 	vs := variants.Generate(evs, 6, o)
 	steps := map[string]int{}
 	want := `read-back: step 2: argument 2 (increment) "2.5" → "0.1" (a fraction no binary float holds exactly), read back at step 3`
@@ -130,11 +130,11 @@ func TestReadBackVariants(t *testing.T) {
 		}
 		if v.Description == want {
 			found = true
-			got := kavach.Steps(v.Events, redis.Codec{})
+			got := kavach.Steps(v.Events, redis.Integration{})
 			if len(got) != 5 {
 				t.Errorf("%s: %d steps, want the recording cut before step 6", want, len(got))
 			}
-			if d := (redis.Codec{}).DescribeRequest(got[1].Request.Data, 0); d != `INCRBYFLOAT "balance" "0.1"` {
+			if d := (redis.Integration{}).DescribeRequest(got[1].Request.Data, 0); d != `INCRBYFLOAT "balance" "0.1"` {
 				t.Errorf("%s: step 2 is %s", want, d)
 			}
 		}

@@ -5,11 +5,11 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/internal/cut"
 )
 
 // newApp builds the command line. It keeps no package state, so tests run
@@ -179,16 +179,7 @@ func editDistance(a, b string) int {
 }
 
 // cutArg cuts an argument quoted back in an error to 64 bytes.
-func cutArg(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	i := 64
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
+func cutArg(s string) string { return cut.String(s, 64) }
 
 // withExample appends an example to a command's help text.
 func withExample(desc, example string) string {

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"time"
-
 	"github.com/urfave/cli/v2"
 
-	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/example"
-	"github.com/kavach-dev/kavach/grade"
-	"github.com/kavach-dev/kavach/mcpserver"
+	"github.com/kavach-dev/kavach/grading"
 )
 
 func gradeCommand() *cli.Command {
@@ -39,23 +33,9 @@ func gradeCommand() *cli.Command {
 			}
 			res, err := example.Grade(c.Context, dir, example.Options{
 				Record: c.Bool("record"),
-				Diff: func(ctx context.Context, old, new, fixture string) (*grade.Report, error) {
-					return runDiff(ctx, diffRequest{Request: mcpserver.Request{Old: old, New: new, Fixture: fixture,
-						Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
-						StepTimeout: 5 * time.Second, StartTimeout: 10 * time.Second}})
-				},
-				ExitStatus: func(rep *grade.Report, err error) int {
-					if err != nil {
-						return exitCannot
-					}
-					return exitCode(verdictExit(rep.Parts.Kind))
-				},
-				WriteReport: func(path string, rep *grade.Report) error { return writeReport(path, rep) },
-				Integration: func(protocol string) (kavach.Codec, func(time.Duration) kavach.Launcher, bool) {
-					in, ok := integrations()[protocol]
-					return in.codec, in.launcher, ok
-				},
-				Log: func(format string, args ...any) { fmt.Fprintf(c.App.ErrWriter, "kavach grade: "+format+"\n", args...) },
+				Diff: grading.Request{Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"),
+					Jobs: c.Int("j")},
+				Log: c.App.ErrWriter,
 			})
 			if err != nil {
 				return err

@@ -11,9 +11,8 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
-	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/grading"
 	"github.com/kavach-dev/kavach/invariants"
-	"github.com/kavach-dev/kavach/record"
 )
 
 func markCommand() *cli.Command {
@@ -69,79 +68,113 @@ func markCommand() *cli.Command {
 			}
 			a := fixtures.Amendment{Floor: floor}
 			var f kavach.Failure
-			var oracle kavach.Oracle
 			if failure {
-				oracle, err = kavach.ParseOracle(c.String("oracle"))
-				if err != nil {
-					return usagef("", "%v", err)
-				}
-				f, err = record.FailureAt(fx, codecFor(fx.Header.Protocol), c.Int("step"), oracle)
-				if err != nil {
-					return usagef("run 'kavach show "+path+"' to see the steps", "%v", err)
-				}
-				f.ExcludeVariants = c.StringSlice("exclude")
-				if err := kavach.CheckVariantKinds(f.ExcludeVariants); err != nil {
-					return usagef("", "--exclude: %v", err)
+				if f, err = markFailure(c, fx); err != nil {
+					return err
 				}
 				a.Failure = &f
 			}
-			if file := c.String("invariants"); file != "" {
-				src, err := os.ReadFile(file)
-				if err != nil {
-					return fmt.Errorf("read invariants: %w", err)
-				}
-				if _, err := invariants.Parse(file, string(src)); err != nil {
-					return err
-				}
-				a.Invariants = &fixtures.Invariants{Name: filepath.Base(file), Source: string(src)}
+			if a.Invariants, err = markInvariants(c); err != nil {
+				return err
 			}
-			if name := oracle.Invariant; name != "" {
-				set, err := loadInvariants(c.String("invariants"), fx)
-				if err != nil {
-					return err
-				}
-				if set == nil || !set.Has(name) {
-					return usagef("declare it in an invariants file and pass --invariants FILE", "invariant %q: no invariants file declares it", name)
-				}
-			}
-			if failure && !c.Bool("force") {
-				var set *invariants.Set
-				if oracle.Invariant != "" {
-					set, _ = loadInvariants(c.String("invariants"), fx)
-				}
-				in := integrations()[fx.Header.Protocol]
-				if err := grade.CheckMark(fx, in.codec, in.classifier(), in.normalizer(), set, f); err != nil {
-					return usagef("run 'kavach show "+path+" --step "+strconv.Itoa(f.Step)+"' to see the step, or pass --force to mark it anyway", "%v", err)
-				}
+			if err := checkMark(c, fx, failure, f); err != nil {
+				return err
 			}
 			if err := fixtures.Amend(path, a); err != nil {
 				return err
 			}
-			if c.Bool("json") {
-				out := markJSON{Fixture: path, Floor: floor}
-				if failure {
-					out.Step, out.Signature, out.Oracle, out.Exclude = f.Step, f.Signature, c.String("oracle"), f.ExcludeVariants
-				}
-				if a.Invariants != nil {
-					out.Invariants = a.Invariants.Name
-				}
-				return printJSON(c.App.Writer, out)
-			}
-			if failure {
-				fmt.Fprintf(c.App.ErrWriter, "kavach: %s: failure at step %d, signature %s\n", path, f.Step, f.Signature)
-			}
-			if len(f.ExcludeVariants) > 0 {
-				fmt.Fprintf(c.App.ErrWriter, "kavach: %s: variants excluded: %s\n", path, strings.Join(f.ExcludeVariants, ", "))
-			}
-			if floor != nil {
-				fmt.Fprintf(c.App.ErrWriter, "kavach: %s: floor %s\n", path, floorString(floor))
-			}
-			if a.Invariants != nil {
-				fmt.Fprintf(c.App.ErrWriter, "kavach: %s: invariants %s embedded\n", path, a.Invariants.Name)
-			}
-			return nil
+			return printMark(c, path, a, failure, f)
 		},
 	}
+}
+
+// markFailure is the failure --step and --oracle mark, with the variant
+// kinds --exclude leaves out.
+func markFailure(c *cli.Context, fx *fixtures.Fixture) (kavach.Failure, error) {
+	oracle, err := kavach.ParseOracle(c.String("oracle"))
+	if err != nil {
+		return kavach.Failure{}, usagef("", "%v", err)
+	}
+	f, err := grading.FailureAt(fx, c.Int("step"), oracle)
+	if err != nil {
+		return f, usagef("run 'kavach show "+fx.Path+"' to see the steps", "%v", err)
+	}
+	f.ExcludeVariants = c.StringSlice("exclude")
+	if err := kavach.CheckVariantKinds(f.ExcludeVariants); err != nil {
+		return f, usagef("", "--exclude: %v", err)
+	}
+	return f, nil
+}
+
+// markInvariants are the invariants --invariants embeds, read and
+// parsed; nil without the flag.
+func markInvariants(c *cli.Context) (*fixtures.Invariants, error) {
+	file := c.String("invariants")
+	if file == "" {
+		return nil, nil
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read invariants: %w", err)
+	}
+	if _, err := invariants.Parse(file, string(src)); err != nil {
+		return nil, err
+	}
+	return &fixtures.Invariants{Name: filepath.Base(file), Source: string(src)}, nil
+}
+
+// checkMark refuses a failure whose invariant no invariants file
+// declares, and, unless --force, one the recording does not show.
+func checkMark(c *cli.Context, fx *fixtures.Fixture, failure bool, f kavach.Failure) error {
+	if name := f.Oracle.Invariant; failure && name != "" {
+		set, err := grading.LoadInvariants(c.String("invariants"), fx)
+		if err != nil {
+			return err
+		}
+		if set == nil || !set.Has(name) {
+			return usagef("declare it in an invariants file and pass --invariants FILE", "invariant %q: no invariants file declares it", name)
+		}
+	}
+	if !failure || c.Bool("force") {
+		return nil
+	}
+	var set *invariants.Set
+	if f.Oracle.Invariant != "" {
+		set, _ = grading.LoadInvariants(c.String("invariants"), fx)
+	}
+	if err := grading.CheckMark(fx, set, f); err != nil {
+		return usagef("run 'kavach show "+fx.Path+" --step "+strconv.Itoa(f.Step)+"' to see the step, or pass --force to mark it anyway", "%v", err)
+	}
+	return nil
+}
+
+// printMark says what was marked: as JSON on stdout with --json, else a
+// line per change on stderr.
+func printMark(c *cli.Context, path string, a fixtures.Amendment, failure bool, f kavach.Failure) error {
+	floor := a.Floor
+	if c.Bool("json") {
+		out := markJSON{Fixture: path, Floor: floor}
+		if failure {
+			out.Step, out.Signature, out.Oracle, out.Exclude = f.Step, f.Signature, c.String("oracle"), f.ExcludeVariants
+		}
+		if a.Invariants != nil {
+			out.Invariants = a.Invariants.Name
+		}
+		return printJSON(c.App.Writer, out)
+	}
+	if failure {
+		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: failure at step %d, signature %s\n", path, f.Step, f.Signature)
+	}
+	if len(f.ExcludeVariants) > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: variants excluded: %s\n", path, strings.Join(f.ExcludeVariants, ", "))
+	}
+	if floor != nil {
+		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: floor %s\n", path, floorString(floor))
+	}
+	if a.Invariants != nil {
+		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: invariants %s embedded\n", path, a.Invariants.Name)
+	}
+	return nil
 }
 
 // markJSON is `kavach mark --json`'s output.

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
-	"io"
-
 	"github.com/urfave/cli/v2"
 
-	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/grading"
 	"github.com/kavach-dev/kavach/mcpserver"
 )
 
@@ -34,52 +31,15 @@ func mcpCommand() *cli.Command {
 	}
 }
 
-// mcpConfig gives the MCP server kavach diff's own grading, printing,
-// defaults and exit statuses.
+// mcpConfig gives the MCP server the defaults of kavach diff's flags.
 func mcpConfig() mcpserver.Config {
-	def := diffDefaults()
-	return mcpserver.Config{
-		Defaults: def.Request,
-		Grade: func(ctx context.Context, r mcpserver.Request) (*grade.Report, error) {
-			return runDiff(ctx, diffRequest{Request: r})
-		},
-		GradeSuite: func(ctx context.Context, r mcpserver.Request, list []string) (*grade.SuiteReport, []string, error) {
-			fixtures, _, err := fixtureArgs(list)
-			if err == nil {
-				err = checkFixtures(fixtures)
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-			s, err := runSuite(ctx, diffRequest{Request: r}, fixtures)
-			return s, fixtures, err
-		},
-		WriteSuite: func(out string, s *grade.SuiteReport) (string, error) {
-			path, err := reportPath(out)
-			if err == nil {
-				err = writeReport(path, s)
-			}
-			return path, err
-		},
-		PrintSuite: printSuite,
-		WriteReport: func(out string, rep *grade.Report) (string, error) {
-			path, err := reportPath(out)
-			if err == nil {
-				err = writeReport(path, rep)
-			}
-			return path, err
-		},
-		ExitStatus: func(kind string) int { return exitCode(verdictExit(kind)) },
-		Print:      func(w io.Writer, rep *grade.Report, a []string, report string) { printDiff(w, rep, a, report) },
-		Hint:       diffHint,
-		HintIndent: hintIndent,
-	}
+	return mcpserver.Config{Defaults: diffDefaults()}
 }
 
 // diffDefaults are the defaults of `kavach diff`'s flags, read from the
 // command itself so that the tool and the command line cannot drift apart.
-func diffDefaults() diffRequest {
-	var d diffRequest
+func diffDefaults() grading.Request {
+	var d grading.Request
 	for _, f := range diffCommand().Flags {
 		switch f := f.(type) {
 		case *cli.IntFlag:

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/grading"
 	"github.com/kavach-dev/kavach/record"
 )
 
@@ -46,15 +46,14 @@ func recordCommand() *cli.Command {
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
-			in, ok := integrations()[c.String("protocol")]
-			if !ok {
-				return usagef("", "protocol %q: Kavach records %s", c.String("protocol"), strings.Join(protocols(), ", "))
+			if !grading.Speaks(c.String("protocol")) {
+				return usagef("", "protocol %q: Kavach records %s", c.String("protocol"), strings.Join(grading.Protocols(), ", "))
 			}
-			if err := checkTimeouts(map[string]time.Duration{"--start-timeout": c.Duration("start-timeout")}); err != nil {
+			if err := grading.CheckTimeouts(map[string]time.Duration{"--start-timeout": c.Duration("start-timeout")}); err != nil {
 				return err
 			}
 			redact := append(c.StringSlice("redact"), c.StringSlice("redact-param")...)
-			if len(redact) > 0 && in.secretParams == nil {
+			if len(redact) > 0 && !grading.RedactsNames(c.String("protocol")) {
 				return usagef("", "--redact: the %s protocol has no named fields to redact (its passwords always are)", c.String("protocol"))
 			}
 			for _, n := range redact {
@@ -67,7 +66,7 @@ func recordCommand() *cli.Command {
 				Upstream:  c.String("upstream"),
 				ReadyFile: c.String("ready-file"),
 				Volatile:  c.StringSlice("volatile"),
-				Proxy:     record.Options{Codec: in.codec, Listen: c.String("listen")},
+				Proxy:     record.Options{Listen: c.String("listen")},
 			}
 			if s.Upstream != "" {
 				if err := checkAddr(s.Upstream); err != nil {
@@ -81,19 +80,8 @@ func recordCommand() *cli.Command {
 				return usagef("run 'kavach record --help' for an example", "nothing to record: give --upstream ADDR or -- BUILD ARGS")
 			case c.NArg() > 0:
 				s.Launch = &kavach.Launch{Path: c.Args().First(), Args: c.Args().Tail()}
-				s.Launcher = in.launcher(c.Duration("start-timeout"))
 			}
-			if cl, ok := in.codec.(kavach.Classifier); ok {
-				s.Proxy.Classifier = cl
-			}
-			if r, ok := in.codec.(kavach.Redactor); ok && !c.Bool("keep-secrets") {
-				s.Proxy.Redactor = r
-				if len(redact) > 0 && in.secretParams != nil {
-					s.Proxy.Redactor = in.secretParams(redact, in.codec).(kavach.Redactor)
-					s.Redact = redact
-				}
-				s.RedactArgs = in.redactArgs
-			}
+			grading.SetupRecording(&s, c.String("protocol"), redact, c.Bool("keep-secrets"), c.Duration("start-timeout"))
 			if f := c.String("fail-on"); f != "" {
 				o, err := kavach.ParseOracle(f)
 				if err != nil || o.Kind != kavach.Error {
@@ -114,26 +102,33 @@ func recordCommand() *cli.Command {
 				}
 				fmt.Fprintf(stderr, "kavach: recording %s to %s; clients connect to %s (Ctrl-C ends it)\n", to, s.Out, addr)
 			})
-			if res.Reason != "" {
-				fmt.Fprintf(stderr, "kavach: %s: %d requests, %d replies on %d connections (%s)\n",
-					s.Out, res.Stats.Requests, res.Stats.Responses, res.Stats.Conns, res.Reason)
-			}
-			if f := res.Failure; f != nil {
-				fmt.Fprintf(stderr, "kavach: failure at step %d: %s\n", f.Step, f.Signature)
-			} else if res.Reason != "" {
-				fmt.Fprintf(stderr, "kavach: no failure recorded: %s is a contract (kavach diff holds every step to the recording); to grade it as an incident, mark it with 'kavach mark %s --step N --oracle ...'\n", s.Out, s.Out)
-			}
-			if err == nil && c.Bool("json") {
-				out := recordJSON{Fixture: s.Out, Requests: res.Stats.Requests, Responses: res.Stats.Responses,
-					Connections: res.Stats.Conns, Ended: res.Reason}
-				if f := res.Failure; f != nil {
-					out.Failure = &recordFailure{Step: f.Step, Signature: f.Signature}
-				}
-				return printJSON(c.App.Writer, out)
-			}
-			return err
+			return printRecord(c, s.Out, res, err)
 		},
 	}
+}
+
+// printRecord says on stderr what was recorded and how it ended, and
+// with --json prints it on stdout; err is the recording's.
+func printRecord(c *cli.Context, out string, res record.Result, err error) error {
+	stderr := c.App.ErrWriter
+	if res.Reason != "" {
+		fmt.Fprintf(stderr, "kavach: %s: %d requests, %d replies on %d connections (%s)\n",
+			out, res.Stats.Requests, res.Stats.Responses, res.Stats.Conns, res.Reason)
+	}
+	if f := res.Failure; f != nil {
+		fmt.Fprintf(stderr, "kavach: failure at step %d: %s\n", f.Step, f.Signature)
+	} else if res.Reason != "" {
+		fmt.Fprintf(stderr, "kavach: no failure recorded: %s is a contract (kavach diff holds every step to the recording); to grade it as an incident, mark it with 'kavach mark %s --step N --oracle ...'\n", out, out)
+	}
+	if err == nil && c.Bool("json") {
+		js := recordJSON{Fixture: out, Requests: res.Stats.Requests, Responses: res.Stats.Responses,
+			Connections: res.Stats.Conns, Ended: res.Reason}
+		if f := res.Failure; f != nil {
+			js.Failure = &recordFailure{Step: f.Step, Signature: f.Signature}
+		}
+		return printJSON(c.App.Writer, js)
+	}
+	return err
 }
 
 // recordJSON is `kavach record --json`'s output.
@@ -149,15 +144,6 @@ type recordJSON struct {
 type recordFailure struct {
 	Step      int    `json:"step"`
 	Signature string `json:"signature"`
-}
-
-func protocols() []string {
-	var ps []string
-	for p := range integrations() {
-		ps = append(ps, p)
-	}
-	sort.Strings(ps)
-	return ps
 }
 
 // checkAddr says what is wrong with a HOST:PORT address.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/kavach-dev/kavach/internal/pathcheck"
 	"io"
 	"os"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach/htmlreport"
+	"github.com/kavach-dev/kavach/internal/pathcheck"
 	"github.com/kavach-dev/kavach/recount"
 )
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kavach-dev/kavach/internal/pathcheck"
 	"io"
 	"os"
 	"slices"
@@ -19,6 +18,9 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/grading"
+	"github.com/kavach-dev/kavach/internal/cut"
+	"github.com/kavach-dev/kavach/internal/pathcheck"
 	"github.com/kavach-dev/kavach/invariants"
 	"github.com/kavach-dev/kavach/launch"
 	"github.com/kavach-dev/kavach/replay"
@@ -32,19 +34,20 @@ func replayCommand() *cli.Command {
 		Description: withExample("Starts BUILD (with the arguments the fixture was recorded with) on a free loopback\n"+
 			"port under a virtual clock, drives the fixture's requests through it as recorded, and\n"+
 			"prints per step whether the build gave the recorded output. The build is replayed\n"+
-			"--runs times (default 2), the last run (of two or more) with its timing perturbed as\n"+
-			"on a loaded machine, as kavach diff does: fields that differ between the runs are\n"+
-			"noise, listed and not counted. Exit 0 when every step reproduced the recording (the recorded failure\n"+
-			"counts when it recurs: an invariant failure when the invariant is violated there),\n"+
-			"1 when a step differed (or crashed or hung where the recording did not), 2 when it\n"+
-			"could not replay.\n"+
+			"--runs times (default 3), the last run (of two or more) with its timing perturbed as\n"+
+			"on a loaded machine, as kavach diff replays its old build: fields where a run differs\n"+
+			"from the recording are noise, listed and not counted, as kavach diff finds them.\n"+
+			"Each step is judged by the rule kavach diff holds its old build to: exit 0 when\n"+
+			"every step before the failure (every step, for a contract) ran with the recorded\n"+
+			"outcome and output, noise aside, and the recorded failure recurred (an invariant\n"+
+			"failure when the invariant is violated there), 1 when not, 2 when it could not replay.\n"+
 			"For a fixture whose secrets were redacted, set KAVACH_REDIS_SECRET to the password.",
 			"kavach replay ./redis-server-old incident.kavach --json"),
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the traces and the verdict per step as JSON"},
 			&cli.StringFlag{Name: "invariants", Usage: "invariants `FILE` that judges an invariant failure (default: embedded in the fixture, or beside it)"},
 			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
-			&cli.IntFlag{Name: "runs", Value: 2, Usage: "replay `N` times (the last of two or more perturbed); fields that differ between runs are noise"},
+			&cli.IntFlag{Name: "runs", Value: 3, Usage: "replay `N` times (the last of two or more perturbed), as kavach diff its old build; fields where a run differs from the recording are noise"},
 			&cli.BoolFlag{Name: "real-time", Usage: "do not fake the clock (gaps are compressed)"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
 			trustFlag(),
@@ -55,94 +58,46 @@ func replayCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fx, sum, in, err := skimFixture(a[1])
+			rec, err := grading.Skim(a[1])
 			if err != nil {
 				return err
 			}
+			if w := rec.Warning(); w != nil {
+				fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", w)
+			}
+			fx, sum := rec.Records(), rec.Summary()
 			if c.Int("runs") < 1 {
 				return usagef("", "--runs %d: need at least 1", c.Int("runs"))
 			}
-			if err := checkTimeouts(map[string]time.Duration{"--step-timeout": c.Duration("step-timeout"), "--start-timeout": c.Duration("start-timeout")}); err != nil {
+			if err := grading.CheckTimeouts(map[string]time.Duration{"--step-timeout": c.Duration("step-timeout"), "--start-timeout": c.Duration("start-timeout")}); err != nil {
 				return err
 			}
-			if err := in.checkLaunch(fx, c.Bool("trust-fixture-launch"), a[0]); err != nil {
+			if err := rec.CheckLaunch(c.Bool("trust-fixture-launch"), a[0]); err != nil {
 				return err
 			}
-			opts := replayOptions(fx, in, c.Duration("step-timeout"), c.Duration("start-timeout"))
+			opts := rec.ReplayOptions(c.Duration("step-timeout"), c.Duration("start-timeout"))
 			opts.RealTime = c.Bool("real-time")
-			launch := buildLaunch(fx, a[0])
+			launch := rec.Launch(a[0])
 			if f := fx.Failure; f != nil && (f.Step < 1 || f.Step > sum.Steps) {
 				return fmt.Errorf("fixture %s: its failure is marked at step %d, but it has %d steps: mark the failing step again with kavach mark",
 					fx.Path, f.Step, sum.Steps)
 			}
-			var violated func(int) bool
-			var set *invariants.Set
-			if file := c.String("invariants"); file != "" {
-				// Given, it is read whether or not the failure needs it: a
-				// wrong path is a mistake to say, not to ignore.
-				if err := pathcheck.File(file); err != nil {
-					return fmt.Errorf("--invariants: %w", err)
-				}
-				if _, err := invariants.Load(file); err != nil {
-					return err
-				}
-			}
-			if f := fx.Failure; f != nil && f.Oracle.Invariant != "" {
-				if set, err = loadInvariants(c.String("invariants"), fx); err != nil {
-					return err
-				}
-				if set == nil || !set.Has(f.Oracle.Invariant) {
-					return usagef("", "fixture %s: its failure is invariant %q, which no invariants file declares: pass --invariants FILE", fx.Path, f.Oracle.Invariant)
-				}
+			set, err := replayInvariants(c.String("invariants"), fx)
+			if err != nil {
+				return err
 			}
 			// Each run's steps go to a spill file as they are final, and
 			// are read back in step order beside the recording's: memory
 			// does not grow with the fixture (docs/replay.md).
-			runs := &replayRuns{sum: sum, in: in, opts: opts}
+			runs := &replayRuns{sum: sum, codec: rec.Codec(), opts: opts}
 			defer runs.close()
-			src := replay.Shared(replay.File(fx.Path)) // one plan for every run
-			for i := 0; i < c.Int("runs"); i++ {
-				// The last run of two or more perturbed, as kavach diff
-				// replays the old build: an answer that depends on the
-				// machine's load shows as noise.
-				o := opts
-				o.Perturb = c.Int("runs") >= 2 && i == c.Int("runs")-1
-				sp, err := replay.NewSpill("")
-				if err != nil {
-					return err
-				}
-				runs.spills = append(runs.spills, sp)
-				tr, err := replay.Stream(c.Context, launch, src, o, sp)
-				if err != nil {
-					return err
-				}
-				if c.Context.Err() != nil {
-					// Stopped by a signal: an interrupted run is no evidence,
-					// and no run follows it.
-					return fmt.Errorf("interrupted during run %d of %d: %w", i+1, c.Int("runs"), context.Cause(c.Context))
-				}
-				runs.traces = append(runs.traces, tr)
+			if err := runs.replay(c.Context, launch, fx.Path, c.Int("runs")); err != nil {
+				return err
 			}
-			if set != nil {
-				// An invariant may look at every earlier step: the first
-				// run is read back whole to judge it.
-				tr, err := runs.whole(0)
-				if err != nil {
-					return err
-				}
-				v := grade.Violated(set, in.codec, tr)
-				name := fx.Failure.Oracle.Invariant
-				violated = func(n int) bool { return slices.Contains(v[n], name) }
+			violated, err := runs.violated(set, fx.Failure)
+			if err != nil {
+				return err
 			}
-			// Noise (what differs between this build's own replays) and the
-			// judgment of each step, in one pass; the output in another.
-			// With --json, each run's steps and the judgments are written
-			// out in that same pass, to files of their own, and copied into
-			// the output after the noise it starts with: each spill is read
-			// once.
-			noise := replay.Noise{}
-			v := replay.Verification{Reproduced: true}
-			counts := map[string]int{}
 			var parts *jsonParts
 			if c.Bool("json") {
 				if parts, err = newJSONParts(len(runs.spills)); err != nil {
@@ -150,23 +105,14 @@ func replayCommand() *cli.Command {
 				}
 				defer parts.close()
 			}
-			err = runs.each(func(rec replay.StepResult, _ kavach.Step, got []replay.StepResult) error {
-				noise.AddStep(got[0], got[1:]...)
-				ch := replay.CheckStep(rec, got[0], fx.Failure, noise, violated)
-				v.Count(ch)
-				counts[ch.Status]++
-				if parts != nil {
-					return parts.add(got, ch)
-				}
-				return nil
-			})
+			v, noise, seen, counts, err := runs.judge(fx.Failure, violated, parts)
 			if err != nil {
 				return err
 			}
 			if c.Bool("json") {
-				err = runs.printJSON(c.App.Writer, parts, v, noise)
+				err = runs.printJSON(c.App.Writer, parts, v, seen)
 			} else {
-				err = runs.print(c.App.Writer, v, noise, counts, violated)
+				err = runs.print(c.App.Writer, v, noise, seen, counts, violated)
 			}
 			if err != nil {
 				return err
@@ -179,36 +125,83 @@ func replayCommand() *cli.Command {
 	}
 }
 
-// skimFixture reads a fixture's records but its events, which replay
-// streams, and finds its integration: fx has no Events.
-func skimFixture(path string) (*fixtures.Fixture, *fixtures.Summary, integration, error) {
-	r, err := fixtures.Open(path)
+// replayInvariants reads the invariants file given (whether or not the
+// failure needs it: a wrong path is a mistake to say, not to ignore), and
+// returns the invariants that judge the fixture's failure: nil unless
+// the failure is an invariant's.
+func replayInvariants(file string, fx *fixtures.Fixture) (*invariants.Set, error) {
+	if file != "" {
+		if err := pathcheck.File(file); err != nil {
+			return nil, fmt.Errorf("--invariants: %w", err)
+		}
+		if _, err := invariants.Load(file); err != nil {
+			return nil, err
+		}
+	}
+	f := fx.Failure
+	if f == nil || f.Oracle.Invariant == "" {
+		return nil, nil
+	}
+	set, err := grading.LoadInvariants(file, fx)
 	if err != nil {
-		return nil, nil, integration{}, err
+		return nil, err
 	}
-	h := r.Header()
-	r.Close()
-	in, err := integrationOf(path, h)
+	if set == nil || !set.Has(f.Oracle.Invariant) {
+		return nil, usagef("", "fixture %s: its failure is invariant %q, which no invariants file declares: pass --invariants FILE", fx.Path, f.Oracle.Invariant)
+	}
+	return set, nil
+}
+
+// replay replays the fixture at path n times, each run into a spill of
+// its own, the last of two or more perturbed.
+func (r *replayRuns) replay(ctx context.Context, launch kavach.Launch, path string, n int) error {
+	src := replay.Shared(replay.File(path)) // one plan for every run
+	for i := 0; i < n; i++ {
+		// The last run of two or more perturbed, as kavach diff
+		// replays the old build: an answer that depends on the
+		// machine's load shows as noise.
+		o := r.opts
+		o.Perturb = n >= 2 && i == n-1
+		sp, err := replay.NewSpill("")
+		if err != nil {
+			return err
+		}
+		r.spills = append(r.spills, sp)
+		tr, err := replay.Stream(ctx, launch, src, o, sp)
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			// Stopped by a signal: an interrupted run is no evidence,
+			// and no run follows it.
+			return fmt.Errorf("interrupted during run %d of %d: %w", i+1, n, context.Cause(ctx))
+		}
+		r.traces = append(r.traces, tr)
+	}
+	return nil
+}
+
+// violated says whether the failure's invariant, of set, is violated at a
+// step of the first run; nil when set is (no invariant failure). An
+// invariant may look at every earlier step: the first run is read back
+// whole to judge it.
+func (r *replayRuns) violated(set *invariants.Set, f *kavach.Failure) (func(int) bool, error) {
+	if set == nil {
+		return nil, nil
+	}
+	tr, err := r.whole(0)
 	if err != nil {
-		return nil, nil, in, err
+		return nil, err
 	}
-	sum, err := fixtures.Summarize(path, in.codec)
-	if err != nil {
-		return nil, nil, in, err
-	}
-	if sum.Warning != nil {
-		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", sum.Warning)
-	}
-	fx := &fixtures.Fixture{Path: path, Header: sum.Header, Failure: sum.Failure, Invariants: sum.Invariants,
-		Redactions: sum.Redactions, End: sum.End, Warning: sum.Warning}
-	return fx, sum, in, nil
+	v := grade.Violated(set, r.codec, tr)
+	return func(n int) bool { return slices.Contains(v[n], f.Oracle.Invariant) }, nil
 }
 
 // replayRuns are the runs of kavach replay, spilled, and what reads them
 // back beside the recording.
 type replayRuns struct {
 	sum    *fixtures.Summary
-	in     integration
+	codec  kavach.Integration
 	opts   replay.Options
 	spills []*replay.Spill
 	traces []*replay.Trace // without steps: they are in the spills
@@ -223,25 +216,37 @@ func (r *replayRuns) close() {
 // each calls fn with every step in order: the recording's, as a trace
 // step and as recorded, and each run's.
 func (r *replayRuns) each(fn func(rec replay.StepResult, st kavach.Step, runs []replay.StepResult) error) error {
-	readers := make([]*replay.SpillReader, len(r.spills))
-	for i, sp := range r.spills {
-		rd, err := sp.Steps()
-		if err != nil {
-			return err
-		}
-		readers[i] = rd
-	}
-	got := make([]replay.StepResult, len(readers))
-	return r.sum.EachStep(func(st kavach.Step) error {
-		for i, rd := range readers {
-			s, err := rd.Next(st.Request.Data, r.opts.Normalizer)
-			if err != nil {
-				return fmt.Errorf("run %d, step %d: %w", i+1, st.N, err)
-			}
-			got[i] = s
-		}
-		return fn(replay.RecordedStep(st, r.opts.Classifier, r.opts.Normalizer), st, got)
+	name := func(i int) string { return fmt.Sprintf("run %d", i+1) }
+	return replay.ReadBack(r.sum.EachStep, r.spills, r.opts.Integration, name, func(st kavach.Step, got []replay.StepResult) error {
+		return fn(replay.RecordedStep(st, r.opts.Integration), st, got)
 	})
+}
+
+// judge finds the noise and judges each step, in one pass over the runs,
+// by the rules kavach diff holds its old build to: the noise is where a
+// run differs from the recording (what diff finds over its old build's
+// replays), listed in seen with the values it took; the first run's steps
+// are judged with it (replay.CheckStep). With parts (--json), each run's
+// steps and the judgments are written out in that same pass, to files of
+// their own, and copied into the output after the noise it starts with:
+// each spill is read once.
+func (r *replayRuns) judge(failure *kavach.Failure, violated func(int) bool, parts *jsonParts) (replay.Verification, replay.Noise, []replay.NoiseField, map[string]int, error) {
+	noise := replay.Noise{}
+	seen := []replay.NoiseField{}
+	v := replay.Verification{Reproduced: true}
+	counts := map[string]int{}
+	err := r.each(func(rec replay.StepResult, _ kavach.Step, got []replay.StepResult) error {
+		noise.AddStep(rec, got...)
+		seen = append(seen, noise.SeenStep(rec, got...)...)
+		ch := replay.CheckStep(rec, got[0], failure, noise, violated)
+		v.Count(ch)
+		counts[ch.Status]++
+		if parts != nil {
+			return parts.add(got, ch)
+		}
+		return nil
+	})
+	return v, noise, seen, counts, err
 }
 
 // whole is run i read back into memory, requests included.
@@ -258,7 +263,7 @@ func (r *replayRuns) whole(i int) (*replay.Trace, error) {
 
 // print writes the table of kavach replay: the first run judged step by
 // step against the recording.
-func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Noise, counts map[string]int, violated func(int) bool) error {
+func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Noise, seen []replay.NoiseField, counts map[string]int, violated func(int) bool) error {
 	tr, sum := r.traces[0], r.sum
 	dur := "?"
 	if sum.End != nil {
@@ -269,9 +274,9 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 	if tr.Stopped != "" {
 		fmt.Fprintf(w, "stopped   %s\n", tr.Stopped)
 	}
-	if nl := noise.List(); len(nl) > 0 {
+	if len(seen) > 0 {
 		var parts []string
-		for _, f := range nl {
+		for _, f := range seen {
 			parts = append(parts, fmt.Sprintf("step %d %s", f.Step, f.Path))
 		}
 		fmt.Fprintf(w, "noise     %s\n", strings.Join(parts, ", "))
@@ -285,12 +290,15 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 		if c.Status == replay.StatusNotRun {
 			out = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, c.Status, recd, out, r.in.codec.DescribeRequest(st.Request.Data, 48))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, c.Status, recd, out, r.codec.DescribeRequest(st.Request.Data, 48))
 		for _, d := range c.Diffs {
 			// Under REQUEST, the last column: a line with fewer cells
 			// would end the columns' block, and the rows after it would
 			// be aligned apart from those before.
-			fmt.Fprintf(tw, "\t\t\t\t  %s: want %s, got %s\n", d.Path, cutString(d.Want, 80), cutString(d.Got, 80))
+			fmt.Fprintf(tw, "\t\t\t\t  %s: want %s, got %s\n", d.Path, cut.String(d.Want, 80), cut.String(d.Got, 80))
+		}
+		for _, d := range c.Noise {
+			fmt.Fprintf(tw, "\t\t\t\t  %s: want %s, got %s (noise)\n", d.Path, cut.String(d.Want, 80), cut.String(d.Got, 80))
 		}
 		if c.Step%4096 == 0 {
 			// The table is aligned in blocks of 4,096 steps: a long
@@ -399,7 +407,7 @@ func (p *jsonParts) close() {
 
 // printJSON writes {"noise", "traces", "verification"} as a JSON object,
 // each run's steps and the verification's copied from parts.
-func (r *replayRuns) printJSON(w io.Writer, parts *jsonParts, v replay.Verification, noise replay.Noise) error {
+func (r *replayRuns) printJSON(w io.Writer, parts *jsonParts, v replay.Verification, noise []replay.NoiseField) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	put := func(prefix string, x any) error {
 		b, err := json.MarshalIndent(x, prefix, "  ")
@@ -409,12 +417,8 @@ func (r *replayRuns) printJSON(w io.Writer, parts *jsonParts, v replay.Verificat
 		_, err = bw.Write(b)
 		return err
 	}
-	list := noise.List()
-	if list == nil {
-		list = []replay.NoiseField{}
-	}
 	bw.WriteString("{\n  \"noise\": ")
-	if err := put("  ", list); err != nil {
+	if err := put("  ", noise); err != nil {
 		return err
 	}
 	bw.WriteString(",\n  \"traces\": [")
@@ -458,104 +462,4 @@ func (r *replayRuns) printJSON(w io.Writer, parts *jsonParts, v replay.Verificat
 	}
 	bw.WriteString("\n  }\n}\n")
 	return bw.Flush()
-}
-
-// loadFixture loads a fixture and finds its integration.
-func loadFixture(path string) (*fixtures.Fixture, integration, error) {
-	fx, err := fixtures.Load(path)
-	if err != nil {
-		return nil, integration{}, err
-	}
-	if fx.Warning != nil {
-		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", fx.Warning)
-	}
-	in, err := integrationOf(path, fx.Header)
-	return fx, in, err
-}
-
-// integrationOf is the integration that speaks the protocol of the
-// fixture at path, whose header is h, its codec told the header's
-// volatile fields.
-func integrationOf(path string, h fixtures.Header) (integration, error) {
-	in, ok := integrations()[h.Protocol]
-	if !ok {
-		return in, fmt.Errorf("fixture %s: protocol %q: Kavach speaks %s", path, h.Protocol, strings.Join(protocols(), ", "))
-	}
-	if len(h.Volatile) > 0 && in.volatile != nil {
-		in.codec = in.volatile(h.Volatile)
-	}
-	if len(h.Redact) > 0 && in.secretParams != nil {
-		in.codec = in.secretParams(h.Redact, in.codec)
-	}
-	return in, nil
-}
-
-// buildLaunch starts BUILD the way the fixture's old build was started. A
-// password recording redacted from the arguments stays Redacted here (this
-// Launch is shown in outputs and reports): the launcher puts the secret of
-// KAVACH_REDIS_SECRET back as it starts the build.
-func buildLaunch(fx *fixtures.Fixture, build string) kavach.Launch {
-	l := kavach.Launch{Path: build}
-	if fx.Header.Launch != nil {
-		l.Args = fx.Header.Launch.Args
-	}
-	return l
-}
-
-func replayOptions(fx *fixtures.Fixture, in integration, timeout, startTimeout time.Duration) replay.Options {
-	opts := replay.Options{
-		Codec: in.codec, Classifier: in.classifier(), Normalizer: in.normalizer(), Launcher: in.launcher(startTimeout),
-		StepTimeout: timeout, Start: fx.Header.Start,
-	}
-	secret := os.Getenv("KAVACH_REDIS_SECRET")
-	if secret != "" && in.unredact != nil {
-		opts.Prepare = func(b []byte) []byte { return in.unredact(b, secret) }
-	}
-	// A fixture with redactions compares replies as they were written:
-	// with the secrets in them redacted the same way.
-	if rr, ok := in.codec.(kavach.ReplyRedactor); ok && len(fx.Redactions) > 0 && opts.Normalizer != nil {
-		opts.Normalizer = redactingNormalizer{n: opts.Normalizer, rr: rr, in: in, secret: secret}
-	}
-	return opts
-}
-
-// redactingNormalizer redacts a reply (see kavach.ReplyRedactor) before
-// normalizing it, so that a replayed reply holding a secret compares equal
-// to the recorded one, where recording redacted it. The request is taken
-// with the secret put back, so that an echo of it is found.
-type redactingNormalizer struct {
-	n      kavach.Normalizer
-	rr     kavach.ReplyRedactor
-	in     integration
-	secret string
-}
-
-func (r redactingNormalizer) Normalize(request, response []byte) any {
-	req := request
-	if r.secret != "" && r.in.unredact != nil {
-		req = r.in.unredact(request, r.secret)
-	}
-	var full []byte
-	if r.rr.ReplyMayHoldSecret(req) {
-		full = req
-	}
-	if out, note := r.rr.RedactReply(full, response); note != "" {
-		response = out
-	}
-	// The reply to bytes the codec cannot frame, by pattern, as recording did.
-	if rw, ok := r.rr.(kavach.RawRedactor); ok {
-		if n, err := r.in.codec.SplitRequest(request); err != nil || n != len(request) {
-			if out, note := rw.RedactRaw(response, false); note != "" {
-				response = out
-			}
-		}
-	}
-	return r.n.Normalize(request, response)
-}
-
-func cutString(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
 }

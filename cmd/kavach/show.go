@@ -19,6 +19,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grading"
 )
 
 func showCommand() *cli.Command {
@@ -41,14 +42,14 @@ func showCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fx, err := fixtures.Summarize(path, codecFor(protocolOf(path)))
+			fx, err := fixtures.Summarize(path, grading.CodecFor(protocolOf(path)))
 			if err != nil {
 				return fmt.Errorf("%w\nkavach show reads files written by 'kavach record'", err)
 			}
 			if fx.Warning != nil {
 				fmt.Fprintf(c.App.ErrWriter, "kavach: warning: %v\n", fx.Warning)
 			}
-			v := &fixtureView{fx: fx, codec: codecFor(fx.Header.Protocol)}
+			v := &fixtureView{fx: fx, codec: grading.CodecFor(fx.Header.Protocol)}
 			switch {
 			case c.IsSet("step"):
 				n := c.Int("step")
@@ -71,7 +72,7 @@ func showCommand() *cli.Command {
 // millions of steps is shown in the memory of a few thousand.
 type fixtureView struct {
 	fx    *fixtures.Summary
-	codec kavach.Codec // nil: show printable bytes
+	codec kavach.Integration // nil: show printable bytes
 }
 
 // protocolOf is the protocol a fixture's header names, "" when it cannot
@@ -110,14 +111,11 @@ func (v *fixtureView) describe(ev kavach.Event, max int) string {
 func (v *fixtureView) outcome(s kavach.Step) string {
 	switch {
 	case len(s.Responses) > 0 && v.codec != nil:
-		if c, ok := v.codec.(kavach.Classifier); ok {
-			data := make([][]byte, len(s.Responses))
-			for i, r := range s.Responses {
-				data[i] = r.Data
-			}
-			return c.Classify(s.Request.Data, data).String()
+		data := make([][]byte, len(s.Responses))
+		for i, r := range s.Responses {
+			data[i] = r.Data
 		}
-		return string(kavach.OK)
+		return v.codec.Classify(s.Request.Data, data).String()
 	case len(s.Responses) > 0:
 		return string(kavach.OK)
 	case s.Closed:

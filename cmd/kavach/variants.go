@@ -5,16 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/grade"
-	"github.com/kavach-dev/kavach/launch"
-	"github.com/kavach-dev/kavach/variants"
+	"github.com/kavach-dev/kavach/grading"
 )
 
 func variantsCommand() *cli.Command {
@@ -53,60 +49,16 @@ func variantsCommand() *cli.Command {
 			if n := c.Int("variants"); n < 0 {
 				return usagef("", "--variants %d: need 0 or more", n)
 			}
-			fx, in, err := loadFixture(path)
+			list, err := grading.ListVariants(c.Context, grading.VariantsRequest{Fixture: path, Build: c.String("build"),
+				Budget: c.Int("variants"), Seed: c.Uint64("seed"), TrustLaunch: c.Bool("trust-fixture-launch")})
 			if err != nil {
 				return err
 			}
-			if fx.Failure == nil {
-				return fmt.Errorf("fixture %s has no failure to vary: mark it with 'kavach mark %s --step N --oracle ...'", path, path)
-			}
-			variator, ok := in.codec.(kavach.Variator)
-			if !ok {
-				return fmt.Errorf("the %s integration cannot vary requests", fx.Header.Protocol)
-			}
-			var schema kavach.Schema
-			var keys [][]string
 			if c.String("build") == "" {
 				fmt.Fprintf(c.App.ErrWriter, "kavach: without --build, field types are guessed: this numbering may differ from kavach diff's.\n"+
 					"The variants a diff ran, as it numbers them: kavach variants --report REPORT\n")
 			}
-			if b := c.String("build"); b != "" {
-				if err := in.checkLaunch(fx, c.Bool("trust-fixture-launch"), b); err != nil {
-					return err
-				}
-				l := in.launcher(10 * time.Second)
-				learner, ok := l.(kavach.SchemaLearner)
-				if !ok {
-					return fmt.Errorf("the %s integration cannot learn request types from a build", fx.Header.Protocol)
-				}
-				ctx := c.Context
-				p, err := launch.Start(ctx, l, buildLaunch(fx, b))
-				if err != nil {
-					return err
-				}
-				var kinds []string
-				var requests [][]byte
-				for _, s := range kavach.Steps(fx.Events, in.codec) {
-					if k, _, ok := variator.Fields(s.Request.Data, nil); ok {
-						kinds = append(kinds, k)
-					}
-					requests = append(requests, s.Request.Data)
-				}
-				schema, err = learner.Learn(ctx, p.Addr(), kinds)
-				// The steps' keys, as kavach diff asks them: where the
-				// budget goes.
-				if finder, ok := l.(kavach.KeyFinder); ok && err == nil {
-					keys, _ = finder.Keys(ctx, p.Addr(), requests)
-				}
-				p.Stop()
-				if err != nil {
-					return err
-				}
-			}
-			vs := variants.Generate(fx.Events, fx.Failure.Step, variants.Options{
-				Codec: in.codec, Variator: variator, Schema: schema, Budget: c.Int("variants"), Seed: c.Uint64("seed"), Start: fx.Header.Start, Keys: keys, Deferred: true,
-				// The kinds the fixture excludes, as kavach diff leaves them out.
-				Exclude: fx.Failure.ExcludeVariants})
+			vs := list.Variants
 			if c.Bool("json") {
 				enc := jsonEncoder(c.App.Writer)
 				for _, v := range vs {
@@ -116,20 +68,20 @@ func variantsCommand() *cli.Command {
 				}
 				return nil
 			}
-			for _, l := range variants.LeftWhole(fx.Events, fx.Failure.Step, variants.Options{Codec: in.codec, Variator: variator}) {
+			for _, l := range list.LeftWhole {
 				fmt.Fprintf(c.App.ErrWriter, "kavach: left whole: %s\n", l)
 			}
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "K\tKIND\tDESCRIPTION")
-			list := make([]grade.VariantEvidence, len(vs))
+			kinds := make([]grade.VariantEvidence, len(vs))
 			for i, v := range vs {
 				fmt.Fprintf(tw, "%d\t%s\t%s\n", v.K, v.Kind, v.Description)
-				list[i] = grade.VariantEvidence{K: v.K, Kind: v.Kind, Regression: v.Regression}
+				kinds[i] = grade.VariantEvidence{K: v.K, Kind: v.Kind, Regression: v.Regression}
 			}
 			if err := tw.Flush(); err != nil || len(vs) == 0 {
 				return err
 			}
-			return printKinds(c, grade.CountKinds(list), false)
+			return printKinds(c, grade.CountKinds(kinds), false)
 		},
 	}
 }
@@ -184,37 +136,6 @@ func variantResult(v grade.VariantEvidence) string {
 	return "passed"
 }
 
-// kindsLine says, per kind of variant, how many reproduced of how many
-// ran (a regression kind: how many the old build handled), and how many
-// of those the new build failed: "field 9/12, number-form 6/20 (2
-// failed), regression 8/8 handled".
-func kindsLine(kinds []grade.KindCount) string {
-	var parts []string
-	for _, k := range kinds {
-		kept, what := k.Reproduced, ""
-		switch {
-		case onlyHandled(k):
-			kept, what = k.Handled, " handled"
-		case k.Handled > 0: // aggregate: variants of the incident and regression variants
-			what = fmt.Sprintf(", %d handled", k.Handled)
-		}
-		p := fmt.Sprintf("%s %d/%d%s", k.Kind, kept, k.Generated, what)
-		if k.Failed > 0 {
-			p += fmt.Sprintf(" (%d failed)", k.Failed)
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// onlyHandled reports whether k is shown by its handled count alone: a
-// kind of regression variants (regression, wakeup), or, as far as the
-// counts show, kept only as such. A kind with both (aggregate: variants
-// of the incident and regression variants) is shown with both.
-func onlyHandled(k grade.KindCount) bool {
-	return k.Reproduced == 0 && (k.Regression || k.Handled > 0)
-}
-
 // printKinds prints the variants' count by kind, after their list: how
 // many there are of each and, from a report, how many reproduced the
 // failure on the old build (a regression kind: were handled by it) and
@@ -233,7 +154,7 @@ func printKinds(c *cli.Context, kinds []grade.KindCount, ran bool) error {
 	for _, k := range kinds {
 		reproduced, handled := strconv.Itoa(k.Reproduced), "-"
 		switch {
-		case onlyHandled(k):
+		case grading.OnlyHandled(k):
 			reproduced, handled = "-", strconv.Itoa(k.Handled)
 		case k.Handled > 0:
 			handled = strconv.Itoa(k.Handled)

@@ -7,10 +7,10 @@ import "strings"
 var aggregatePages = map[string]bool{"metrics": true, "stats": true}
 
 // ReadsAggregate reports whether request reads an aggregate
-// (variants.Aggregator): a GET or HEAD of a page whose last path segment
+// (kavach.Variation.ReadsAggregate): a GET or HEAD of a page whose last path segment
 // is metrics or stats (/metrics, /api/v1/stats). Every earlier request,
 // whatever its path, may have fed what it shows.
-func (Codec) ReadsAggregate(request []byte) bool {
+func (Integration) ReadsAggregate(request []byte) bool {
 	m, err := Parse(request, true)
 	if err != nil || m.Method != "GET" && m.Method != "HEAD" {
 		return false

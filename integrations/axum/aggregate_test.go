@@ -14,7 +14,7 @@ func TestReadsAggregate(t *testing.T) {
 		"GET /metrics-old HTTP/1.1\r\nHost: x\r\n\r\n":                   false,
 		"not http": false,
 	} {
-		if got := (Codec{}).ReadsAggregate([]byte(req)); got != want {
+		if got := (Integration{}).ReadsAggregate([]byte(req)); got != want {
 			t.Errorf("ReadsAggregate(%q) = %v, want %v", req, got, want)
 		}
 	}

@@ -21,8 +21,17 @@ import (
 // Protocol is the protocol name in fixtures.
 const Protocol = "http"
 
-// Codec is HTTP/1.1 for Kavach. It is stateless and safe for concurrent use.
-type Codec struct {
+// Integration is HTTP/1.1 for Kavach. Its messages are framed, compared
+// and varied without state, safe for concurrent use. Its builds get their
+// port through "{port}" in their arguments and the PORT environment
+// variable; a build is ready when it accepts a TCP connection, and is
+// stopped with SIGTERM, then SIGKILL of its group. Its probes send the
+// service no request: a connection opened and closed at once reaches no
+// handler, no middleware, no request counter (docs/record.md, "Kavach's
+// probes").
+type Integration struct {
+	// StartTimeout bounds start-up; zero means 10 s.
+	StartTimeout time.Duration
 	// Volatile are more response headers (lower case) that change on
 	// every response and are not compared, beside VolatileHeaders.
 	Volatile []string
@@ -32,39 +41,29 @@ type Codec struct {
 	SecretParams []string
 }
 
-var (
-	_ kavach.Codec      = Codec{}
-	_ kavach.Classifier = Codec{}
-	_ kavach.Normalizer = Codec{}
-	_ kavach.Redactor   = Codec{}
-	_ kavach.Variator   = Codec{}
-	_ kavach.Inspector  = Codec{}
-	_ kavach.Launcher   = Launcher{}
-)
-
 // VolatileHeaders change on every response and are never compared.
 var VolatileHeaders = []string{"date"}
 
 // Protocol returns "http".
-func (Codec) Protocol() string { return Protocol }
+func (Integration) Protocol() string { return Protocol }
 
 // SplitRequest frames one request.
-func (Codec) SplitRequest(data []byte) (int, error) { return SplitRequest(data) }
+func (Integration) SplitRequest(data []byte) (int, error) { return SplitRequest(data) }
 
 // SplitResponse frames one response.
-func (Codec) SplitResponse(data []byte) (int, error) { return SplitResponse(data) }
+func (Integration) SplitResponse(data []byte) (int, error) { return SplitResponse(data) }
 
 // Replies is one: HTTP/1.1 answers each request once (interim 1xx
 // responses are pushes).
-func (Codec) Replies([]byte) int { return 1 }
+func (Integration) Replies([]byte) int { return 1 }
 
 // IsPush reports an interim (1xx) response.
-func (Codec) IsPush(response []byte) bool {
+func (Integration) IsPush(response []byte) bool {
 	return len(response) > 12 && string(response[:7]) == "HTTP/1." && response[9] == '1'
 }
 
 // DescribeRequest renders `POST /api/v1/items {"name":"pen"}`.
-func (Codec) DescribeRequest(msg []byte, max int) string {
+func (Integration) DescribeRequest(msg []byte, max int) string {
 	m, err := Parse(msg, true)
 	if err != nil {
 		return cut(fmt.Sprintf("(unparsable) %q", msg), max)
@@ -77,7 +76,7 @@ func (Codec) DescribeRequest(msg []byte, max int) string {
 }
 
 // DescribeResponse renders `201 Created {"id":1}`.
-func (Codec) DescribeResponse(msg []byte, max int) string {
+func (Integration) DescribeResponse(msg []byte, max int) string {
 	m, err := Parse(msg, false)
 	if err != nil {
 		return cut(fmt.Sprintf("(unparsable) %q", msg), max)
@@ -117,7 +116,7 @@ func cut(s string, max int) string {
 // 4xx included (an answer the service chose), is ok. (A connection closed
 // without a response is a crash, and no response in time a hang: the
 // replay decides those.)
-func (c Codec) Classify(_ []byte, responses [][]byte) kavach.Outcome {
+func (c Integration) Classify(_ []byte, responses [][]byte) kavach.Outcome {
 	for _, r := range responses {
 		if c.IsPush(r) {
 			continue
@@ -136,10 +135,10 @@ func (c Codec) Classify(_ []byte, responses [][]byte) kavach.Outcome {
 
 // Normalize is what replays compare of a response: {"status": int,
 // "headers": {lower-case name: value}, "body": the JSON body as a tree,
-// or the body as a string}. Volatile headers (Date, and Codec.Volatile)
+// or the body as a string}. Volatile headers (Date, and Integration.Volatile)
 // are left out; so are Content-Length (the body is compared) and
 // Transfer-Encoding (how it was framed, not what it says).
-func (c Codec) Normalize(_, response []byte) any {
+func (c Integration) Normalize(_, response []byte) any {
 	m, err := Parse(response, false)
 	if err != nil {
 		return map[string]any{"unparsable": string(response)}
@@ -210,7 +209,7 @@ var secretHeaders = map[string]bool{
 // added as SecretParams), of the secret query parameters
 // (DefaultSecretParams and SecretParams) in the request line and headers,
 // and of secret members of a JSON or form body.
-func (c Codec) Redact(request []byte) ([]byte, string) {
+func (c Integration) Redact(request []byte) ([]byte, string) {
 	m, err := Parse(request, true)
 	if err != nil {
 		return request, ""
@@ -258,13 +257,13 @@ func encodeKeepingFraming(m *Message) []byte {
 }
 
 // FieldName names a field as HTTP does: "header X-Note", "query page",
-// "path segment 2", "body title" (variants.Wording).
-func (Codec) FieldName(_ int, f kavach.Field) string { return f.Name }
+// "path segment 2", "body title" (kavach.Variation.FieldName, KeyWords).
+func (Integration) FieldName(_ int, f kavach.Field) string { return f.Name }
 
 // KeyWords say what a path segment typed as a key (a name in the path)
-// is when varied (variants.Wording): one no request of the recording
+// is when varied (kavach.Variation.FieldName, KeyWords): one no request of the recording
 // names, or another the recording's paths show.
-func (Codec) KeyWords() (missing, other string) {
+func (Integration) KeyWords() (missing, other string) {
 	return "a path segment no recorded request names", "another path segment the recording shows"
 }
 
@@ -272,7 +271,7 @@ func (Codec) KeyWords() (missing, other string) {
 // numbers (ids), then the other path segments (names, typed as keys), the query parameters, the headers (but Host and those
 // that frame the message), and the leaves of a JSON body (by gjson path). The kind is the method and the path with numbers
 // replaced by {n}: requests of one kind can swap fields.
-func (Codec) Fields(request []byte, _ kavach.Schema) (string, []kavach.Field, bool) {
+func (Integration) Fields(request []byte, _ kavach.Schema) (string, []kavach.Field, bool) {
 	m, err := Parse(request, true)
 	if err != nil {
 		return "", nil, false
@@ -354,7 +353,7 @@ func leaves(r gjson.Result, prefix string, out *[]kavach.Field) {
 // Rebuild sets each field given (by Key) in the request and removes the
 // fields of the request that are not given, then encodes it with its
 // Content-Length set.
-func (c Codec) Rebuild(request []byte, fields []kavach.Field) []byte {
+func (c Integration) Rebuild(request []byte, fields []kavach.Field) []byte {
 	m, err := Parse(request, true)
 	if err != nil {
 		return request
@@ -421,7 +420,7 @@ func (c Codec) Rebuild(request []byte, fields []kavach.Field) []byte {
 // Inspect is a request as invariants read it: {"method", "path",
 // "query": {name: value}, "headers": {lower-case name: value}, "body": a
 // JSON tree or a string}.
-func (Codec) Inspect(request []byte) map[string]any {
+func (Integration) Inspect(request []byte) map[string]any {
 	m, err := Parse(request, true)
 	if err != nil {
 		return map[string]any{"method": "", "path": "", "query": map[string]any{}, "headers": map[string]any{}, "body": ""}
@@ -440,7 +439,7 @@ func (Codec) Inspect(request []byte) map[string]any {
 }
 
 // Writes: POST, PUT, PATCH and DELETE write their path; PUT stores its body.
-func (Codec) Writes(request []byte) ([]string, *string) {
+func (Integration) Writes(request []byte) ([]string, *string) {
 	m, err := Parse(request, true)
 	if err != nil {
 		return nil, nil
@@ -455,25 +454,10 @@ func (Codec) Writes(request []byte) ([]string, *string) {
 	return nil, nil
 }
 
-// Launcher starts an HTTP service build: its port through "{port}" in its
-// arguments and the PORT environment variable; ready when it accepts a TCP
-// connection; stopped with SIGTERM, then SIGKILL of its group. Its probes
-// send the service no request: a connection opened and closed at once
-// reaches no handler, no middleware, no request counter (docs/record.md,
-// "Kavach's probes").
-type Launcher struct {
-	StartTimeout time.Duration // zero: 10 s
-}
-
-// Start starts a build and waits until it accepts a connection.
-func (l Launcher) Start(build kavach.Launch) (kavach.Process, error) {
-	return l.StartContext(context.Background(), build)
-}
-
-// StartContext is Start bounded by ctx; the build is stopped once ctx is
-// done (kavach.ContextStarter).
-func (l Launcher) StartContext(ctx context.Context, build kavach.Launch) (kavach.Process, error) {
-	p, err := launch.Spawn{Launch: build, Env: []string{"PORT={port}"}, StartTimeout: l.StartTimeout, Ready: ready}.Start(ctx)
+// Start starts a build and waits until it accepts a connection; the
+// build is stopped once ctx is done.
+func (in Integration) Start(ctx context.Context, build kavach.Launch) (kavach.Process, error) {
+	p, err := launch.Spawn{Launch: build, Env: []string{"PORT={port}"}, StartTimeout: in.StartTimeout, Ready: ready}.Start(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -493,15 +477,13 @@ func ready(ctx context.Context, addr string) error {
 // Version is "": asking an HTTP service what it is would be a request it
 // can count. A build's identity is its file's SHA-256, in the fixture and
 // the report.
-func (Launcher) Version(context.Context, string) string { return "" }
-
-var _ kavach.KeyFinder = Launcher{}
+func (Integration) Version(context.Context, string) string { return "" }
 
 // Keys is each request's resource: its path, without the query. It asks
 // no build. GET and HEAD read their path; every other method writes it. A
 // path relates to the paths below it (POST /items to GET /items/2); an
 // unparsable request is unknown (nil): it may touch and write anything.
-func (Launcher) Keys(_ context.Context, _ string, requests [][]byte) (keys, writes [][]string) {
+func (Integration) Keys(_ context.Context, _ string, requests [][]byte) (keys, writes [][]string) {
 	keys, writes = make([][]string, len(requests)), make([][]string, len(requests))
 	for i, r := range requests {
 		if m, err := Parse(r, true); err == nil {

@@ -98,7 +98,7 @@ func splitOne(data []byte, request bool) (int, error) {
 }
 
 func TestNormalize(t *testing.T) {
-	c := Codec{}
+	c := Integration{}
 	got := c.Normalize(nil, []byte(validResponses[0]))
 	want := map[string]any{"status": int64(200), "headers": map[string]any{"content-type": "application/json"}, "body": map[string]any{"status": "ok"}}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -113,7 +113,7 @@ func TestNormalize(t *testing.T) {
 	}
 	// A header the fixture declares volatile is left out too.
 	withID := []byte("HTTP/1.1 200 OK\r\nx-request-id: 7f3a\r\ncontent-length: 0\r\n\r\n")
-	if h := (Codec{Volatile: []string{"X-Request-Id"}}).Normalize(nil, withID).(map[string]any)["headers"].(map[string]any); len(h) != 0 {
+	if h := (Integration{Volatile: []string{"X-Request-Id"}}).Normalize(nil, withID).(map[string]any)["headers"].(map[string]any); len(h) != 0 {
 		t.Errorf("declared volatile header compared: %v", h)
 	}
 	if h := c.Normalize(nil, withID).(map[string]any)["headers"].(map[string]any); h["x-request-id"] != "7f3a" {
@@ -128,14 +128,14 @@ func TestNormalize(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	out, note := Codec{}.Redact([]byte(validRequests[3]))
+	out, note := Integration{}.Redact([]byte(validRequests[3]))
 	if note != "Authorization header" || bytes.Contains(out, []byte("s3cret")) || !bytes.Contains(out, []byte("Authorization: <redacted>")) {
 		t.Errorf("Redact = %q, %q", out, note)
 	}
 	if n, err := SplitRequest(out); err != nil || n != len(out) {
 		t.Errorf("redacted request does not frame: %d, %v", n, err)
 	}
-	out, _ = Codec{}.Redact([]byte(strings.Replace(validRequests[2], "Host: x", "Cookie: sid=1", 1)))
+	out, _ = Integration{}.Redact([]byte(strings.Replace(validRequests[2], "Host: x", "Cookie: sid=1", 1)))
 	m, err := Parse(out, true)
 	if err != nil || string(m.Body) != `{"parts": 0}   ` {
 		t.Errorf("redacted chunked request: %+v, %v", m, err)
@@ -143,7 +143,7 @@ func TestRedact(t *testing.T) {
 }
 
 func TestFieldsAndRebuild(t *testing.T) {
-	c := Codec{}
+	c := Integration{}
 	kind, fields, ok := c.Fields([]byte(validRequests[2]), nil)
 	if !ok || kind != "POST /api/v1/items/{n}/split" {
 		t.Fatalf("kind %q", kind)
@@ -174,7 +174,7 @@ func TestFieldsAndRebuild(t *testing.T) {
 }
 
 func fieldsWithout(t *testing.T, req, key string) []kavach.Field {
-	_, fields, _ := Codec{}.Fields([]byte(req), nil)
+	_, fields, _ := Integration{}.Fields([]byte(req), nil)
 	var out []kavach.Field
 	for _, f := range fields {
 		if f.Key != key {
@@ -214,10 +214,10 @@ func FuzzSplit(f *testing.F) {
 			if err != nil || !bytes.Equal(m2.Body, m.Body) || m2.Method != m.Method {
 				t.Fatalf("re-encoded %q: %v", enc, err)
 			}
-			Codec{}.Fields(data[:n], nil)
-			Codec{}.Redact(data[:n])
+			Integration{}.Fields(data[:n], nil)
+			Integration{}.Redact(data[:n])
 		} else {
-			Codec{}.Normalize(nil, data[:n])
+			Integration{}.Normalize(nil, data[:n])
 		}
 	})
 }

@@ -39,7 +39,7 @@ func TestKeysReadsAndWrites(t *testing.T) {
 		[]byte("DELETE /items/2 HTTP/1.1\r\nHost: h\r\n\r\n"),
 		[]byte("not http"),
 	}
-	keys, writes := Launcher{}.Keys(context.Background(), "", reqs)
+	keys, writes := Integration{}.Keys(context.Background(), "", reqs)
 	want := []string{"[/items/2]", "[/items]", "[/items]", "[/items/2]", "unknown"}
 	wantWrites := []string{"[]", "[]", "[/items]", "[/items/2]", "unknown"}
 	show := func(k []string) string {

@@ -4,13 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
-
-	"github.com/kavach-dev/kavach"
-)
-
-var (
-	_ kavach.ReplyRedactor = Codec{}
-	_ kavach.RawRedactor   = Codec{}
 )
 
 // DefaultSecretParams are the names whose values are always redacted on
@@ -22,14 +15,14 @@ var DefaultSecretParams = []string{
 	"api_key", "apikey", "password", "passwd", "pwd", "passphrase", "secret", "client_secret",
 }
 
-func (c Codec) secretParams() []string {
+func (c Integration) secretParams() []string {
 	return append(append([]string(nil), DefaultSecretParams...), c.SecretParams...)
 }
 
 // bodyNames are the names of secret body members: the secret parameters
 // and the secret headers' names (a service may echo its request's headers
 // in a JSON body).
-func (c Codec) bodyNames() []string {
+func (c Integration) bodyNames() []string {
 	names := c.secretParams()
 	for n := range secretHeaders {
 		names = append(names, n)
@@ -40,7 +33,7 @@ func (c Codec) bodyNames() []string {
 // headerNames are the secret header names (lower case), with the names
 // added (SecretParams) as headers too; response says whether Set-Cookie is
 // one (a response may also echo a request's credentials).
-func (c Codec) headerNames(response bool) map[string]bool {
+func (c Integration) headerNames(response bool) map[string]bool {
 	names := make(map[string]bool, len(secretHeaders)+len(c.SecretParams)+1)
 	for n := range secretHeaders {
 		names[n] = true
@@ -56,13 +49,13 @@ func (c Codec) headerNames(response bool) map[string]bool {
 
 // ReplyMayHoldSecret is false: responses are redacted without their
 // request.
-func (Codec) ReplyMayHoldSecret([]byte) bool { return false }
+func (Integration) ReplyMayHoldSecret([]byte) bool { return false }
 
 // RedactReply replaces, in a response, the values of Set-Cookie and of
 // every secret request header it echoes (Authorization, X-Auth-Token...),
 // of secret query parameters in its head (a Location header), and of
 // secret members of a JSON body (the body re-framed to its new length).
-func (c Codec) RedactReply(_, response []byte) ([]byte, string) {
+func (c Integration) RedactReply(_, response []byte) ([]byte, string) {
 	out, what := redactLines(response, c.headerNames(true), true)
 	if red, ok := redactHeadParams(out, c.secretParams()); ok {
 		out = red
@@ -82,7 +75,7 @@ func (c Codec) RedactReply(_, response []byte) ([]byte, string) {
 // every line that looks like a header of a secret name, however spaced
 // ("Authorization : Bearer x"), the value; and every secret query
 // parameter's value anywhere in the bytes.
-func (c Codec) RedactRaw(data []byte, request bool) ([]byte, string) {
+func (c Integration) RedactRaw(data []byte, request bool) ([]byte, string) {
 	out, what := redactLines(data, c.headerNames(!request), false)
 	if red, ok := redactParams(out, c.secretParams()); ok {
 		out = red

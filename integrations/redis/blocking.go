@@ -8,12 +8,12 @@ import (
 
 // BlockingFields are the indexes, in fields (as Fields gives them), of a
 // blocking command's count and timeout, -1 for none
-// (variants.Blocking): BLPOP, BRPOP, BZPOPMIN, BZPOPMAX, BLMOVE and
+// (kavach.Variation.BlockingFields): BLPOP, BRPOP, BZPOPMIN, BZPOPMAX, BLMOVE and
 // BRPOPLPUSH end with their timeout; BLMPOP and BZMPOP begin with it and
 // may end with COUNT n; XREAD and XREADGROUP take BLOCK ms and COUNT n
 // before STREAMS; WAIT is numreplicas (its count) then its timeout. Any
 // other command has neither.
-func (Codec) BlockingFields(request []byte, fields []kavach.Field) (count, timeout int) {
+func (Integration) BlockingFields(request []byte, fields []kavach.Field) (count, timeout int) {
 	count, timeout = -1, -1
 	c, err := ParseCommand(request)
 	if err != nil || len(fields) == 0 {
@@ -52,9 +52,9 @@ func (Codec) BlockingFields(request []byte, fields []kavach.Field) (count, timeo
 var aggregates = map[string]bool{"DBSIZE": true, "INFO": true, "KEYS": true, "SCAN": true, "RANDOMKEY": true, "MEMORY": true}
 
 // ReadsAggregate reports whether request reads an aggregate
-// (variants.Aggregator): DBSIZE, INFO, KEYS, SCAN, RANDOMKEY, MEMORY
+// (kavach.Variation.ReadsAggregate): DBSIZE, INFO, KEYS, SCAN, RANDOMKEY, MEMORY
 // (STATS): whatever key an earlier write named, it may have fed it.
-func (Codec) ReadsAggregate(request []byte) bool {
+func (Integration) ReadsAggregate(request []byte) bool {
 	c, err := ParseCommand(request)
 	return err == nil && aggregates[c.Name]
 }

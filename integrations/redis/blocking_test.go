@@ -2,13 +2,6 @@ package redis
 
 import (
 	"testing"
-
-	"github.com/kavach-dev/kavach/variants"
-)
-
-var (
-	_ variants.Blocking   = Codec{}
-	_ variants.Aggregator = Codec{}
 )
 
 // Each blocking command's count and timeout are where Redis 7.0 reads
@@ -37,11 +30,11 @@ func TestBlockingFields(t *testing.T) {
 			b[i] = []byte(a)
 		}
 		req := AppendCommand(nil, b...)
-		_, fields, ok := Codec{}.Fields(req, nil)
+		_, fields, ok := Integration{}.Fields(req, nil)
 		if !ok {
 			t.Fatalf("%q: no fields", tc.args)
 		}
-		if c, to := (Codec{}).BlockingFields(req, fields); c != tc.count || to != tc.timeout {
+		if c, to := (Integration{}).BlockingFields(req, fields); c != tc.count || to != tc.timeout {
 			t.Errorf("%q: count %d, timeout %d; want %d, %d", tc.args, c, to, tc.count, tc.timeout)
 		}
 	}

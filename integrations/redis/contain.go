@@ -52,10 +52,8 @@ const ContainedReply = "-ERR kavach: contained (network namespaces unavailable)\
 // spells the name.
 var SharedArgs = []string{"--rename-command", "MIGRATE", ""}
 
-var _ kavach.Container = Codec{}
-
 // NewContainment starts one replay's decisions (see above).
-func (Codec) NewContainment() kavach.Containment {
+func (Integration) NewContainment() kavach.Containment {
 	return &containment{multi: map[uint64]bool{}, lost: map[uint64]bool{}, scripts: map[string]bool{}}
 }
 

@@ -71,7 +71,7 @@ func TestContainDecisions(t *testing.T) {
 		{1, []byte("*3\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$4\r\nbind"), true, kavach.Withhold},
 		{1, []byte("\x00\x01garbage"), true, kavach.Send},
 	}
-	c := Codec{}.NewContainment()
+	c := Integration{}.NewContainment()
 	for i, tc := range cases {
 		got, reply, why := c.Contain(tc.conn, tc.req, tc.raw)
 		if got != tc.want {
@@ -95,7 +95,7 @@ func FuzzContain(f *testing.F) {
 	f.Add([]byte("config set port 1\r\n"), true)
 	f.Add([]byte("*2\r\n$4\r\nEXEC\r\n"), false)
 	f.Fuzz(func(t *testing.T, b []byte, raw bool) {
-		c := Codec{}.NewContainment()
+		c := Integration{}.NewContainment()
 		for conn := uint64(1); conn <= 2; conn++ {
 			action, reply, why := c.Contain(conn, b, raw)
 			if action == kavach.Withhold && (string(reply) != ContainedReply || why == "") {
@@ -108,7 +108,7 @@ func FuzzContain(f *testing.F) {
 // BenchmarkContain is the cost of one decision on a request that is sent
 // (the common case) and on one withheld, per request of a contained replay.
 func BenchmarkContain(b *testing.B) {
-	c := Codec{}.NewContainment()
+	c := Integration{}.NewContainment()
 	get, bind := cmd("GET", "greeting"), cmd("CONFIG", "SET", "bind", "0.0.0.0")
 	b.Run("sent", func(b *testing.B) {
 		for range b.N {

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -12,13 +13,13 @@ import (
 // Families derived from a real build's COMMAND DOCS: the commands of one
 // group with the same grammar, none of them in the table of families.
 func TestDerivedFamiliesFromCommandDocs(t *testing.T) {
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
 	commands := []string{"SINTERSTORE", "LPUSH", "GET", "ZUNIONSTORE", "DEL", "INCRBY", "INCR", "DBSIZE", "SINTERCARD", "HSETNX", "XADD"}
-	s, err := Launcher{}.Learn(t.Context(), p.Addr(), commands)
+	s, err := Integration{}.Learn(t.Context(), p.Addr(), commands)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestDerivedFamiliesFromCommandDocs(t *testing.T) {
 
 	// A sibling of a derived family: the same arguments under another
 	// name, described by the group it was derived from.
-	subs, skipped := (Codec{}).Siblings(cmd("SINTERSTORE", "tags", "tags", "wanted"), l)
+	subs, skipped := (Integration{}).Siblings(cmd("SINTERSTORE", "tags", "tags", "wanted"), l)
 	var whats []string
 	for _, sub := range subs {
 		whats = append(whats, sub.What)
@@ -73,7 +74,7 @@ func TestDerivedFamiliesFromCommandDocs(t *testing.T) {
 		t.Errorf("siblings (-want +got):\n%s\nskipped %v", diff, skipped)
 	}
 	// A command of the table gets the table's siblings only.
-	subs, _ = (Codec{}).Siblings(cmd("INCR", "counter"), l)
+	subs, _ = (Integration{}).Siblings(cmd("INCR", "counter"), l)
 	for _, sub := range subs {
 		if strings.Contains(sub.What, "derived") || strings.Contains(sub.What, "→ GET") {
 			t.Errorf("INCR: a derived sibling: %s", sub.What)

@@ -9,8 +9,6 @@ import (
 	"github.com/kavach-dev/kavach"
 )
 
-var _ kavach.SiblingVariator = Codec{}
-
 // A Family is a set of commands where one defect can live in every
 // member: the same operation by other commands (docs/variants.md,
 // "Sibling commands"). Its members share roles (a key, an increment, a
@@ -192,7 +190,7 @@ func showCommand(name string, args []string) string {
 // more care (the _RO forms only for a script that only reads): the
 // generator gets each runner once, and skipped names the runners those
 // variants leave out because the build lacks them.
-func (Codec) Siblings(request []byte, schema kavach.Schema) ([]kavach.Substitution, []string) {
+func (Integration) Siblings(request []byte, schema kavach.Schema) ([]kavach.Substitution, []string) {
 	c, err := ParseCommand(request)
 	if err != nil || c.Name == "" {
 		return nil, nil
@@ -637,8 +635,8 @@ func rangeMember(name, typ string) Member {
 }
 
 // Kin is a request's command, upper case, and the members of its family
-// (itself included; itself alone when it has none) (kavach.Kin).
-func (Codec) Kin(request []byte) (string, []string) {
+// (itself included; itself alone when it has none) (kavach.Abilities.Kin).
+func (Integration) Kin(request []byte) (string, []string) {
 	c, err := ParseCommand(request)
 	if err != nil || c.Name == "" {
 		return "", nil
@@ -659,10 +657,6 @@ func (Codec) Kin(request []byte) (string, []string) {
 	return c.Name, family
 }
 
-var _ kavach.Kin = Codec{}
-
-var _ kavach.StateSetter = Codec{}
-
 // SetsState tells the requests that set state no key names: of their
 // connection, SELECT, AUTH, HELLO, RESET, READONLY, READWRITE, the CLIENT
 // subcommands that change how the connection is answered (REPLY,
@@ -671,7 +665,7 @@ var _ kavach.StateSetter = Codec{}
 // runs at EXEC); of the server, the scripts and functions loaded (SCRIPT
 // LOAD, FUNCTION LOAD, FUNCTION RESTORE), which EVALSHA and FCALL on any
 // connection run.
-func (Codec) SetsState(request []byte) kavach.StateScope {
+func (Integration) SetsState(request []byte) kavach.StateScope {
 	c, err := ParseCommand(request)
 	if err != nil || c.Name == "" {
 		return kavach.NoState

@@ -161,12 +161,12 @@ func TestSiblingsSkipWhatTheBuildLacks(t *testing.T) {
 // Every member of the table is a command of the build at hand, in the
 // COMMAND DOCS group its family belongs to.
 func TestFamiliesAreTheBuildsCommands(t *testing.T) {
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	s, err := Launcher{}.Learn(context.Background(), p.Addr(), []string{"EVAL", "INCRBY", "EXPIRE", "LPOP", "GETRANGE", "XRANGE"})
+	s, err := Integration{}.Learn(context.Background(), p.Addr(), []string{"EVAL", "INCRBY", "EXPIRE", "LPOP", "GETRANGE", "XRANGE"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestFamiliesAreTheBuildsCommands(t *testing.T) {
 			}
 		}
 	}
-	subs, skipped := Codec{}.Siblings(AppendCommand(nil, []byte("INCRBY"), []byte("k"), []byte("-3")), s)
+	subs, skipped := Integration{}.Siblings(AppendCommand(nil, []byte("INCRBY"), []byte("k"), []byte("-3")), s)
 	if len(skipped) != 0 || len(subs) != 6 {
 		t.Errorf("INCRBY k -3: %d siblings, skipped %v; want 6, none", len(subs), skipped)
 	}
@@ -209,12 +209,12 @@ func FuzzSiblings(f *testing.F) {
 // A member the build at hand does not have (here renamed away, as an
 // operator may disable a command) is skipped and named.
 func TestSiblingsOfABuildWithoutAMember(t *testing.T) {
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t), Args: []string{"--rename-command", "FCALL_RO", ""}})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t), Args: []string{"--rename-command", "FCALL_RO", ""}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	s, err := Launcher{}.Learn(context.Background(), p.Addr(), []string{"EVAL"})
+	s, err := Integration{}.Learn(context.Background(), p.Addr(), []string{"EVAL"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestSetsState(t *testing.T) {
 		{cmd("EVALSHA", "abc", "0"), kavach.NoState},
 		{[]byte("*1\r\n$3\r\nSE"), kavach.NoState}, // cut short
 	} {
-		if got := (Codec{}).SetsState(tc.req); got != tc.want {
+		if got := (Integration{}).SetsState(tc.req); got != tc.want {
 			t.Errorf("%q: %d, want %d", tc.req, got, tc.want)
 		}
 	}

@@ -22,8 +22,8 @@ import (
 // launch names the directive (then the build keeps what was recorded),
 // or it sends DEBUG (then allowing it would change what those requests
 // get). A build that does not know the directive (before Redis 7) allows
-// DEBUG already (kavach.Fingerprinter).
-func (Launcher) FingerprintLaunch(l kavach.Launch, requests func(yield func([]byte) bool)) (kavach.Launch, string) {
+// DEBUG already (kavach.Fingerprinting).
+func (Integration) FingerprintLaunch(l kavach.Launch, requests func(yield func([]byte) bool)) (kavach.Launch, string) {
 	for _, a := range l.Args {
 		if strings.EqualFold(a, "--enable-debug-command") {
 			return l, ""
@@ -64,8 +64,8 @@ func knowsDirective(path, name string) bool {
 
 var directives sync.Map // knowsDirective's answers
 
-// NewProbe returns a probe of the build at addr (kavach.Fingerprinter).
-func (Launcher) NewProbe(addr string, timeout time.Duration) kavach.Probe {
+// NewProbe returns a probe of the build at addr (kavach.Fingerprinting).
+func (Integration) NewProbe(addr string, timeout time.Duration) kavach.Probe {
 	return &probe{addr: addr, timeout: timeout, dbs: map[uint64]string{}, db: "0"}
 }
 
@@ -288,5 +288,3 @@ func (p *probe) Close() error {
 	}
 	return p.nc.Close()
 }
-
-var _ kavach.Fingerprinter = Launcher{}

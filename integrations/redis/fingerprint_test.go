@@ -29,15 +29,15 @@ func commands(reqs ...[]string) func(yield func([]byte) bool) {
 // DEBUG itself, which allowing would change).
 func TestFingerprintLaunch(t *testing.T) {
 	path := redisServer(t)
-	l, why := Launcher{}.FingerprintLaunch(kavach.Launch{Path: path, Args: []string{"--hz", "100"}}, commands([]string{"SET", "k", "v"}))
+	l, why := Integration{}.FingerprintLaunch(kavach.Launch{Path: path, Args: []string{"--hz", "100"}}, commands([]string{"SET", "k", "v"}))
 	if why != "" || !slices.Equal(l.Args, []string{"--hz", "100", "--enable-debug-command", "local"}) {
 		t.Errorf("plain recording: args %q, reason %q", l.Args, why)
 	}
-	l, why = Launcher{}.FingerprintLaunch(kavach.Launch{Path: path, Args: []string{"--enable-debug-command", "yes"}}, commands([]string{"DEBUG", "SLEEP", "0"}))
+	l, why = Integration{}.FingerprintLaunch(kavach.Launch{Path: path, Args: []string{"--enable-debug-command", "yes"}}, commands([]string{"DEBUG", "SLEEP", "0"}))
 	if why != "" || !slices.Equal(l.Args, []string{"--enable-debug-command", "yes"}) {
 		t.Errorf("recording that allows DEBUG: args %q, reason %q", l.Args, why)
 	}
-	l, why = Launcher{}.FingerprintLaunch(kavach.Launch{Path: path}, commands([]string{"GET", "k"}, []string{"debug", "object", "k"}))
+	l, why = Integration{}.FingerprintLaunch(kavach.Launch{Path: path}, commands([]string{"GET", "k"}, []string{"debug", "object", "k"}))
 	if why == "" || len(l.Args) != 0 {
 		t.Errorf("recording that sends DEBUG without allowing it: args %q, reason %q; want none and a reason", l.Args, why)
 	}
@@ -48,11 +48,11 @@ func TestFingerprintLaunch(t *testing.T) {
 // the whole keyspace's digest; reading them is no access (the key's idle
 // time goes on growing) and changes nothing.
 func TestProbeOnRealServer(t *testing.T) {
-	l, why := Launcher{}.FingerprintLaunch(kavach.Launch{Path: redisServer(t)}, commands())
+	l, why := Integration{}.FingerprintLaunch(kavach.Launch{Path: redisServer(t)}, commands())
 	if why != "" {
 		t.Fatal(why)
 	}
-	p, err := Launcher{}.Start(l)
+	p, err := Integration{}.Start(context.Background(), l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestProbeOnRealServer(t *testing.T) {
 	do("RPUSH", "l", "a", "b")
 	do("SET", "t", "x", "PX", "600000")
 
-	pr := Launcher{}.NewProbe(p.Addr(), 2*time.Second)
+	pr := Integration{}.NewProbe(p.Addr(), 2*time.Second)
 	defer pr.Close()
 	fp, err := pr.Fingerprint(1, []string{"k", "l", "t", "missing"})
 	if err != nil {
@@ -133,12 +133,12 @@ func TestProbeOnRealServer(t *testing.T) {
 // TestProbeWithoutDebug: a build that refuses DEBUG gives no fingerprint,
 // an error, never a fingerprint of the refusal.
 func TestProbeWithoutDebug(t *testing.T) {
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	pr := Launcher{}.NewProbe(p.Addr(), 2*time.Second)
+	pr := Integration{}.NewProbe(p.Addr(), 2*time.Second)
 	defer pr.Close()
 	if fp, err := pr.Fingerprint(1, []string{"k"}); err == nil {
 		t.Errorf("fingerprint %v with DEBUG refused, want an error", fp)

@@ -10,8 +10,6 @@ import (
 	"github.com/kavach-dev/kavach"
 )
 
-var _ kavach.GrammarVariator = Codec{}
-
 // A part is where one argument spec of the grammar matched a request's
 // arguments: [start, end) among the arguments after the command's name
 // (start == end where an optional part is absent). For a oneof, alt is
@@ -271,7 +269,7 @@ func sample(sp *ArgSpec) []string {
 // added (a oneof, once with each alternative); each repeated part's last
 // repetition repeated. A request that does not follow its grammar in the
 // documented order gets none.
-func (Codec) Rewrites(request []byte, schema kavach.Schema) []kavach.Substitution {
+func (Integration) Rewrites(request []byte, schema kavach.Schema) []kavach.Substitution {
 	l, ok := schema.(*Learned)
 	if !ok || l == nil {
 		return nil

@@ -15,12 +15,12 @@ import (
 // learn asks a real build about the commands given.
 func learn(t *testing.T, kinds ...string) *Learned {
 	t.Helper()
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	s, err := Launcher{}.Learn(context.Background(), p.Addr(), kinds)
+	s, err := Integration{}.Learn(context.Background(), p.Addr(), kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,8 +29,8 @@ func learn(t *testing.T, kinds ...string) *Learned {
 
 func rewrites(l *Learned, args ...string) []string {
 	var out []string
-	for _, s := range (Codec{}).Rewrites(cmd(args...), l) {
-		out = append(out, s.What+" | "+Codec{}.DescribeRequest(s.Request, 0))
+	for _, s := range (Integration{}).Rewrites(cmd(args...), l) {
+		out = append(out, s.What+" | "+Integration{}.DescribeRequest(s.Request, 0))
 	}
 	return out
 }
@@ -127,7 +127,7 @@ func FuzzRewrites(f *testing.F) {
 		if len(words) == 0 {
 			return
 		}
-		for _, r := range (Codec{}).Rewrites(cmd(words...), fuzzGrammar) {
+		for _, r := range (Integration{}).Rewrites(cmd(words...), fuzzGrammar) {
 			c, err := ParseCommand(r.Request)
 			if err != nil || !strings.EqualFold(c.Name, words[0]) {
 				t.Fatalf("%q: rewrite %q (%s) is not a %s command: %v", s, r.Request, r.What, words[0], err)

@@ -2,15 +2,11 @@ package redis
 
 import (
 	"strconv"
-
-	"github.com/kavach-dev/kavach"
 )
-
-var _ kavach.Inspector = Codec{}
 
 // Inspect is a command as invariants read it: {"command": "SET", "args":
 // ["k", "v"]}, the command upper-cased, the arguments as strings.
-func (Codec) Inspect(request []byte) map[string]any {
+func (Integration) Inspect(request []byte) map[string]any {
 	c, err := ParseCommand(request)
 	if err != nil || c.Name == "" {
 		return map[string]any{"command": "", "args": []any{}}
@@ -45,7 +41,7 @@ var firstKeyWrites = map[string]bool{
 // write commands above; every argument of DEL and UNLINK; the keys of
 // MSET and MSETNX; both keys of RENAME. The value is what SET, SETNX,
 // GETSET, SETEX and PSETEX store; nil for every other write.
-func (Codec) Writes(request []byte) ([]string, *string) {
+func (Integration) Writes(request []byte) ([]string, *string) {
 	c, err := ParseCommand(request)
 	if err != nil || len(c.Args) < 2 {
 		return nil, nil

@@ -10,11 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/launch"
 )
-
-var _ kavach.KeyFinder = Launcher{}
 
 // Keys asks the running build which keys each request touches, and which
 // of them it writes, from the server's own key specs: COMMAND
@@ -28,7 +25,7 @@ var _ kavach.KeyFinder = Launcher{}
 // the server cannot place (an unknown command, a wrong arity, no answer)
 // is unknown (nil): it may touch and write anything. One connection asks
 // everything, one request at a time; distinct requests are asked once.
-func (Launcher) Keys(ctx context.Context, addr string, requests [][]byte) (keys, writes [][]string) {
+func (Integration) Keys(ctx context.Context, addr string, requests [][]byte) (keys, writes [][]string) {
 	keys, writes = make([][]string, len(requests)), make([][]string, len(requests))
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -9,7 +9,7 @@ import (
 )
 
 func TestKeysFromTheServersKeySpecs(t *testing.T) {
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestKeysFromTheServersKeySpecs(t *testing.T) {
 		cmd("EVAL", "return 1", "0"),                               // undeclared keys: anything
 		cmd("OBJECT", "ENCODING", "a"),                             // a subcommand that reads
 	}
-	got, writes := Launcher{}.Keys(context.Background(), p.Addr(), reqs)
+	got, writes := Integration{}.Keys(context.Background(), p.Addr(), reqs)
 	want := []string{"[a]", "[b c]", "[]", "unknown", "unknown", "unknown", "[]", "[a]",
 		"[a]", "[a]", "[a b]", "[a]", "[a]", "unknown", "[a]"}
 	wantWrites := []string{"[a]", "[b c]", "[]", "[]", "unknown", "unknown", "[]", "[a]",
@@ -53,7 +53,7 @@ func TestKeysFromTheServersKeySpecs(t *testing.T) {
 			t.Errorf("%q: writes %s, want %s", reqs[i], s, wantWrites[i])
 		}
 	}
-	if got, writes := (Launcher{}).Keys(context.Background(), "127.0.0.1:1", reqs[:1]); len(got) != 1 || got[0] != nil || writes[0] != nil {
+	if got, writes := (Integration{}).Keys(context.Background(), "127.0.0.1:1", reqs[:1]); len(got) != 1 || got[0] != nil || writes[0] != nil {
 		t.Errorf("no server: %v %v, want unknown", got, writes)
 	}
 }

@@ -109,7 +109,7 @@ func FuzzCheckArgs(f *testing.F) {
 func TestSafetyArgsWin(t *testing.T) {
 	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
 	os.Mkdir(elsewhere, 0o755)
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t), Args: []string{
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t), Args: []string{
 		"--bind", "0.0.0.0", "::", "--protected-mode", "no", "--port", "6379",
 		"--dir", elsewhere, "--dbfilename", "stolen.rdb", "--save", "1", "1", "--appendonly", "yes",
 	}})
@@ -166,12 +166,12 @@ func TestSafetyArgsWin(t *testing.T) {
 // request of a replay arrives.
 func TestProbesAreNoRequests(t *testing.T) {
 	path := redisServer(t)
-	p, err := Launcher{}.Start(kavach.Launch{Path: path})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	if v := (Launcher{}).Identify(kavach.Launch{Path: path}); !strings.HasPrefix(v, "redis ") && !strings.HasPrefix(v, "valkey ") {
+	if v := (Integration{}).Identify(context.Background(), kavach.Launch{Path: path}); !strings.HasPrefix(v, "redis ") && !strings.HasPrefix(v, "valkey ") {
 		t.Errorf("Identify = %q, want redis or valkey and a version", v)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -521,33 +521,7 @@ func luaRegistrations(src string) ([]luaReg, error) {
 		return nil, err
 	}
 	text := func(t luaToken) string { return src[t.start:t.end] }
-	// list splits the bracketed list opened at toks[open] at its
-	// separators outside brackets: each element's tokens [from, to),
-	// and the index of the closing bracket (-1: not closed, or an
-	// element empty, which Lua does not read either).
-	list := func(open int, seps string) (elems [][2]int, close int) {
-		depth, from := 0, open+1
-		for j := open + 1; j < len(toks); j++ {
-			switch k := toks[j].kind; {
-			case depth == 0 && (k == ')' || k == '}' || k == ']'):
-				if j > from {
-					elems = append(elems, [2]int{from, j})
-				}
-				return elems, j
-			case depth == 0 && strings.IndexByte(seps, k) >= 0:
-				if j == from {
-					return nil, -1
-				}
-				elems = append(elems, [2]int{from, j})
-				from = j + 1
-			case k == '(' || k == '[' || k == '{':
-				depth++
-			case k == ')' || k == ']' || k == '}':
-				depth--
-			}
-		}
-		return elems, -1
-	}
+	list := func(open int, seps string) ([][2]int, int) { return luaList(toks, open, seps) }
 	span := func(e [2]int) [2]int { return [2]int{toks[e[0]].start, toks[e[1]-1].end} }
 	plainName := func(e [2]int) (string, bool) {
 		if e[1]-e[0] != 1 || toks[e[0]].kind != 's' || !toks[e[0]].plain {
@@ -618,6 +592,34 @@ func luaRegistrations(src string) ([]luaReg, error) {
 	return out, nil
 }
 
+// luaList splits the bracketed list opened at toks[open] at its
+// separators outside brackets: each element's tokens [from, to), and the
+// index of the closing bracket (-1: not closed, or an element empty,
+// which Lua does not read either).
+func luaList(toks []luaToken, open int, seps string) (elems [][2]int, close int) {
+	depth, from := 0, open+1
+	for j := open + 1; j < len(toks); j++ {
+		switch k := toks[j].kind; {
+		case depth == 0 && (k == ')' || k == '}' || k == ']'):
+			if j > from {
+				elems = append(elems, [2]int{from, j})
+			}
+			return elems, j
+		case depth == 0 && strings.IndexByte(seps, k) >= 0:
+			if j == from {
+				return nil, -1
+			}
+			elems = append(elems, [2]int{from, j})
+			from = j + 1
+		case k == '(' || k == '[' || k == '{':
+			depth++
+		case k == ')' || k == ']' || k == '}':
+			depth--
+		}
+	}
+	return elems, -1
+}
+
 // within are the call sites of a library's function reg: those in its
 // callback when the callback is written in place, else every site of the
 // library (the callback is defined elsewhere, and may call any of it).
@@ -685,16 +687,19 @@ func luaNames(src, name string) bool {
 	return false
 }
 
-// After is the Codec for a request sent after earlier
-// (kavach.EarlierVariator): the script of an EVALSHA or FCALL is looked
+// After is the Variation for a request sent after earlier
+// (kavach.Variation.After): the script of an EVALSHA or FCALL is looked
 // for in those requests, and varied as an EVAL's is.
-func (Codec) After(earlier [][]byte) kavach.Variator { return afterCodec{earlier: earlier} }
+func (in Integration) After(earlier [][]byte) *kavach.Variation {
+	if earlier == nil {
+		earlier = [][]byte{}
+	}
+	return variation(in, earlier)
+}
 
-var _ kavach.EarlierVariator = Codec{}
-
-// afterCodec is a Codec told the requests sent before the one it varies.
+// afterCodec is an Integration told the requests sent before the one it varies.
 type afterCodec struct {
-	Codec
+	Integration
 	earlier [][]byte
 }
 
@@ -710,7 +715,7 @@ func (a afterCodec) Siblings(request []byte, schema kavach.Schema) ([]kavach.Sub
 			return nil, skippedRunners(c, a.earlier, schema)
 		}
 	}
-	return a.Codec.Siblings(request, schema)
+	return a.Integration.Siblings(request, schema)
 }
 
 // LeftWhole says what script variants leave whole in a request, and
@@ -719,7 +724,7 @@ func (a afterCodec) Siblings(request []byte, schema kavach.Schema) ([]kavach.Sub
 // other runners), or a runner whose script is not in the request
 // (EVALSHA, FCALL: nothing of the script is varied; After looks for it in
 // the steps before). Nil for any other request. It is pure.
-func (Codec) LeftWhole(request []byte) []string { return leftWhole(request, nil) }
+func (Integration) LeftWhole(request []byte) []string { return leftWhole(request, nil) }
 
 func leftWhole(request []byte, earlier [][]byte) []string {
 	c, err := ParseCommand(request)

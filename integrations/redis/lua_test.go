@@ -80,7 +80,7 @@ func TestLuaCallsRefused(t *testing.T) {
 // scriptVariantsOf are the script variants Values makes of a request.
 func scriptVariantsOf(args ...string) []kavach.Substitution {
 	var out []kavach.Substitution
-	for _, s := range (Codec{}).Values(cmd(args...), nil, time.Time{}) {
+	for _, s := range (Integration{}).Values(cmd(args...), nil, time.Time{}) {
 		if s.Kind == "script-site" || s.Kind == "runner" {
 			out = append(out, s)
 		}
@@ -97,7 +97,7 @@ func describeSubs(subs []kavach.Substitution) []string {
 			c, _ := ParseCommand(w)
 			setup = append(setup, string(c.Args[0])+" "+string(c.Args[1]))
 		}
-		out = append(out, s.Kind+" | "+strings.Join(setup, ", ")+" | "+Codec{}.DescribeRequest(s.Request, 0))
+		out = append(out, s.Kind+" | "+strings.Join(setup, ", ")+" | "+Integration{}.DescribeRequest(s.Request, 0))
 	}
 	return out
 }
@@ -158,13 +158,13 @@ func TestScriptVariants(t *testing.T) {
 	got = describeSubs(scriptVariantsOf("EVAL", dynamic, "1", "k", "GET"))
 	wantNoValues(t, got, "script-site")
 	wantPrefixes(t, got, `runner | SCRIPT LOAD | EVALSHA "`)
-	if notes := (Codec{}).LeftWhole(cmd("EVAL", dynamic, "1", "k", "GET")); len(notes) != 1 || !strings.Contains(notes[0], "not a plain string") {
+	if notes := (Integration{}).LeftWhole(cmd("EVAL", dynamic, "1", "k", "GET")); len(notes) != 1 || !strings.Contains(notes[0], "not a plain string") {
 		t.Errorf("LeftWhole: %q, want the script left whole and why", notes)
 	}
-	if notes := (Codec{}).LeftWhole(cmd("EVAL", write, "1", "h", "f", "-3")); notes != nil {
+	if notes := (Integration{}).LeftWhole(cmd("EVAL", write, "1", "h", "f", "-3")); notes != nil {
 		t.Errorf("LeftWhole of a script read whole: %q", notes)
 	}
-	if notes := (Codec{}).LeftWhole(cmd("FCALL", "bump", "1", "k", "2")); len(notes) != 1 {
+	if notes := (Integration{}).LeftWhole(cmd("FCALL", "bump", "1", "k", "2")); len(notes) != 1 {
 		t.Errorf("LeftWhole of FCALL: %q, want a note that its script is not in the request", notes)
 	}
 }
@@ -180,7 +180,7 @@ func TestScriptRunnersTheBuildLacks(t *testing.T) {
 	delete(l.Commands, "EVAL_RO")
 	runnersOf := func(schema kavach.Schema) []string {
 		var out []string
-		for _, s := range (Codec{}).Values(req, schema, time.Time{}) {
+		for _, s := range (Integration{}).Values(req, schema, time.Time{}) {
 			if s.Kind == "runner" {
 				c, _ := ParseCommand(s.Request)
 				out = append(out, c.Name)
@@ -191,7 +191,7 @@ func TestScriptRunnersTheBuildLacks(t *testing.T) {
 	if got := runnersOf(l); !slices.Equal(got, []string{"EVALSHA", "FCALL", "EVALSHA_RO"}) {
 		t.Errorf("runners on a build without EVAL_RO, FCALL_RO: %v, want EVALSHA, FCALL, EVALSHA_RO", got)
 	}
-	if subs, skipped := (Codec{}).Siblings(req, l); len(subs) != 0 || !slices.Equal(skipped, []string{"EVAL_RO", "FCALL_RO"}) {
+	if subs, skipped := (Integration{}).Siblings(req, l); len(subs) != 0 || !slices.Equal(skipped, []string{"EVAL_RO", "FCALL_RO"}) {
 		t.Errorf("Siblings: %d made, skipped %v; want none made, EVAL_RO, FCALL_RO skipped", len(subs), skipped)
 	}
 	// What the build has is unknown: every runner, as before, none skipped.
@@ -199,17 +199,17 @@ func TestScriptRunnersTheBuildLacks(t *testing.T) {
 		if got := runnersOf(schema); len(got) != 5 {
 			t.Errorf("schema %v: runners %v, want the 5 others", schema, got)
 		}
-		if _, skipped := (Codec{}).Siblings(req, schema); skipped != nil {
+		if _, skipped := (Integration{}).Siblings(req, schema); skipped != nil {
 			t.Errorf("schema %v: skipped %v, want none", schema, skipped)
 		}
 	}
 	// A write gets no _RO runner, so none is skipped for lacking one.
 	write := cmd("EVAL", "return redis.call('INCR', KEYS[1])", "1", "k")
-	if _, skipped := (Codec{}).Siblings(write, l); skipped != nil {
+	if _, skipped := (Integration{}).Siblings(write, l); skipped != nil {
 		t.Errorf("a write: skipped %v, want none", skipped)
 	}
 	// A runner whose script is not in the request has no runner variants.
-	if _, skipped := (Codec{}).Siblings(cmd("EVALSHA", "abc", "0"), l); skipped != nil {
+	if _, skipped := (Integration{}).Siblings(cmd("EVALSHA", "abc", "0"), l); skipped != nil {
 		t.Errorf("EVALSHA: skipped %v, want none", skipped)
 	}
 }
@@ -217,7 +217,7 @@ func TestScriptRunnersTheBuildLacks(t *testing.T) {
 // Every runner variant runs the script as the recorded EVAL did, on a real
 // build: the same reply, from the same data.
 func TestScriptRunnersRun(t *testing.T) {
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,7 @@ func TestFindScript(t *testing.T) {
 // earlier, as the generator asks for them (After).
 func scriptVariantsAfter(earlier [][]byte, args ...string) []kavach.Substitution {
 	var out []kavach.Substitution
-	for _, s := range (Codec{}).After(earlier).(kavach.ValueVariator).Values(cmd(args...), nil, time.Time{}) {
+	for _, s := range (Integration{}).After(earlier).Values(cmd(args...), nil, time.Time{}) {
 		if s.Kind == "script-site" || s.Kind == "runner" {
 			out = append(out, s)
 		}
@@ -407,7 +407,7 @@ func TestScriptVariantsAfter(t *testing.T) {
 	if subs := scriptVariantsOf("EVALSHA", sha, "1", "h", "f", "-3"); len(subs) != 0 {
 		t.Errorf("EVALSHA alone: %d script variants, want none", len(subs))
 	}
-	if notes := (Codec{}).After(earlier).(kavach.ValueNoter).LeftWhole(cmd("EVALSHA", sha, "1", "h", "f", "-3")); notes != nil {
+	if notes := (Integration{}).After(earlier).LeftWhole(cmd("EVALSHA", sha, "1", "h", "f", "-3")); notes != nil {
 		t.Errorf("LeftWhole of an EVALSHA whose script is found: %q", notes)
 	}
 
@@ -454,7 +454,7 @@ func TestScriptVariantsAfter(t *testing.T) {
 // gives, on a real build: both registration forms, a callback defined
 // apart, flags, another function in the library, a name in another case.
 func TestWrappedLibraryRuns(t *testing.T) {
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestRebindReachesNothingOutside(t *testing.T) {
 	if launch.Isolation() != "netns" {
 		t.Skipf("builds are not isolated here: %s", launch.IsolationReason())
 	}
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

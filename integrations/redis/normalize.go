@@ -11,13 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kavach-dev/kavach"
-)
-
-var (
-	_ kavach.Normalizer = Codec{}
-	_ kavach.Settler    = Codec{}
 )
 
 // Normalize turns a reply into the tree replays compare (docs/redis.md,
@@ -46,7 +39,7 @@ var (
 //     count is kept); the microseconds of TIME.
 //
 // Everything else is compared exactly.
-func (Codec) Normalize(request, response []byte) any {
+func (Integration) Normalize(request, response []byte) any {
 	if name, ok := peekName(request); ok && bytes.EqualFold(name, []byte("COMMAND")) {
 		if d := rawCommandDigests(request, response); d != nil {
 			return d
@@ -559,7 +552,7 @@ func random(t any) any {
 // a turn a key created right after a jump would carry the old second:
 // OBJECT IDLETIME off by the jump), and after any move while a client is
 // blocked (its timeout fires in that timer, or just before sleeping).
-func (Codec) Settle(from, to time.Time, blocked bool) bool {
+func (Integration) Settle(from, to time.Time, blocked bool) bool {
 	if from.Equal(to) {
 		return false
 	}

@@ -3,6 +3,7 @@ package redis
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestOrderFreeRepliesAcrossProcesses(t *testing.T) {
 		cmd("HELLO", "3"), cmd("COMMAND", "DOCS"), cmd("COMMAND", "INFO")}
 	var replies [2][][]byte
 	for i := range replies {
-		p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+		p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +48,7 @@ func TestOrderFreeRepliesAcrossProcesses(t *testing.T) {
 		t.Fatal("two processes answered COMMAND in the same order: the test shows nothing")
 	}
 	for i, req := range reqs {
-		a, b := Codec{}.Normalize(req, replies[0][i]), Codec{}.Normalize(req, replies[1][i])
+		a, b := Integration{}.Normalize(req, replies[0][i]), Integration{}.Normalize(req, replies[1][i])
 		if key(a) != key(b) {
 			t.Errorf("%q (RESP%d): normalized replies differ between processes", req, map[bool]int{true: 3, false: 2}[i >= 5])
 		}
@@ -98,7 +99,7 @@ func FuzzRawCommandDigests(f *testing.F) {
 			if b := rawCommandDigests(req, reply); key(a) != key(b) {
 				t.Fatalf("not deterministic on %q", reply)
 			}
-			Codec{}.Normalize(req, reply) // never panics
+			Integration{}.Normalize(req, reply) // never panics
 		}
 	})
 }

@@ -6,14 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/kavach-dev/kavach"
-)
-
-var (
-	_ kavach.Resyncer      = Codec{}
-	_ kavach.ReplyRedactor = Codec{}
-	_ kavach.RawRedactor   = Codec{}
 )
 
 // secretConfig are the configuration parameters whose values are secrets.
@@ -22,7 +14,7 @@ var secretConfig = map[string]bool{"requirepass": true, "masterauth": true}
 // ReplyMayHoldSecret: CONFIG GET (requirepass, masterauth), ACL LIST and
 // ACL GETUSER (password hashes), and any command with a secret argument
 // (its error replies may echo it).
-func (Codec) ReplyMayHoldSecret(request []byte) bool {
+func (Integration) ReplyMayHoldSecret(request []byte) bool {
 	name, ok := peekName(request)
 	return !ok || nameIn(name, "AUTH", "HELLO", "MIGRATE", "CONFIG", "ACL")
 }
@@ -34,7 +26,7 @@ func (Codec) ReplyMayHoldSecret(request []byte) bool {
 // every copy of that argument (an error echoing the rule). A reply it
 // cannot parse is returned unchanged (the proxy redacts unframable bytes by
 // pattern).
-func (Codec) RedactReply(request, response []byte) ([]byte, string) {
+func (Integration) RedactReply(request, response []byte) ([]byte, string) {
 	if request == nil {
 		return response, ""
 	}
@@ -165,7 +157,7 @@ var rawSecretWords = []string{"AUTH", "AUTH2", "HELLO", "REQUIREPASS", "MASTERAU
 // see isFrameHeader) and the words themselves becomes Redacted; and in any case every ACL password rule ("#" and 64 hex
 // digits). It errs towards replacing too much: these bytes are garbage to
 // the codec, kept only to be sent again as they were.
-func (Codec) RedactRaw(data []byte, request bool) ([]byte, string) {
+func (Integration) RedactRaw(data []byte, request bool) ([]byte, string) {
 	out := passwordHash.ReplaceAll(data, []byte("#"+Redacted))
 	note := ""
 	if !bytes.Equal(out, data) {
@@ -388,7 +380,7 @@ func UnredactArgs(args []string, secret string) []string {
 // framing resumes after that line. A broken multibulk makes Redis answer a
 // protocol error and close the connection: the rest is raw. Replies that
 // cannot be framed leave the rest raw.
-func (Codec) Resync(data []byte, request bool) (int, bool) {
+func (Integration) Resync(data []byte, request bool) (int, bool) {
 	if !request || len(data) == 0 || data[0] == '*' {
 		return 0, false
 	}

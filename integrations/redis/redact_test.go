@@ -35,7 +35,7 @@ func TestRedactReply(t *testing.T) {
 		{"AUTH error", cmd("AUTH", pw), "-WRONGPASS invalid username-password pair\r\n", "", true},
 		{"GET", cmd("GET", "requirepass"), "$2\r\npw\r\n", "", true},
 	} {
-		codec := Codec{}
+		codec := Integration{}
 		if !codec.ReplyMayHoldSecret(tc.request) && !tc.wantUnchanged {
 			t.Errorf("%s: ReplyMayHoldSecret false", tc.name)
 		}
@@ -74,12 +74,12 @@ func TestRedactRaw(t *testing.T) {
 		// Headers that frame what follows are kept.
 		{"$-5\r\nAUTH\r\n*2\r\n$4\r\nAUTH\r\n$7\r\nhunter2\r\n", "$-5\r\nAUTH\r\n*2\r\n$4\r\nAUTH\r\n$7\r\n<redacted>\r\n"},
 	} {
-		out, note := Codec{}.RedactRaw([]byte(tc.in), true)
+		out, note := Integration{}.RedactRaw([]byte(tc.in), true)
 		if string(out) != tc.want || note == "" {
 			t.Errorf("RedactRaw(%q) = %q (%q), want %q", tc.in, out, note, tc.want)
 		}
 	}
-	if out, note := (Codec{}).RedactRaw([]byte("$-5\r\n"), true); string(out) != "$-5\r\n" || note != "" {
+	if out, note := (Integration{}).RedactRaw([]byte("$-5\r\n"), true); string(out) != "$-5\r\n" || note != "" {
 		t.Errorf("RedactRaw of harmless garbage = %q, %q", out, note)
 	}
 }
@@ -101,7 +101,7 @@ func FuzzRedactRaw(f *testing.F) {
 			return
 		}
 		data := append(append(bytes.Clone(prefix), " AUTH "...), secret+"\r\n"...)
-		out, _ := Codec{}.RedactRaw(data, true)
+		out, _ := Integration{}.RedactRaw(data, true)
 		if bytes.Contains(out, []byte(secret)) {
 			t.Fatalf("RedactRaw(%q) = %q: the secret survived", data, out)
 		}
@@ -120,7 +120,7 @@ func TestResync(t *testing.T) {
 		{"*2\r\n$x\r\n", true, 0, false},
 		{"$-5\r\n", false, 0, false},
 	} {
-		n, ok := Codec{}.Resync([]byte(tc.in), tc.request)
+		n, ok := Integration{}.Resync([]byte(tc.in), tc.request)
 		if n != tc.n || ok != tc.ok {
 			t.Errorf("Resync(%q, %v) = %d, %v; want %d, %v", tc.in, tc.request, n, ok, tc.n, tc.ok)
 		}

@@ -20,27 +20,13 @@ import (
 // Protocol is the protocol name in fixtures.
 const Protocol = "resp"
 
-// Codec is RESP for Kavach: requests and replies framed by Split, and
-// described like redis-cli does. It is stateless and safe for concurrent use.
-type Codec struct{}
-
-var (
-	_ kavach.Codec      = Codec{}
-	_ kavach.Classifier = Codec{}
-	_ kavach.Redactor   = Codec{}
-	_ kavach.Launcher   = Launcher{}
-)
-
-// Protocol returns "resp".
-func (Codec) Protocol() string { return Protocol }
-
 // SplitRequest frames one command: a RESP array of bulk strings, or an
 // inline command line.
-func (Codec) SplitRequest(data []byte) (int, error) { return Split(data) }
+func (Integration) SplitRequest(data []byte) (int, error) { return Split(data) }
 
 // SplitResponse frames one reply. A server never sends inline text, so
 // bytes that do not start with a RESP type byte are a protocol error.
-func (Codec) SplitResponse(data []byte) (int, error) {
+func (Integration) SplitResponse(data []byte) (int, error) {
 	if len(data) > 0 && !isType(data[0]) {
 		return 0, &ProtocolError{Offset: 0, Reason: "reply does not start with a RESP type byte", Bytes: bytes.Clone(data[:min(len(data), 64)])}
 	}
@@ -51,7 +37,7 @@ func (Codec) SplitResponse(data []byte) (int, error) {
 // (P|S)SUBSCRIBE and for (P|S)UNSUBSCRIBE with channels, else one.
 // (UNSUBSCRIBE with no channels gets one reply per subscribed channel;
 // the replies past the first are attached to it as pushes.)
-func (Codec) Replies(request []byte) int {
+func (Integration) Replies(request []byte) int {
 	if name, ok := peekName(request); ok && !nameIn(name, "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE") {
 		return 1 // the common case, decided without parsing the arguments
 	}
@@ -76,7 +62,7 @@ func (Codec) Replies(request []byte) int {
 //
 // Only the first element is read: a large reply (COMMAND DOCS, about 200
 // KB) is not parsed to tell it is no push.
-func (Codec) IsPush(response []byte) bool {
+func (Integration) IsPush(response []byte) bool {
 	if len(response) == 0 || (response[0] != '*' && response[0] != '>') {
 		return false
 	}
@@ -101,7 +87,7 @@ func (Codec) IsPush(response []byte) bool {
 }
 
 // DescribeRequest renders a command like `SET "k" "v"`.
-func (Codec) DescribeRequest(msg []byte, max int) string {
+func (Integration) DescribeRequest(msg []byte, max int) string {
 	c, err := ParseCommand(msg)
 	if err != nil {
 		return cut(fmt.Sprintf("(unparsable) %q", msg), max)
@@ -110,7 +96,7 @@ func (Codec) DescribeRequest(msg []byte, max int) string {
 }
 
 // DescribeResponse renders a reply like redis-cli: `"OK"`, `(integer) 1`.
-func (Codec) DescribeResponse(msg []byte, max int) string {
+func (Integration) DescribeResponse(msg []byte, max int) string {
 	v, err := Parse(msg)
 	if err != nil {
 		return cut(fmt.Sprintf("(unparsable) %q", msg), max)
@@ -132,7 +118,7 @@ func cut(s string, max int) string {
 
 // Classify is OK unless the first reply that is not a push is an error
 // (simple or bulk); the class is the error's first word (ERR, WRONGTYPE).
-func (c Codec) Classify(request []byte, responses [][]byte) kavach.Outcome {
+func (c Integration) Classify(request []byte, responses [][]byte) kavach.Outcome {
 	for _, r := range responses {
 		if c.IsPush(r) {
 			continue
@@ -162,7 +148,7 @@ const Redacted = "<redacted>"
 // AUTH2, CONFIG SET requirepass/masterauth, and ACL SETUSER password
 // rules (>pass, <pass, #hash, !hash), and re-encodes the command as an
 // array of bulk strings. The note names what was replaced.
-func (Codec) Redact(request []byte) ([]byte, string) {
+func (Integration) Redact(request []byte) ([]byte, string) {
 	if name, ok := peekName(request); ok && !nameIn(name, "AUTH", "HELLO", "MIGRATE", "CONFIG", "ACL") {
 		return request, "" // no secret in this command: decided without parsing it
 	}
@@ -297,29 +283,10 @@ func Unredact(request []byte, secret string) []byte {
 	return AppendCommand(nil, out...)
 }
 
-// Launcher starts redis-server and valkey-server builds: a free loopback
-// port, a fresh directory, persistence off. The launch's arguments come
-// after Kavach's defaults (so they win over those) and before its safety
-// settings (which win over them: see SafetyArgs). Ready when its port
-// accepts a connection and its main thread waits in its event loop (read
-// from /proc: the server is sent no request it could count); stopped with
-// SHUTDOWN NOSAVE, then SIGTERM, then SIGKILL of the process group.
-type Launcher struct {
-	// Env is added to the build's environment (libfaketime's variables, say).
-	Env []string
-	// StartTimeout bounds start-up; zero means 10 s.
-	StartTimeout time.Duration
-	// Secret is put back where recording redacted a password from the
-	// launch arguments (see UnredactArgs), at the moment the build is
-	// started: the Launch a report shows keeps Redacted, and a start-up
-	// error shows Redacted where the build's output quoted the secret.
-	Secret string
-}
-
 // DefaultArgs are the arguments Kavach starts every Redis build with,
 // before the launch's own.
 var DefaultArgs = []string{
-	"--hz", "500", // a timer tick every 2 ms (the most Redis allows): see Codec.Settle
+	"--hz", "500", // a timer tick every 2 ms (the most Redis allows): see Integration.Settle
 }
 
 // fastCrash turns off the memory test Redis runs when it crashes: about
@@ -328,34 +295,29 @@ var DefaultArgs = []string{
 // started again without it.
 var fastCrash = []string{"--crash-memcheck-enabled", "no"}
 
-// Start starts a build and waits until it is ready (see Launcher).
-func (l Launcher) Start(build kavach.Launch) (kavach.Process, error) {
-	return l.StartContext(context.Background(), build)
-}
-
-// StartContext is Start bounded by ctx; the build is stopped once ctx is
-// done (kavach.ContextStarter).
-func (l Launcher) StartContext(ctx context.Context, build kavach.Launch) (kavach.Process, error) {
-	if l.Secret != "" {
-		build.Args = UnredactArgs(build.Args, l.Secret)
+// Start starts a build and waits until it is ready (see Integration);
+// the build is stopped once ctx is done.
+func (in Integration) Start(ctx context.Context, build kavach.Launch) (kavach.Process, error) {
+	if in.Secret != "" {
+		build.Args = UnredactArgs(build.Args, in.Secret)
 	}
-	p, err := l.start(ctx, build)
+	p, err := in.start(ctx, build)
 	var se *launch.StartError
-	if l.Secret != "" && errors.As(err, &se) && se.Exit != nil && strings.Contains(se.Exit.LogTail, l.Secret) {
+	if in.Secret != "" && errors.As(err, &se) && se.Exit != nil && strings.Contains(se.Exit.LogTail, in.Secret) {
 		exit := *se.Exit
-		exit.LogTail = strings.ReplaceAll(exit.LogTail, l.Secret, Redacted)
+		exit.LogTail = strings.ReplaceAll(exit.LogTail, in.Secret, Redacted)
 		err = &launch.StartError{Path: se.Path, Reason: se.Reason, Exit: &exit}
 	}
 	return p, err
 }
 
-func (l Launcher) start(ctx context.Context, build kavach.Launch) (kavach.Process, error) {
-	sp := l.spawn(build)
+func (in Integration) start(ctx context.Context, build kavach.Launch) (kavach.Process, error) {
+	sp := in.spawn(build)
 	sp.Defaults = append(slices.Clone(DefaultArgs), fastCrash...)
 	p, err := sp.Start(ctx)
 	var se *launch.StartError
 	if errors.As(err, &se) && se.Exit != nil && strings.Contains(se.Exit.LogTail, "crash-memcheck-enabled") {
-		p, err = l.spawn(build).Start(ctx)
+		p, err = in.spawn(build).Start(ctx)
 	}
 	if err != nil {
 		return nil, err
@@ -363,14 +325,14 @@ func (l Launcher) start(ctx context.Context, build kavach.Launch) (kavach.Proces
 	return p, nil
 }
 
-func (l Launcher) spawn(build kavach.Launch) launch.Spawn {
+func (in Integration) spawn(build kavach.Launch) launch.Spawn {
 	return launch.Spawn{
 		Launch:       build,
 		Defaults:     DefaultArgs,
 		Safety:       SafetyArgs,
 		Shared:       SharedArgs,
-		Env:          l.Env,
-		StartTimeout: l.StartTimeout,
+		Env:          in.Env,
+		StartTimeout: in.StartTimeout,
 		ReadyPid:     ready,
 		Shutdown: func(addr string) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -404,24 +366,10 @@ func ready(ctx context.Context, addr string, pid int) error {
 	return errors.New("accepts connections, but is not yet waiting in its event loop")
 }
 
-// ping is ready when PING gets any answer but an error, or -NOAUTH from a
-// build with a password (-LOADING and the like mean not yet). What the
-// answer says is the replay's business: a build may answer PING wrongly.
-func ping(ctx context.Context, addr string) error {
-	v, err := call(ctx, addr, "PING")
-	if err != nil {
-		return err
-	}
-	if (v.Kind != KindError && v.Kind != KindBulkError) || bytes.HasPrefix(v.Str, []byte("NOAUTH")) {
-		return nil
-	}
-	return fmt.Errorf("PING answered %s", v)
-}
-
 // Identify runs the build with --version, not the running server (which
 // would count an INFO): "redis 7.0.15", "valkey 8.0.1"; "" if it does not
 // say. The answer is kept per executable (path, size, time of change).
-func (Launcher) Identify(l kavach.Launch) string {
+func (Integration) Identify(ctx context.Context, l kavach.Launch) string {
 	st, err := os.Stat(l.Path)
 	if err != nil {
 		return ""
@@ -430,7 +378,7 @@ func (Launcher) Identify(l kavach.Launch) string {
 	if v, ok := identities.Load(key); ok {
 		return v.(string)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	out, _ := exec.CommandContext(ctx, l.Path, "--version").Output()
 	v := parseVersion(string(out))
@@ -455,7 +403,7 @@ func parseVersion(out string) string {
 
 // Version reads redis_version (or valkey_version) from INFO server:
 // "redis 7.0.15", "valkey 8.0.1"; "" if the build does not say.
-func (Launcher) Version(ctx context.Context, addr string) string {
+func (Integration) Version(ctx context.Context, addr string) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	v, err := call(ctx, addr, "INFO", "server")

@@ -36,7 +36,7 @@ func TestReplies(t *testing.T) {
 		{[]byte("\r\n"), 0}, // an empty inline line gets no reply
 		{[]byte("PING\r\n"), 1},
 	} {
-		if got := (Codec{}).Replies(tt.req); got != tt.want {
+		if got := (Integration{}).Replies(tt.req); got != tt.want {
 			t.Errorf("Replies(%q) = %d, want %d", tt.req, got, tt.want)
 		}
 	}
@@ -57,14 +57,14 @@ func TestIsPush(t *testing.T) {
 		{"*2\r\n$4\r\njobs\r\n$2\r\nj1\r\n", false}, // a BLPOP reply
 		{"+OK\r\n", false},
 	} {
-		if got := (Codec{}).IsPush([]byte(tt.resp)); got != tt.want {
+		if got := (Integration{}).IsPush([]byte(tt.resp)); got != tt.want {
 			t.Errorf("IsPush(%q) = %v, want %v", tt.resp, got, tt.want)
 		}
 	}
 }
 
 func TestClassify(t *testing.T) {
-	c := Codec{}
+	c := Integration{}
 	for _, tt := range []struct {
 		resps []string
 		want  string
@@ -86,12 +86,12 @@ func TestClassify(t *testing.T) {
 }
 
 func TestSplitResponseRejectsInline(t *testing.T) {
-	_, err := Codec{}.SplitResponse([]byte("hello\r\n"))
+	_, err := Integration{}.SplitResponse([]byte("hello\r\n"))
 	var pe *ProtocolError
 	if !errors.As(err, &pe) || pe.Offset != 0 {
 		t.Fatalf("err = %v, want a protocol error at byte 0", err)
 	}
-	if n, err := (Codec{}).SplitResponse([]byte("+OK\r\n+OK")); n != 5 || err != nil {
+	if n, err := (Integration{}).SplitResponse([]byte("+OK\r\n+OK")); n != 5 || err != nil {
 		t.Fatalf("SplitResponse = %d, %v", n, err)
 	}
 }
@@ -113,11 +113,11 @@ func TestRedactAndUnredact(t *testing.T) {
 		{"GET k", `GET "k"`, "", false},
 	} {
 		req := []byte(tt.req + "\r\n") // inline, as a person would type it
-		out, note := Codec{}.Redact(req)
+		out, note := Integration{}.Redact(req)
 		if note != tt.note {
 			t.Errorf("Redact(%q) note = %q, want %q", tt.req, note, tt.note)
 		}
-		if got := (Codec{}).DescribeRequest(out, 0); got != tt.want {
+		if got := (Integration{}).DescribeRequest(out, 0); got != tt.want {
 			t.Errorf("Redact(%q) = %s, want %s", tt.req, got, tt.want)
 		}
 		if note == "" {
@@ -168,7 +168,7 @@ func TestUnredactOnlyCredentials(t *testing.T) {
 		"AUTH bob <redacted>":                   `AUTH "bob" "S3cret"`,
 		"HELLO 3 SETNAME x AUTH bob <redacted>": `HELLO "3" "SETNAME" "x" "AUTH" "bob" "S3cret"`,
 	} {
-		if got := (Codec{}).DescribeRequest(Unredact([]byte(req+"\r\n"), "S3cret"), 0); got != want {
+		if got := (Integration{}).DescribeRequest(Unredact([]byte(req+"\r\n"), "S3cret"), 0); got != want {
 			t.Errorf("Unredact(%q) = %s, want %s", req, got, want)
 		}
 	}
@@ -184,25 +184,25 @@ func redisServer(t *testing.T) string {
 }
 
 func TestLauncherRealRedis(t *testing.T) {
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t), Args: []string{"--maxmemory", "10mb"}})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t), Args: []string{"--maxmemory", "10mb"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	if v := (Launcher{}).Version(context.Background(), p.Addr()); !strings.HasPrefix(v, "redis 7.") {
+	if v := (Integration{}).Version(context.Background(), p.Addr()); !strings.HasPrefix(v, "redis 7.") {
 		t.Errorf("Version = %q", v)
 	}
 	// A stopped command asks nothing: every question to the build takes
 	// the command's context.
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	if v := (Launcher{}).Version(done, p.Addr()); v != "" {
+	if v := (Integration{}).Version(done, p.Addr()); v != "" {
 		t.Errorf("Version on a cancelled context = %q, want none", v)
 	}
-	if _, err := (Launcher{}).Learn(done, p.Addr(), []string{"GET"}); err == nil {
+	if _, err := (Integration{}).Learn(done, p.Addr(), []string{"GET"}); err == nil {
 		t.Error("Learn on a cancelled context: no error")
 	}
-	if keys, _ := (Launcher{}).Keys(done, p.Addr(), [][]byte{AppendCommand(nil, []byte("GET"), []byte("k"))}); keys[0] != nil {
+	if keys, _ := (Integration{}).Keys(done, p.Addr(), [][]byte{AppendCommand(nil, []byte("GET"), []byte("k"))}); keys[0] != nil {
 		t.Errorf("Keys on a cancelled context = %q, want unknown", keys)
 	}
 	sp := p.(*launch.Spawned)
@@ -220,7 +220,7 @@ func TestLauncherRealRedis(t *testing.T) {
 }
 
 func TestLauncherBuildDiesAtStartup(t *testing.T) {
-	_, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t), Args: []string{"--no-such-option", "1"}})
+	_, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t), Args: []string{"--no-such-option", "1"}})
 	var se *launch.StartError
 	if !errors.As(err, &se) || se.Exit == nil || se.Exit.Status == 0 {
 		t.Fatalf("err = %v, want a StartError with a failed exit", err)
@@ -235,7 +235,7 @@ func TestLauncherNeverReady(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fake-redis")
 	os.WriteFile(path, []byte("#!/bin/sh\necho starting\nexec sleep 100\n"), 0o755)
 	start := time.Now()
-	_, err := Launcher{StartTimeout: 300 * time.Millisecond}.Start(kavach.Launch{Path: path})
+	_, err := Integration{StartTimeout: 300 * time.Millisecond}.Start(context.Background(), kavach.Launch{Path: path})
 	if err == nil || !strings.Contains(err.Error(), "never became ready within 300ms") || !strings.Contains(err.Error(), "starting") {
 		t.Fatalf("err = %v", err)
 	}
@@ -303,7 +303,7 @@ func TestWrites(t *testing.T) {
 		{"EXPIRE k 0", "[k]", "-"},
 		{"PEXPIRE k -5", "[k]", "-"},
 	} {
-		keys, v := Codec{}.Writes([]byte(tt.req + "\r\n"))
+		keys, v := Integration{}.Writes([]byte(tt.req + "\r\n"))
 		val := "-"
 		if v != nil {
 			val = *v
@@ -312,7 +312,7 @@ func TestWrites(t *testing.T) {
 			t.Errorf("Writes(%s) = %v, %s; want %s, %s", tt.req, keys, val, tt.keys, tt.value)
 		}
 	}
-	if m := (Codec{}).Inspect([]byte("get k\r\n")); fmt.Sprint(m) != "map[args:[k] command:GET]" {
+	if m := (Integration{}).Inspect([]byte("get k\r\n")); fmt.Sprint(m) != "map[args:[k] command:GET]" {
 		t.Errorf("Inspect = %v", m)
 	}
 }

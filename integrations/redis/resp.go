@@ -376,52 +376,10 @@ func (s *scanner) value(p, depth int) (Value, int, error) {
 	var end int
 	switch t {
 	case KindSimple, KindError, KindInt, KindNull, KindBool, KindDouble, KindBigNumber:
-		var max int
-		var tooLong string // constant: concatenating would allocate
-		switch t {
-		case KindSimple:
-			max, tooLong = MaxBulkLen, "simple string too long"
-		case KindError:
-			max, tooLong = MaxBulkLen, "error too long"
-		case KindDouble:
-			max, tooLong = MaxInlineLen, "double too long"
-		case KindBigNumber:
-			max, tooLong = MaxInlineLen, "big number too long"
-		case KindInt:
-			max, tooLong = 20, "invalid integer"
-		case KindNull:
-			max, tooLong = 1, "invalid null"
-		case KindBool:
-			max, tooLong = 1, "invalid boolean"
-		}
-		e, err := s.line(p+1, max)
-		if err == errTooLong {
-			err = s.fail(p+1, tooLong)
-		}
-		if err != nil {
+		var err error
+		if end, err = s.simple(p, t, &v); err != nil {
 			return Value{}, 0, err
 		}
-		text, ok := s.data[p+1:e], true
-		switch t {
-		case KindInt:
-			v.Int, ok = parseInt(text)
-		case KindNull:
-			v.Null, ok = true, len(text) == 0
-		case KindBool:
-			v.Bool = string(text) == "t"
-			ok = v.Bool || string(text) == "f"
-		case KindDouble:
-			ok = validDouble(text)
-		case KindBigNumber:
-			ok = validBigNumber(text)
-		}
-		if !ok {
-			return Value{}, 0, s.fail(p+1, "invalid "+t.String())
-		}
-		if t != KindInt && t != KindNull && t != KindBool {
-			v.Str = text
-		}
-		end = e + 2
 	case KindBulk, KindBulkError, KindVerbatim:
 		n, q, err := s.header(p)
 		if err != nil {
@@ -457,6 +415,58 @@ func (s *scanner) value(p, depth int) (Value, int, error) {
 	}
 	v.Raw, v.Attrs = s.data[start:end], attrs
 	return v, end, nil
+}
+
+// simple scans the one-line value of type t at p (a simple string, an
+// error, an integer, a null, a boolean, a double or a big number) into
+// v. It returns the offset just past it.
+func (s *scanner) simple(p int, t Kind, v *Value) (int, error) {
+	var max int
+	var tooLong string // constant: concatenating would allocate
+	switch t {
+	case KindSimple:
+		max, tooLong = MaxBulkLen, "simple string too long"
+	case KindError:
+		max, tooLong = MaxBulkLen, "error too long"
+	case KindDouble:
+		max, tooLong = MaxInlineLen, "double too long"
+	case KindBigNumber:
+		max, tooLong = MaxInlineLen, "big number too long"
+	case KindInt:
+		max, tooLong = 20, "invalid integer"
+	case KindNull:
+		max, tooLong = 1, "invalid null"
+	case KindBool:
+		max, tooLong = 1, "invalid boolean"
+	}
+	e, err := s.line(p+1, max)
+	if err == errTooLong {
+		err = s.fail(p+1, tooLong)
+	}
+	if err != nil {
+		return 0, err
+	}
+	text, ok := s.data[p+1:e], true
+	switch t {
+	case KindInt:
+		v.Int, ok = parseInt(text)
+	case KindNull:
+		v.Null, ok = true, len(text) == 0
+	case KindBool:
+		v.Bool = string(text) == "t"
+		ok = v.Bool || string(text) == "f"
+	case KindDouble:
+		ok = validDouble(text)
+	case KindBigNumber:
+		ok = validBigNumber(text)
+	}
+	if !ok {
+		return 0, s.fail(p+1, "invalid "+t.String())
+	}
+	if t != KindInt && t != KindNull && t != KindBool {
+		v.Str = text
+	}
+	return e + 2, nil
 }
 
 // aggregate scans the array, map, set, push or attribute at p, inside

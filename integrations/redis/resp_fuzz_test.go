@@ -184,7 +184,7 @@ func FuzzMinFrameLen(f *testing.F) {
 		f.Add([]byte(s), len(s)/2)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, cut int) {
-		got := Codec{}.MinFrameLen(data, true)
+		got := Integration{}.MinFrameLen(data, true)
 		n, err := Split(data)
 		if err != nil || n == 0 {
 			return
@@ -193,7 +193,7 @@ func FuzzMinFrameLen(f *testing.F) {
 			t.Fatalf("MinFrameLen(%q) = %d, more than the frame's %d bytes", data, got, n)
 		}
 		if cut = min(max(cut, 0), n); cut < n {
-			if m := (Codec{}).MinFrameLen(data[:cut], true); m > n {
+			if m := (Integration{}).MinFrameLen(data[:cut], true); m > n {
 				t.Fatalf("MinFrameLen of the first %d bytes of %q = %d, more than the frame's %d", cut, data, m, n)
 			}
 		}
@@ -214,7 +214,7 @@ func TestMinFrameLenLargeValue(t *testing.T) {
 		{head[:len(head)-3], 0},
 		{"$50000000\r\nab", 11 + 50000002},
 	} {
-		if got := (Codec{}).MinFrameLen([]byte(tc.data), true); got != tc.want && !(tc.want == 0 && got <= len(tc.data)) {
+		if got := (Integration{}).MinFrameLen([]byte(tc.data), true); got != tc.want && !(tc.want == 0 && got <= len(tc.data)) {
 			t.Errorf("MinFrameLen(%.40q) = %d, want %d", tc.data, got, tc.want)
 		}
 	}

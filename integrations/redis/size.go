@@ -5,8 +5,8 @@ package redis
 // whose elements' headers have come up to the one cut short, the length
 // it will have. 0 when data does not tell. The recording proxy uses it to
 // make room for a large value once, rather than growing its buffer as
-// the value comes in (kavach.FrameSizer).
-func (Codec) MinFrameLen(data []byte, request bool) int {
+// the value comes in (kavach.Abilities.MinFrameLen).
+func (Integration) MinFrameLen(data []byte, request bool) int {
 	return minLen(data, 0, 0)
 }
 

@@ -91,7 +91,7 @@ func rawCall(t *testing.T, addr string, args ...string) []byte {
 // server's tipped commands are not silently compared by order.
 func TestOrderFreeWhereTheServerSaysSo(t *testing.T) {
 	start := func() kavach.Process {
-		p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+		p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func TestOrderFreeWhereTheServerSaysSo(t *testing.T) {
 		if !bytes.Equal(ra, rb) {
 			differed++
 		}
-		na, nb := Codec{}.Normalize(req, ra), Codec{}.Normalize(req, rb)
+		na, nb := Integration{}.Normalize(req, ra), Integration{}.Normalize(req, rb)
 		if !reflect.DeepEqual(na, nb) {
 			t.Errorf("%s: two processes' replies normalize differently", strings.Join(probe, " "))
 		}

@@ -119,7 +119,7 @@ func kinOf(name string, site bool) []string {
 // type that command takes (written first); for a script (EVAL, or the
 // script an EVALSHA or FCALL runs, found in the request alone), each
 // call site with an integer argument rewritten so. It is pure.
-func (Codec) TypedSiblings(request []byte, schema kavach.Schema) []kavach.Substitution {
+func (Integration) TypedSiblings(request []byte, schema kavach.Schema) []kavach.Substitution {
 	return typedSiblings(request, nil, schema)
 }
 
@@ -260,7 +260,7 @@ func typedSites(s luaScript) []kavach.Substitution {
 // (an EVALSHA's loaded again first): where the failing request's trigger
 // goes inside another script. value must be an integer; nil for a
 // request that runs no script Kavach can read. It is pure.
-func (Codec) SiteTransplants(request []byte, value string) []kavach.Substitution {
+func (Integration) SiteTransplants(request []byte, value string) []kavach.Substitution {
 	return siteTransplants(request, nil, value)
 }
 

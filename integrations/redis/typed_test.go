@@ -183,7 +183,7 @@ func TestSiteTransplants(t *testing.T) {
 	if s := a.SiteTransplants(command([]string{"EVAL", src, "1", "k"}), "abc"); s != nil {
 		t.Errorf("a text put in a number's place: %v", s)
 	}
-	if s := (Codec{}).SiteTransplants(command([]string{"GET", "k"}), "5"); s != nil {
+	if s := (Integration{}).SiteTransplants(command([]string{"GET", "k"}), "5"); s != nil {
 		t.Errorf("GET: %v", s)
 	}
 }

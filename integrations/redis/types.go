@@ -10,8 +10,6 @@ import (
 	"github.com/kavach-dev/kavach"
 )
 
-var _ kavach.TypeVariator = Codec{}
-
 // Learned is what Learn asks the old build: each command's arguments
 // (COMMAND DOCS), where its keys are (COMMAND INFO), and the types of key
 // the build has, each with a write that makes one (TYPE).
@@ -320,7 +318,7 @@ const typeKeys = 16
 // with realistic content. One of the types is the recorded key's own
 // (another key of its type, with other content); a missing key is a
 // field variant already. Without a learned schema there are none.
-func (Codec) Substitutions(request []byte, schema kavach.Schema) []kavach.Substitution {
+func (Integration) Substitutions(request []byte, schema kavach.Schema) []kavach.Substitution {
 	l, ok := schema.(*Learned)
 	if !ok || l == nil {
 		return nil

@@ -15,12 +15,12 @@ import (
 // The types of key and where keys are come from the build itself: TYPE
 // of a key each write made, COMMAND INFO of each command.
 func TestLearnTypesAndKeysFromTheBuild(t *testing.T) {
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	s, err := Launcher{}.Learn(context.Background(), p.Addr(), []string{"INCRBY", "MSET", "PING", "NOSUCHCMD"})
+	s, err := Integration{}.Learn(context.Background(), p.Addr(), []string{"INCRBY", "MSET", "PING", "NOSUCHCMD"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestSubstitutionsAtEveryKey(t *testing.T) {
 	l := &Learned{Keys: map[string]KeyRange{"MSET": {1, -1, 2}, "PING": {}},
 		Types: []TypeWrite{{Type: "hash", Write: []string{"HSET", "", "f", "v"}}}}
 	var got []string
-	for _, s := range (Codec{}).Substitutions(cmd("MSET", "a", "1", "b", "2"), l) {
+	for _, s := range (Integration{}).Substitutions(cmd("MSET", "a", "1", "b", "2"), l) {
 		got = append(got, fmt.Sprintf("%s|%q|%q", s.What, s.Setup, s.Request))
 	}
 	want := []string{
@@ -67,11 +67,11 @@ func TestSubstitutionsAtEveryKey(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	for _, req := range [][]byte{cmd("PING", "x"), cmd("GET", "a"), []byte("garbage")} {
-		if s := (Codec{}).Substitutions(req, l); len(s) != 0 {
+		if s := (Integration{}).Substitutions(req, l); len(s) != 0 {
 			t.Errorf("%q: %d substitutions, want none", req, len(s))
 		}
 	}
-	if s := (Codec{}).Substitutions(cmd("MSET", "a", "1"), Schema{}); len(s) != 0 {
+	if s := (Integration{}).Substitutions(cmd("MSET", "a", "1"), Schema{}); len(s) != 0 {
 		t.Errorf("without a learned schema: %d substitutions", len(s))
 	}
 }
@@ -109,7 +109,7 @@ var keySpecRequests = [][]string{
 // none of EVAL's, XREAD's, LMPOP's keys and only ZUNIONSTORE's
 // destination.
 func TestKeysFromKeySpecs(t *testing.T) {
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestKeysFromKeySpecs(t *testing.T) {
 		kinds = append(kinds, r[0])
 	}
 	kinds = append(kinds, "SORT")
-	s, err := Launcher{}.Learn(t.Context(), p.Addr(), kinds)
+	s, err := Integration{}.Learn(t.Context(), p.Addr(), kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,12 +161,12 @@ func TestKeysFromKeySpecs(t *testing.T) {
 // EVAL, XREAD ... STREAMS, ZUNIONSTORE and LMPOP get type variants on
 // every key they name, each key on a key of every type the build has.
 func TestSubstitutionsAtKeysFromKeySpecs(t *testing.T) {
-	p, err := Launcher{}.Start(kavach.Launch{Path: redisServer(t)})
+	p, err := Integration{}.Start(context.Background(), kavach.Launch{Path: redisServer(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	s, err := Launcher{}.Learn(t.Context(), p.Addr(), []string{"EVAL", "XREAD", "ZUNIONSTORE", "LMPOP"})
+	s, err := Integration{}.Learn(t.Context(), p.Addr(), []string{"EVAL", "XREAD", "ZUNIONSTORE", "LMPOP"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestSubstitutionsAtKeysFromKeySpecs(t *testing.T) {
 		{[]string{"LMPOP", "2", "ka", "kb", "LEFT", "COUNT", "2"}, []int{2, 3}},
 	} {
 		got := map[string]int{}
-		for _, sub := range (Codec{}).Substitutions(cmd(tt.req...), s) {
+		for _, sub := range (Integration{}).Substitutions(cmd(tt.req...), s) {
 			var pos int
 			var typ string
 			if _, err := fmt.Sscanf(sub.What, "argument %d (key)", &pos); err != nil {

@@ -9,11 +9,6 @@ import (
 	"github.com/kavach-dev/kavach"
 )
 
-var (
-	_ kavach.ValueVariator = Codec{}
-	_ kavach.ValueNoter    = Codec{}
-)
-
 // valueArgs bounds how many arguments of one request get value variants
 // (the first ones, in order): each gets tens, and a request of thousands
 // of numbers must not give hundreds of thousands of candidates.
@@ -55,7 +50,7 @@ const wideRequest = 4096
 // Without a learned schema, only numbers written as numbers and values
 // whose command and shape say what they are (a stream id with its dash,
 // a score or lex bound by position) are varied.
-func (Codec) Values(request []byte, schema kavach.Schema, at time.Time) []kavach.Substitution {
+func (Integration) Values(request []byte, schema kavach.Schema, at time.Time) []kavach.Substitution {
 	return valuesAfter(request, nil, schema, at)
 }
 

@@ -5,15 +5,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/kavach-dev/kavach"
 )
 
 // values are the requests of Values, each as "kind | request".
 func values(l *Learned, at time.Time, args ...string) []string {
 	var out []string
-	for _, s := range (Codec{}).Values(cmd(args...), l, at) {
-		out = append(out, s.Kind+" | "+Codec{}.DescribeRequest(s.Request, 0))
+	for _, s := range (Integration{}).Values(cmd(args...), l, at) {
+		out = append(out, s.Kind+" | "+Integration{}.DescribeRequest(s.Request, 0))
 	}
 	return out
 }
@@ -177,7 +175,7 @@ func FuzzValues(f *testing.F) {
 		if len(words) == 0 {
 			return
 		}
-		for _, v := range (Codec{}).Values(cmd(words...), fuzzGrammar, time.Unix(1700000000, 0)) {
+		for _, v := range (Integration{}).Values(cmd(words...), fuzzGrammar, time.Unix(1700000000, 0)) {
 			c, err := ParseCommand(v.Request)
 			if v.Kind == "runner" {
 				rest := words[2:]
@@ -208,12 +206,12 @@ func FuzzValues(f *testing.F) {
 		// by its own sha1 with the same arguments.
 		if strings.EqualFold(words[0], "EVAL") && len(words) >= 3 {
 			sites := 0
-			for _, v := range (Codec{}).Values(cmd(words...), fuzzGrammar, time.Time{}) {
+			for _, v := range (Integration{}).Values(cmd(words...), fuzzGrammar, time.Time{}) {
 				if v.Kind == "script-site" {
 					sites++
 				}
 			}
-			after := (Codec{}).After([][]byte{cmd("SCRIPT", "LOAD", words[1])}).(kavach.ValueVariator)
+			after := (Integration{}).After([][]byte{cmd("SCRIPT", "LOAD", words[1])})
 			evalsha := append([]string{"EVALSHA", sha1Hex([]byte(words[1]))}, words[2:]...)
 			for _, v := range after.Values(cmd(evalsha...), fuzzGrammar, time.Time{}) {
 				if v.Kind != "script-site" {

@@ -11,11 +11,6 @@ import (
 	"github.com/kavach-dev/kavach"
 )
 
-var (
-	_ kavach.Variator      = Codec{}
-	_ kavach.SchemaLearner = Launcher{}
-)
-
 // Schema is what COMMAND DOCS says about each command's arguments, by
 // upper-case command name.
 type Schema map[string][]ArgSpec
@@ -45,7 +40,7 @@ type ArgSpec struct {
 // (deriveFamilies: every command's docs are asked, once). It returns a
 // *Learned. Builds without COMMAND DOCS (Redis before 7) give no
 // arguments and no derived families, and Fields falls back to guessing.
-func (Launcher) Learn(ctx context.Context, addr string, kinds []string) (kavach.Schema, error) {
+func (Integration) Learn(ctx context.Context, addr string, kinds []string) (kavach.Schema, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	// The other members of the commands' families too: their siblings
@@ -132,7 +127,7 @@ func argSpecs(v Value) []ArgSpec {
 // them; an argument equal to a documented token is a token with the
 // other tokens of its place as alternatives. The rest is guessed: a
 // number if it parses as an integer, else a string.
-func (Codec) Fields(request []byte, schema kavach.Schema) (string, []kavach.Field, bool) {
+func (Integration) Fields(request []byte, schema kavach.Schema) (string, []kavach.Field, bool) {
 	c, err := ParseCommand(request)
 	if err != nil || c.Name == "" {
 		return "", nil, false
@@ -208,7 +203,7 @@ func guess(a []byte) kavach.FieldType {
 
 // Rebuild encodes the command again (its name as sent) with the fields as
 // its arguments, as an array of bulk strings.
-func (Codec) Rebuild(request []byte, fields []kavach.Field) []byte {
+func (Integration) Rebuild(request []byte, fields []kavach.Field) []byte {
 	name := []byte("")
 	if c, err := ParseCommand(request); err == nil && len(c.Args) > 0 {
 		name = c.Args[0]

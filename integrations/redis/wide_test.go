@@ -28,7 +28,7 @@ func TestWideSubstitutionsLeftToBeMade(t *testing.T) {
 	l := &Learned{Args: fuzzGrammar.Args, Keys: map[string]KeyRange{"ZADD": {1, 1, 1}, "MSET": {1, -1, 2}},
 		Types: []TypeWrite{{Type: "hash", Write: []string{"HSET", "", "f", "v"}}}}
 	small := cmd("ZADD", "z", "1", "a", "2", "b")
-	subs := append((Codec{}).Values(small, l, time.Time{}), (Codec{}).Substitutions(small, l)...)
+	subs := append((Integration{}).Values(small, l, time.Time{}), (Integration{}).Substitutions(small, l)...)
 	if len(subs) == 0 {
 		t.Fatal("no substitutions of a ZADD")
 	}
@@ -48,11 +48,11 @@ func TestWideSubstitutionsLeftToBeMade(t *testing.T) {
 	if len(wide) <= wideRequest {
 		t.Fatalf("request of %d bytes, want over %d", len(wide), wideRequest)
 	}
-	types := (Codec{}).Substitutions(wide, l)
+	types := (Integration{}).Substitutions(wide, l)
 	if len(types) != typeKeys {
 		t.Errorf("%d type substitutions of %d keys, want %d (one type, the first %d keys)", len(types), len(args)/2, typeKeys, typeKeys)
 	}
-	for _, s := range append(types, (Codec{}).Values(wide, l, time.Time{})...) {
+	for _, s := range append(types, (Integration{}).Values(wide, l, time.Time{})...) {
 		if s.Edit == nil || s.Request != nil {
 			t.Fatalf("%s: Edit %v, Request of %d bytes; want Edit and no Request", s.What, s.Edit, len(s.Request))
 		}

@@ -10,24 +10,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 )
 
-// Run runs script (a path relative to the repository root, or absolute)
-// with the patches (relative paths are taken from the working directory)
-// and returns the build's path. It blocks while building: up to a minute
+// Run runs script (a path, absolute or relative to the working
+// directory: an example's is relative to its folder, which the caller
+// joins) with the patches (relative paths are taken from the working
+// directory) and returns the build's path. Nothing is found from where
+// Kavach was compiled: it works from an installed binary. It blocks while building: up to a minute
 // or so when the build is not cached. On failure the error holds the
 // script's stderr, which says which patch did not apply or why the build
 // failed.
 func Run(script string, patches ...string) (string, error) {
-	if !filepath.IsAbs(script) {
-		root, err := RepoRoot(script)
-		if err != nil {
-			return "", err
-		}
-		script = filepath.Join(root, script)
+	script, err := filepath.Abs(script)
+	if err != nil {
+		return "", err
 	}
 	name := filepath.Base(script)
 	args := make([]string, 0, len(patches))
@@ -76,35 +74,4 @@ func Must(t TB, script string, patches ...string) string {
 		t.Logf("%s: built %s in %v", filepath.Base(script), bin, d.Round(time.Millisecond))
 	}
 	return bin
-}
-
-// RepoRoot finds the repository root: the first directory holding go.mod
-// and the given file, walking up from the working directory and then from
-// this source file's directory.
-func RepoRoot(file string) (string, error) {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if _, src, _, ok := runtime.Caller(0); ok {
-		starts = append(starts, filepath.Dir(src))
-	}
-	for _, dir := range starts {
-		for {
-			if isFile(filepath.Join(dir, "go.mod")) && isFile(filepath.Join(dir, file)) {
-				return dir, nil
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	return "", fmt.Errorf("repository root not found: no directory with go.mod and %s above %s", file, strings.Join(starts, " or "))
-}
-
-func isFile(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
 }

@@ -65,11 +65,11 @@ var SplitMetrics = []HTTPRequest{
 }
 
 // RecordHTTP records session into out, through a proxy in front of the
-// build that launch starts, or (launch nil) of the service running at
+// build that build starts, or (build nil) of the service running at
 // upstream. The last request must kill its connection.
-func RecordHTTP(out string, launch *kavach.Launch, upstream string, session []HTTPRequest) error {
-	s := record.Session{Out: out, Launch: launch, Upstream: upstream,
-		Launcher: axum.Launcher{}, Proxy: record.Options{Codec: axum.Codec{}, Redactor: axum.Codec{}}}
+func RecordHTTP(out string, build *kavach.Launch, upstream string, session []HTTPRequest) error {
+	s := record.Session{Out: out, Launch: build, Upstream: upstream,
+		Proxy: record.Options{Codec: axum.Integration{}, Redactor: axum.Integration{}.Abilities().Redaction}}
 	rec, err := s.Go(context.Background(), axum.Protocol)
 	if err != nil {
 		return err

@@ -199,8 +199,8 @@ func recordRedis(out, old string, session [][]string, kills bool) error {
 
 // start starts a recording into out with the old Redis build launched by it.
 func start(out, old string) (*record.Recording, error) {
-	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old}, Launcher: redis.Launcher{},
-		Proxy: record.Options{Codec: redis.Codec{}}}
+	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old},
+		Proxy: record.Options{Codec: redis.Integration{}}}
 	return s.Go(context.Background(), redis.Protocol)
 }
 
@@ -343,7 +343,7 @@ func MarkFailure(out string, n int, oracle string) error {
 	if err != nil {
 		return err
 	}
-	f, err := record.FailureAt(fx, redis.Codec{}, n, o)
+	f, err := record.FailureAt(fx, redis.Integration{}, n, o)
 	if err != nil {
 		return err
 	}

@@ -158,18 +158,25 @@ var TimerScenarios = []TimerScenario{
 // RecordClients records into a fixture in dir, through the real proxy in
 // front of build, what clients does against the proxy's address.
 func RecordClients(dir, build string, clients func(addr string) error) (*fixtures.Fixture, error) {
-	srv, err := redis.Launcher{}.Start(kavach.Launch{Path: build})
+	return RecordClientsAged(dir, build, 0, clients)
+}
+
+// RecordClientsAged is RecordClients with the build started age before
+// the recording: a server that ran before the incident was recorded.
+func RecordClientsAged(dir, build string, age time.Duration, clients func(addr string) error) (*fixtures.Fixture, error) {
+	srv, err := redis.Integration{}.Start(context.Background(), kavach.Launch{Path: build})
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Stop()
+	time.Sleep(age)
 	path := filepath.Join(dir, "session.kavach")
 	h := fixtures.Header{Protocol: redis.Protocol, Upstream: srv.Addr(), Start: time.Now()}
 	w, err := fixtures.Create(path, h)
 	if err != nil {
 		return nil, err
 	}
-	p, err := record.Start(record.Options{Codec: redis.Codec{}, Upstream: srv.Addr(), Fixture: w}, h.Start)
+	p, err := record.Start(record.Options{Codec: redis.Integration{}, Upstream: srv.Addr(), Fixture: w}, h.Start)
 	if err != nil {
 		w.Close(fixtures.End{})
 		return nil, err

@@ -52,9 +52,9 @@ var MetricsFed = []HTTPRequest{
 }
 
 // RecordHTTPAnswered records session into out through a proxy in front
-// of the build that launch starts; every request must be answered.
-func RecordHTTPAnswered(out string, launch kavach.Launch, session []HTTPRequest) error {
-	s := record.Session{Out: out, Launch: &launch, Launcher: axum.Launcher{}, Proxy: record.Options{Codec: axum.Codec{}, Redactor: axum.Codec{}}}
+// of the build that build starts; every request must be answered.
+func RecordHTTPAnswered(out string, build kavach.Launch, session []HTTPRequest) error {
+	s := record.Session{Out: out, Launch: &build, Proxy: record.Options{Codec: axum.Integration{}, Redactor: axum.Integration{}.Abilities().Redaction}}
 	rec, err := s.Go(context.Background(), axum.Protocol)
 	if err != nil {
 		return err

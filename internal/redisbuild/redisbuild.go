@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/kavach-dev/kavach/internal/buildscript"
+	"github.com/kavach-dev/kavach/internal/reporoot"
 )
 
 // script is the build script, relative to the repository root.
@@ -28,11 +29,21 @@ const script = "scripts/redis-build.sh"
 // files applied in order (relative paths are taken from the working
 // directory). It blocks while building: up to about a minute when the
 // build is not cached. On failure the error holds the script's stderr.
-func Build(patches ...string) (string, error) { return buildscript.Run(script, patches...) }
+func Build(patches ...string) (string, error) {
+	path, err := reporoot.Path(script)
+	if err != nil {
+		return "", err
+	}
+	return buildscript.Run(path, patches...)
+}
 
 // MustBuild is Build for tests: it fails the test (it never skips) with
 // the script's stderr when the build fails.
 func MustBuild(t testing.TB, patches ...string) string {
 	t.Helper()
-	return buildscript.Must(t, script, patches...)
+	path, err := reporoot.Path(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buildscript.Must(t, path, patches...)
 }

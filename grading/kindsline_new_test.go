@@ -1,4 +1,4 @@
-package main
+package grading
 
 import (
 	"testing"
@@ -10,13 +10,13 @@ import (
 // later as it shows the others, and one of regression variants as
 // handled, whatever its name.
 func TestKindsLineNewKind(t *testing.T) {
-	got := kindsLine([]grade.KindCount{
+	got := KindsLine([]grade.KindCount{
 		{Kind: "field", Generated: 3, Reproduced: 2},
 		{Kind: "some-new-kind", Generated: 4, Reproduced: 1, Failed: 1},
 		{Kind: "new-regression-kind", Generated: 5, Handled: 0, Regression: true},
 	})
 	want := "field 2/3, some-new-kind 1/4 (1 failed), new-regression-kind 0/5 handled"
 	if got != want {
-		t.Fatalf("kindsLine = %q, want %q", got, want)
+		t.Fatalf("KindsLine = %q, want %q", got, want)
 	}
 }
