@@ -169,7 +169,7 @@ func printMark(c *cli.Context, path string, a fixtures.Amendment, failure bool, 
 		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: variants excluded: %s\n", path, strings.Join(f.ExcludeVariants, ", "))
 	}
 	if floor != nil {
-		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: floor %s\n", path, floorString(floor))
+		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: floor %s\n", path, grading.FloorString(floor))
 	}
 	if a.Invariants != nil {
 		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: invariants %s embedded\n", path, a.Invariants.Name)
@@ -202,13 +202,4 @@ func markFloor(c *cli.Context) (*fixtures.Floor, error) {
 		f.Seed = &seed
 	}
 	return f, nil
-}
-
-// floorString renders a floor as kavach show and mark print it.
-func floorString(f *fixtures.Floor) string {
-	s := fmt.Sprintf("min_variants >= %d, variants >= %d, seed ", f.MinVariants, f.Variants)
-	if f.Seed == nil {
-		return s + "any"
-	}
-	return s + fmt.Sprint(*f.Seed)
 }
