@@ -180,7 +180,7 @@ func replayInvariants(file string, fx *fixtures.Fixture) (*invariants.Set, error
 
 // replay replays the fixture at path n times, each run into a spill of
 // its own, the last of two or more perturbed.
-func (r *replayRuns) replay(ctx context.Context, launch kavach.Launch, path string, n int) error {
+func (r *replayRuns) replay(ctx context.Context, l kavach.Launch, path string, n int) error {
 	src := replay.Shared(replay.File(path)) // one plan for every run
 	for i := 0; i < n; i++ {
 		// The last run of two or more perturbed, as kavach diff
@@ -193,7 +193,7 @@ func (r *replayRuns) replay(ctx context.Context, launch kavach.Launch, path stri
 			return err
 		}
 		r.spills = append(r.spills, sp)
-		tr, err := replay.Stream(ctx, launch, src, o, sp)
+		tr, err := replay.Stream(ctx, l, src, o, sp)
 		if err != nil {
 			return err
 		}
