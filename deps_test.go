@@ -36,7 +36,7 @@ func TestImportDirection(t *testing.T) {
 		"htmlreport":         {"", "grade", "replay", "recount"},
 		// The use case: grade this fixture with these builds. It lists the
 		// integrations; cmd/kavach, mcpserver and example call it.
-		"grading":              {"", "fixtures", "grade", "integrations/axum", "integrations/redis", "internal/cut", "invariants", "launch", "record", "replay", "variants"},
+		"grading":              {"", "fixtures", "grade", "integrations/axum", "integrations/redis", "internal/cut", "internal/pathcheck", "invariants", "launch", "record", "replay", "variants"},
 		"mcpserver":            {"", "grade", "grading", "internal/cut", "internal/pathcheck"},
 		"internal/cut":         {},
 		"internal/pathcheck":   {},

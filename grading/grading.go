@@ -3,9 +3,12 @@
 // (Recording), finds the integration that speaks its protocol, builds the
 // grade's options (skimming, normalizer, invariants, launch arguments),
 // and renders the text that `kavach diff` and the MCP tool print
-// (PrintDiff, Hint). cmd/kavach turns flags into a Request and errors
-// into exit statuses; mcpserver turns a tool call into one; the example
-// harness (kavach grade) calls Grade as they do.
+// (PrintDiff, Hint). The fixture's other verbs are here too: a replay
+// against one build judged step by step (Replay, ReplayResult.Print),
+// a fixture shown for a person (View) and its failure marked (Mark).
+// cmd/kavach turns flags into a request and errors into exit statuses;
+// mcpserver turns a tool call into one; the example harness (kavach
+// grade) calls Grade as they do.
 //
 // Layers: cmd/kavach and mcpserver -> grading -> grade, replay, variants
 // -> integrations -> the root package.

@@ -1,9 +1,9 @@
 // Command kavach records incidents and grades fixes against them.
 //
 // This package turns flags into the requests of the packages that do the
-// work (package grading for a diff: docs/design.md, "Layers"), prints
-// their results, and maps errors to exit codes in one place (exit.go). It
-// holds no other logic.
+// work (package grading for diff, replay, show and mark: docs/design.md,
+// "Layers"), prints their results, and maps errors to exit codes in one
+// place (exit.go). It holds no other logic.
 package main
 
 import (

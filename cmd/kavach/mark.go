@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -12,7 +9,6 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grading"
-	"github.com/kavach-dev/kavach/invariants"
 )
 
 func markCommand() *cli.Command {
@@ -62,96 +58,25 @@ func markCommand() *cli.Command {
 			case failure && !(c.IsSet("step") && c.IsSet("oracle")):
 				return usagef("run 'kavach mark --help' for usage and an example", "Required flags \"step, oracle\": give both")
 			}
-			fx, err := fixtures.Load(path)
+			a, err := grading.Mark(grading.MarkRequest{Fixture: path, Failure: failure,
+				Step: c.Int("step"), Oracle: c.String("oracle"), Exclude: c.StringSlice("exclude"), Force: c.Bool("force"),
+				Floor: floor, Invariants: c.String("invariants")})
 			if err != nil {
 				return err
 			}
-			a := fixtures.Amendment{Floor: floor}
-			var f kavach.Failure
-			if failure {
-				if f, err = markFailure(c, fx); err != nil {
-					return err
-				}
-				a.Failure = &f
-			}
-			if a.Invariants, err = markInvariants(c); err != nil {
-				return err
-			}
-			if err := checkMark(c, fx, failure, f); err != nil {
-				return err
-			}
-			if err := fixtures.Amend(path, a); err != nil {
-				return err
-			}
-			return printMark(c, path, a, failure, f)
+			return printMark(c, path, a)
 		},
 	}
 }
 
-// markFailure is the failure --step and --oracle mark, with the variant
-// kinds --exclude leaves out.
-func markFailure(c *cli.Context, fx *fixtures.Fixture) (kavach.Failure, error) {
-	oracle, err := kavach.ParseOracle(c.String("oracle"))
-	if err != nil {
-		return kavach.Failure{}, usagef("", "%v", err)
-	}
-	f, err := grading.FailureAt(fx, c.Int("step"), oracle)
-	if err != nil {
-		return f, usagef("run 'kavach show "+fx.Path+"' to see the steps", "%v", err)
-	}
-	f.ExcludeVariants = c.StringSlice("exclude")
-	if err := kavach.CheckVariantKinds(f.ExcludeVariants); err != nil {
-		return f, usagef("", "--exclude: %v", err)
-	}
-	return f, nil
-}
-
-// markInvariants are the invariants --invariants embeds, read and
-// parsed; nil without the flag.
-func markInvariants(c *cli.Context) (*fixtures.Invariants, error) {
-	file := c.String("invariants")
-	if file == "" {
-		return nil, nil
-	}
-	src, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("read invariants: %w", err)
-	}
-	if _, err := invariants.Parse(file, string(src)); err != nil {
-		return nil, err
-	}
-	return &fixtures.Invariants{Name: filepath.Base(file), Source: string(src)}, nil
-}
-
-// checkMark refuses a failure whose invariant no invariants file
-// declares, and, unless --force, one the recording does not show.
-func checkMark(c *cli.Context, fx *fixtures.Fixture, failure bool, f kavach.Failure) error {
-	if name := f.Oracle.Invariant; failure && name != "" {
-		set, err := grading.LoadInvariants(c.String("invariants"), fx)
-		if err != nil {
-			return err
-		}
-		if set == nil || !set.Has(name) {
-			return usagef("declare it in an invariants file and pass --invariants FILE", "invariant %q: no invariants file declares it", name)
-		}
-	}
-	if !failure || c.Bool("force") {
-		return nil
-	}
-	var set *invariants.Set
-	if f.Oracle.Invariant != "" {
-		set, _ = grading.LoadInvariants(c.String("invariants"), fx)
-	}
-	if err := grading.CheckMark(fx, set, f); err != nil {
-		return usagef("run 'kavach show "+fx.Path+" --step "+strconv.Itoa(f.Step)+"' to see the step, or pass --force to mark it anyway", "%v", err)
-	}
-	return nil
-}
-
 // printMark says what was marked: as JSON on stdout with --json, else a
 // line per change on stderr.
-func printMark(c *cli.Context, path string, a fixtures.Amendment, failure bool, f kavach.Failure) error {
-	floor := a.Floor
+func printMark(c *cli.Context, path string, a fixtures.Amendment) error {
+	floor, failure := a.Floor, a.Failure != nil
+	var f kavach.Failure
+	if failure {
+		f = *a.Failure
+	}
 	if c.Bool("json") {
 		out := markJSON{Fixture: path, Floor: floor}
 		if failure {
@@ -169,7 +94,7 @@ func printMark(c *cli.Context, path string, a fixtures.Amendment, failure bool, 
 		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: variants excluded: %s\n", path, strings.Join(f.ExcludeVariants, ", "))
 	}
 	if floor != nil {
-		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: floor %s\n", path, floorString(floor))
+		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: floor %s\n", path, grading.FloorString(floor))
 	}
 	if a.Invariants != nil {
 		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: invariants %s embedded\n", path, a.Invariants.Name)
@@ -202,13 +127,4 @@ func markFloor(c *cli.Context) (*fixtures.Floor, error) {
 		f.Seed = &seed
 	}
 	return f, nil
-}
-
-// floorString renders a floor as kavach show and mark print it.
-func floorString(f *fixtures.Floor) string {
-	s := fmt.Sprintf("min_variants >= %d, variants >= %d, seed ", f.MinVariants, f.Variants)
-	if f.Seed == nil {
-		return s + "any"
-	}
-	return s + fmt.Sprint(*f.Seed)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -279,7 +280,7 @@ func printRecount(w io.Writer, r recountJSON, summary string) {
 		fmt.Fprintln(tw, "TASK\tTRIALS\tHIDDEN PASS\tKAVACH FIXED\tAGREE\tDISAGREE\tNO VERDICT")
 		for _, t := range g.Tasks {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", t.Task, t.Trials, t.HiddenPass, t.KavachFixed, t.Agree,
-				orDash(strings.Join(t.Disagree, " ")), orDash(strings.Join(t.NoVerdict, " ")))
+				cmp.Or(strings.Join(t.Disagree, " "), "-"), cmp.Or(strings.Join(t.NoVerdict, " "), "-"))
 		}
 		tw.Flush()
 		if n := len(g.NoHidden); n > 0 {
