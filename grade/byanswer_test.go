@@ -51,6 +51,7 @@ func TestReproducesByTheFailingAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		readBack(t, rep)
 		return rep
 	}
 	byAnswer := func(rep *grade.Report) (n int) {

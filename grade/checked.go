@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/kavach-dev/kavach"
-	"github.com/kavach-dev/kavach/replay"
 )
 
 // Checked is what a diff checked, in numbers: the "checked:" lines
@@ -63,13 +62,6 @@ func (rep *Report) Checked() Checked {
 		if f.Kind == Diverged {
 			diverged[f.Step] = true
 		}
-	}
-	noise := replay.Noise{}
-	for _, f := range ev.Noise {
-		if noise[f.Step] == nil {
-			noise[f.Step] = map[string]bool{}
-		}
-		noise[f.Step][f.Path] = true
 	}
 	if ev.Contract {
 		// Every step is held to the recording: "before the failure" is

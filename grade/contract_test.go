@@ -209,22 +209,22 @@ func TestDeriveContract(t *testing.T) {
 }
 
 func TestSuiteHeadline(t *testing.T) {
-	fixed, held := grade.Parts{Kind: grade.Fixed}, grade.Parts{Kind: grade.Held}
-	red := grade.Parts{Kind: grade.Diverged, Step: 3}
-	red2 := grade.Parts{Kind: grade.StillFailing, Step: 5}
-	unv := grade.Parts{Kind: grade.Unverified, Reason: "variants: 1 of 2"}
+	fixed, held := grade.Verdict{Kind: grade.Fixed}, grade.Verdict{Kind: grade.Held}
+	red := grade.Verdict{Kind: grade.Diverged, Step: 3}
+	red2 := grade.Verdict{Kind: grade.StillFailing, Step: 5}
+	unv := grade.Verdict{Kind: grade.Unverified, Reason: "variants: 1 of 2"}
 	for _, tc := range []struct {
 		why      string
-		verdicts []grade.Parts
+		verdicts []grade.Verdict
 		contract []bool
 		want     string
 		at       int
 	}{
-		{"an incident fixed, a contract diverged", []grade.Parts{fixed, red}, []bool{false, true}, "diverged@3", 1},
-		{"the first red in argument order", []grade.Parts{unv, red2, red}, []bool{false, false, true}, "still_failing@5", 1},
-		{"unverified when nothing is red", []grade.Parts{fixed, unv}, []bool{false, true}, "unverified(variants: 1 of 2)", 1},
-		{"an incident among green fixtures: fixed", []grade.Parts{held, fixed}, []bool{true, false}, "fixed", -1},
-		{"contracts only: held", []grade.Parts{held, held}, []bool{true, true}, "held", -1},
+		{"an incident fixed, a contract diverged", []grade.Verdict{fixed, red}, []bool{false, true}, "diverged@3", 1},
+		{"the first red in argument order", []grade.Verdict{unv, red2, red}, []bool{false, false, true}, "still_failing@5", 1},
+		{"unverified when nothing is red", []grade.Verdict{fixed, unv}, []bool{false, true}, "unverified(variants: 1 of 2)", 1},
+		{"an incident among green fixtures: fixed", []grade.Verdict{held, fixed}, []bool{true, false}, "fixed", -1},
+		{"contracts only: held", []grade.Verdict{held, held}, []bool{true, true}, "held", -1},
 	} {
 		got, at := grade.Headline(tc.verdicts, tc.contract)
 		if got.String() != tc.want || at != tc.at {

@@ -81,26 +81,73 @@ type Options struct {
 	// from to the fixture's (variants.Options.StepOf); nil: the variants
 	// are made from the fixture.
 	stepOf func(int) int
-	// failAnswer is the recording's outcome at the failing step: a
-	// variant whose invariant oracle does not apply at its varied failing
-	// request reproduces by this answer's signature (failsByAnswer).
-	failAnswer kavach.Outcome
 }
 
 // Run grades the new build against the fixture (docs/design.md §4) and returns
 // the report. An error means Kavach could not grade: a fixture with no
 // failure, a build that does not start.
+//
+// Its phases, in order (docs/design.md, "How a verdict is made"): open the
+// recording (newDiff), find the keys its steps touch (findKeys),
+// replay the builds (replayBuilds), gather the evidence (gatherEvidence),
+// check the invariants (addInvariants), run the variants (runVariants),
+// and derive the verdict from the evidence alone (Derive, in rules.go).
 func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*Report, error) {
 	began := time.Now()
+	d, err := newDiff(fx, old, new, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.findKeys(ctx); err != nil {
+		return nil, err
+	}
+	rs, err := d.replayBuilds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.close()
+	ev, tr, err := d.gatherEvidence(rs)
+	if err != nil {
+		return nil, err
+	}
+	d.addInvariants(&ev, tr)
+	vstart := time.Now()
+	if err := d.runVariants(ctx, &ev); err != nil {
+		return nil, err
+	}
+	return d.report(ev, rs, time.Since(vstart), began), nil
+}
+
+// diff is one run of Run: what it was asked, and what each phase leaves
+// for the next.
+type diff struct {
+	fx       *fixtures.Fixture
+	old, new kavach.Launch
+	opts     Options
+	ropts    replay.Options // how every replay runs
+	rec      *recording
+	long     bool
+	failure  kavach.Failure // zero for a contract
+	contract bool           // the fixture has no failure: every step is held to the recording
+	// win is, for a long recording, the window of it its variants replay:
+	// around the failing step (the last steps of a contract).
+	win *window
+	// keys and writes are steps' keys and the keys they may write
+	// (learnKeys): keys[keyOf(n)] are step n's.
+	keys, writes [][]string
+	keyOf        func(n int) int
+}
+
+// newDiff checks what Run was asked, with its options' defaults, and
+// opens the recording.
+func newDiff(fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*diff, error) {
 	if opts.Integration == nil {
 		return nil, fmt.Errorf("grade: Integration is required")
-	}
-	if opts.StepTimeout == 0 {
-		opts.StepTimeout = 5 * time.Second
 	}
 	if below := fx.Header.Floor.Below(opts.Variants, opts.MinVariants, opts.Seed); len(below) > 0 && !opts.BelowFloor {
 		return nil, &BelowFloorError{Below: below}
 	}
+	opts.StepTimeout = cmp.Or(opts.StepTimeout, 5*time.Second)
 	if opts.Pool == nil {
 		opts.Pool = NewPool(opts.Jobs)
 	}
@@ -114,207 +161,264 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
-	f := fx.Failure
-	rec, long, err := newRecording(fx, opts.Integration, opts.LongSteps, opts.Summary)
-	if err != nil {
+	d := &diff{fx: fx, old: old, new: new, opts: opts, keyOf: func(n int) int { return n - 1 }}
+	var err error
+	if d.rec, d.long, err = newRecording(fx, opts.Integration, opts.LongSteps, opts.Summary); err != nil {
 		return nil, err
 	}
-	contract := f == nil
-	if contract {
-		if rec.n == 0 {
-			return nil, fmt.Errorf("fixture %s has no steps: a contract needs recorded traffic", fx.Path)
-		}
-		f = &kavach.Failure{} // a contract: no failure, every step held to the recording
-	} else if f.Step < 1 || f.Step > rec.n {
-		return nil, fmt.Errorf("fixture %s: its failure is at step %d, but it has steps 1 to %d", fx.Path, f.Step, rec.n)
+	d.contract = fx.Failure == nil
+	switch {
+	case d.contract && d.rec.n == 0:
+		return nil, fmt.Errorf("fixture %s has no steps: a contract needs recorded traffic", fx.Path)
+	case !d.contract && (fx.Failure.Step < 1 || fx.Failure.Step > d.rec.n):
+		return nil, fmt.Errorf("fixture %s: its failure is at step %d, but it has steps 1 to %d", fx.Path, fx.Failure.Step, d.rec.n)
+	case !d.contract:
+		d.failure = *fx.Failure
 	}
-	if name := f.Oracle.Invariant; name != "" && (opts.Invariants == nil || !opts.Invariants.Has(name)) {
+	if name := d.failure.Oracle.Invariant; name != "" && (opts.Invariants == nil || !opts.Invariants.Has(name)) {
 		return nil, fmt.Errorf("fixture %s: its failure is invariant %q, which no invariants file given declares: pass --invariants FILE", fx.Path, name)
 	}
-	ropts := replay.Options{
+	d.ropts = replay.Options{
 		Integration: opts.Integration,
 		StepTimeout: opts.StepTimeout, Start: fx.Header.Start, Prepare: opts.Prepare,
 	}
+	return d, nil
+}
 
-	// A long recording's variants replay a window of it, around the
-	// failing step (the last steps of a contract).
-	var win *window
-	if long {
-		first, last := max(1, f.Step-opts.Window), min(rec.n, f.Step+opts.Window)
-		if contract {
-			first, last = max(1, rec.n-2*opts.Window+1), rec.n
+// findKeys cuts a long recording's window, and asks the old build
+// for every step's keys: those after the failure for judging them, those
+// before it for where the variants go (docs/variants.md). A long
+// recording's are the window's: a step after it has its keys unknown.
+func (d *diff) findKeys(ctx context.Context) error {
+	f, n := d.failure.Step, d.rec.n
+	if d.long {
+		first, last := max(1, f-d.opts.Window), min(n, f+d.opts.Window)
+		if d.contract {
+			first, last = max(1, n-2*d.opts.Window+1), n
 		}
-		if win, err = cutWindow(rec.src, opts.Integration, first, last); err != nil {
-			return nil, err
-		}
-	}
-	// Every step's keys: those after the failure for judging them, those
-	// before it for where the variants go (docs/variants.md). A long
-	// recording's are the window's: a step after it has its keys unknown.
-	var keys, writes [][]string
-	keyOf := func(n int) int { return n - 1 }
-	if !contract && (f.Step < rec.n || opts.Variants > 0 && f.Step <= rec.n) {
-		if win != nil {
-			keys, writes = learnKeys(ctx, win.steps, 1, old, opts)
-			keyOf = func(n int) int { return n - win.first }
-		} else {
-			keys, writes = learnKeys(ctx, rec.steps, 1, old, opts)
+		var err error
+		if d.win, err = cutWindow(d.rec.src, d.opts.Integration, first, last); err != nil {
+			return err
 		}
 	}
-	// After the failing step, every replay fingerprints the state each
-	// step is about to read, where the integration can (docs/diff.md,
-	// "After the failure"): the four replays below, not the variants'.
-	mainOpts, mainOld, mainNew := ropts, old, new
-	inputsRule := ""
-	if fp := opts.Integration.Abilities().Fingerprint; fp != nil && !contract && f.Step < rec.n {
-		requests := func(yield func([]byte) bool) {
-			rec.each(func(s kavach.Step) error {
-				if !yield(s.Request.Data) {
-					return errStop
-				}
-				return nil
-			})
-		}
-		o, whyOld := fp.Launch(old, requests)
-		n, whyNew := fp.Launch(new, requests)
-		if why := cmp.Or(whyOld, whyNew); why != "" {
-			inputsRule = RuleInferred + ": " + why
-		} else {
-			inputsRule = RuleObserved
-			mainOld, mainNew = o, n
-			// A long recording's steps are fingerprinted within its
-			// window after the failure; later ones get the inferred rule.
-			until := 0
-			if long {
-				until = f.Step + opts.Window
-			}
-			mainOpts.Inputs = &replay.Inputs{From: f.Step, Until: until, Fingerprint: fp, Keys: func(n int) []string {
-				if i := keyOf(n); i >= 0 && i < len(keys) {
-					return keys[i]
-				}
-				return nil
-			}}
-		}
-	} else if !contract && f.Step < rec.n {
-		inputsRule = RuleInferred + ": the integration cannot fingerprint a build's state"
+	if d.contract || !(f < n || d.opts.Variants > 0 && f <= n) {
+		return nil
 	}
+	if d.win != nil {
+		d.keys, d.writes = learnKeys(ctx, d.win.steps, 1, d.old, d.opts)
+		first := d.win.first
+		d.keyOf = func(n int) int { return n - first }
+	} else {
+		d.keys, d.writes = learnKeys(ctx, d.rec.steps, 1, d.old, d.opts)
+	}
+	return nil
+}
 
-	// The old build's replays and the new build's, at most Jobs at a time.
-	launches := make([]kavach.Launch, 0, opts.OldRuns+1)
-	for i := 0; i < opts.OldRuns; i++ {
+// replays are the old build's replays of the recording (OldRuns of them,
+// the last perturbed) and the new build's, each spilled to a file (the
+// traces hold no steps), and how each was judged after the failure.
+type replays struct {
+	oldRuns   []*replay.Trace
+	newRun    *replay.Trace
+	spills    []*replay.Spill // the old runs', then the new run's
+	durations []time.Duration // likewise
+	// inputs is the rule that judges the steps after the failure:
+	// RuleObserved when every replay fingerprinted them, else
+	// RuleInferred and why not; "" when there are none.
+	inputs string
+}
+
+func (rs *replays) close() {
+	for _, sp := range rs.spills {
+		sp.Close()
+	}
+}
+
+// replayBuilds replays the recording on the old build OldRuns times and
+// on the new build once, at most Jobs at a time. After the failing step,
+// every replay fingerprints the state each step is about to read, where
+// the integration can (docs/diff.md, "After the failure"); the variants'
+// replays do not.
+func (d *diff) replayBuilds(ctx context.Context) (*replays, error) {
+	mainOpts, mainOld, mainNew, inputs := d.fingerprinting()
+	launches := make([]kavach.Launch, 0, d.opts.OldRuns+1)
+	for i := 0; i < d.opts.OldRuns; i++ {
 		launches = append(launches, mainOld)
 	}
 	launches = append(launches, mainNew)
-	// One plan of the recording, shared by the four replays.
-	heads, spills, durations, err := runAll(ctx, launches, replay.Shared(rec.src), mainOpts, opts.Pool, opts.Progress)
+	// One plan of the recording, shared by the replays.
+	heads, spills, durations, err := runAll(ctx, launches, replay.Shared(d.rec.src), mainOpts, d.opts.Pool, d.opts.Progress)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, sp := range spills {
-			sp.Close()
+	runs := d.opts.OldRuns
+	return &replays{oldRuns: heads[:runs], newRun: heads[runs], spills: spills, durations: durations, inputs: inputs}, nil
+}
+
+// fingerprinting is how the builds are replayed to fingerprint the steps
+// after the failure: the replay options and the launches that do, and
+// the rule that will judge those steps (replays.inputs).
+func (d *diff) fingerprinting() (replay.Options, kavach.Launch, kavach.Launch, string) {
+	f := d.failure.Step
+	if d.contract || f >= d.rec.n {
+		return d.ropts, d.old, d.new, ""
+	}
+	fp := d.opts.Integration.Abilities().Fingerprint
+	if fp == nil {
+		return d.ropts, d.old, d.new, RuleInferred + ": the integration cannot fingerprint a build's state"
+	}
+	requests := func(yield func([]byte) bool) {
+		d.rec.each(func(s kavach.Step) error {
+			if !yield(s.Request.Data) {
+				return errStop
+			}
+			return nil
+		})
+	}
+	o, whyOld := fp.Launch(d.old, requests)
+	n, whyNew := fp.Launch(d.new, requests)
+	if why := cmp.Or(whyOld, whyNew); why != "" {
+		return d.ropts, d.old, d.new, RuleInferred + ": " + why
+	}
+	// A long recording's steps are fingerprinted within its window after
+	// the failure; later ones get the inferred rule.
+	until := 0
+	if d.long {
+		until = f + d.opts.Window
+	}
+	ropts := d.ropts
+	ropts.Inputs = &replay.Inputs{From: f, Until: until, Fingerprint: fp, Keys: func(n int) []string {
+		if i := d.keyOf(n); i >= 0 && i < len(d.keys) {
+			return d.keys[i]
 		}
-	}()
-	olds, nw := heads[:opts.OldRuns], heads[opts.OldRuns]
+		return nil
+	}}
+	return ropts, o, n, RuleObserved
+}
 
-	ev := Evidence{
-		Failure:    *f,
-		Contract:   contract,
-		Noise:      []replay.NoiseField{},
-		Old:        OldEvidence{Runs: opts.OldRuns, Clock: olds[0].Clock, Stopped: olds[0].Stopped},
-		New:        NewEvidence{Clock: nw.Clock, Stopped: nw.Stopped, Exit: nw.Exit},
-		Variants:   VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}},
-		Invariants: []InvariantEvidence{},
-	}
-	if fl := fx.Header.Floor; fl != nil {
-		ev.Floor = &FloorEvidence{Floor: *fl, Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed}
-	}
-	ev.Inputs = inputsRule
-	kin := opts.Integration.Abilities().Kin
-	// Steps of a long recording before the window that reproduce the
-	// recording exactly on the old and the new build are counted, not
-	// listed (Evidence.Omitted). Invariants, decided after, keep them all.
-	omit := func(n int) bool {
-		return win != nil && opts.Invariants == nil && n < win.first && (contract || n < f.Step)
-	}
+// traces are the first old replay's steps and the new replay's, kept for
+// the invariants (only they need whole traces).
+type traces struct{ old, new replay.Trace }
 
-	// The replays are read back step by step beside the recording: the
-	// noise (where the old build's replays differ from the recording),
-	// and each step's evidence. Only the invariants need whole traces.
+// gatherEvidence reads the replays back step by step beside the
+// recording: the noise (where the old build's replays differ from the
+// recording), and each step's evidence.
+func (d *diff) gatherEvidence(rs *replays) (Evidence, *traces, error) {
+	ev := d.newEvidence(rs)
 	noise := replay.Noise{}
-	var oldTrace, newTrace replay.Trace // the first old replay and the new one, kept for the invariants
+	tr := &traces{}
 	steps := func(fn func(kavach.Step) error) error {
-		return rec.each(func(s kavach.Step) error {
-			if rec.sum != nil {
+		return d.rec.each(func(s kavach.Step) error {
+			if d.rec.sum != nil {
 				s = cloneStep(s) // streamed: its data is the file's block, valid during this call only
 			}
 			return fn(s)
 		})
 	}
-	err = replay.ReadBack(steps, spills, opts.Integration, replayName(opts.OldRuns), func(s kavach.Step, got []replay.StepResult) error {
-		oldSteps, n := got[:opts.OldRuns], got[opts.OldRuns]
-		if opts.Invariants != nil {
-			oldTrace.Steps = append(oldTrace.Steps, oldSteps[0])
-			newTrace.Steps = append(newTrace.Steps, n)
+	err := replay.ReadBack(steps, rs.spills, d.opts.Integration, replayName(d.opts.OldRuns), func(s kavach.Step, got []replay.StepResult) error {
+		oldSteps, newStep := got[:d.opts.OldRuns], got[d.opts.OldRuns]
+		if d.opts.Invariants != nil {
+			tr.old.Steps = append(tr.old.Steps, oldSteps[0])
+			tr.new.Steps = append(tr.new.Steps, newStep)
 		}
-		want := replay.RecordedStep(s, opts.Integration)
-		noise.AddStep(want, oldSteps...)
-		seen := noise.SeenStep(want, oldSteps...)
-		ev.Noise = append(ev.Noise, seen...)
-		o := oldSteps[0]
-		if omit(s.N) && len(seen) == 0 && o.Ran && n.Ran && sameKind(o.Outcome, want.Outcome) && sameKind(n.Outcome, want.Outcome) && len(replay.Compare(want, n)) == 0 {
-			ev.Omitted++
-			return nil
-		}
-		req := opts.Integration.DescribeRequest(s.Request.Data, 200)
-		oe := StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: want.Outcome, Outcome: o.Outcome, Contained: o.Contained}
-		se := StepEvidence{Step: s.N, Request: req, Ran: n.Ran, Recorded: want.Outcome, Outcome: n.Outcome, Output: n.Output,
-			Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds(), Contained: n.Contained}
-		if !contract && s.N >= f.Step && kin != nil {
-			var family []string
-			se.Command, family = kin(s.Request.Data)
-			if s.N == f.Step {
-				ev.FailureFamily = family
-			}
-		}
-		if !contract && s.N > f.Step {
-			// After the failure the old build's answer and inputs are
-			// kept: an explained step shows them beside the new build's.
-			oe.Output, oe.Inputs = o.Output, o.Inputs
-			se.Inputs, se.InputsError, se.InputsNoise = n.Inputs, n.InputsError, inputsNoise(oldSteps)
-			for j, oj := range oldSteps {
-				if oj.Ran && oj.Inputs == nil && se.InputsError == "" {
-					// An old replay without a fingerprint cannot say which
-					// fields are its noise: the step is not compared by them.
-					se.Inputs, se.InputsError = nil, fmt.Sprintf("old build, replay %d: %s", j+1, cmp.Or(oj.InputsError, "no fingerprint"))
-				}
-			}
-		}
-		ev.Old.Steps = append(ev.Old.Steps, oe)
-		if i := keyOf(s.N); !contract && s.N >= f.Step {
-			se.KeysUnknown = i < 0 || i >= len(keys) || keys[i] == nil
-			if !se.KeysUnknown {
-				se.Keys = keys[i]
-			}
-			if i >= 0 && i < len(writes) && writes[i] != nil {
-				se.Writes, se.WritesKnown = writes[i], true
-			}
-		}
-		if n.Ran && n.Contained == "" {
-			se.Diffs = replay.Compare(want, n)
-			if len(se.Diffs) > 0 && len(want.Output) > 0 {
-				se.RecordedOutput = want.Output
-			}
-		}
-		ev.New.Steps = append(ev.New.Steps, se)
+		d.addStep(&ev, s, noise, oldSteps, newStep)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
+	return ev, tr, err
+}
 
-	oldInv := checkInvariants(opts.Invariants, opts.Integration, &oldTrace, "")
-	newInv := checkInvariants(opts.Invariants, opts.Integration, &newTrace, "")
+// newEvidence is the evidence before any step is read back.
+func (d *diff) newEvidence(rs *replays) Evidence {
+	o, n := rs.oldRuns[0], rs.newRun
+	ev := Evidence{
+		Failure:    d.failure,
+		Contract:   d.contract,
+		Noise:      []replay.NoiseField{},
+		Old:        OldEvidence{Runs: d.opts.OldRuns, Clock: o.Clock, Stopped: o.Stopped},
+		New:        NewEvidence{Clock: n.Clock, Stopped: n.Stopped, Exit: n.Exit},
+		Variants:   VariantsEvidence{Min: d.opts.MinVariants, List: []VariantEvidence{}},
+		Invariants: []InvariantEvidence{},
+		Inputs:     rs.inputs,
+	}
+	if fl := d.fx.Header.Floor; fl != nil {
+		ev.Floor = &FloorEvidence{Floor: *fl, Variants: d.opts.Variants, MinVariants: d.opts.MinVariants, Seed: d.opts.Seed}
+	}
+	return ev
+}
+
+// addStep adds recorded step s to the evidence, as the old build's
+// replays (olds, the first listed) and the new build's (got) gave it, and
+// its noise to noise.
+func (d *diff) addStep(ev *Evidence, s kavach.Step, noise replay.Noise, olds []replay.StepResult, got replay.StepResult) {
+	f, contract := d.failure.Step, d.contract
+	want := replay.RecordedStep(s, d.opts.Integration)
+	noise.AddStep(want, olds...)
+	seen := noise.SeenStep(want, olds...)
+	ev.Noise = append(ev.Noise, seen...)
+	o := olds[0]
+	// Steps of a long recording before the window that reproduce the
+	// recording exactly on the old and the new build are counted, not
+	// listed (Evidence.Omitted). Invariants, decided after, keep them all.
+	if d.win != nil && d.opts.Invariants == nil && s.N < d.win.first && (contract || s.N < f) &&
+		len(seen) == 0 && o.Ran && got.Ran && sameKind(o.Outcome, want.Outcome) && sameKind(got.Outcome, want.Outcome) && len(replay.Compare(want, got)) == 0 {
+		ev.Omitted++
+		return
+	}
+	req := d.opts.Integration.DescribeRequest(s.Request.Data, 200)
+	oe := StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: want.Outcome, Outcome: o.Outcome, Contained: o.Contained}
+	se := StepEvidence{Step: s.N, Request: req, Ran: got.Ran, Recorded: want.Outcome, Outcome: got.Outcome, Output: got.Output,
+		Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds(), Contained: got.Contained}
+	if kin := d.opts.Integration.Abilities().Kin; kin != nil && !contract && s.N >= f {
+		var family []string
+		se.Command, family = kin(s.Request.Data)
+		if s.N == f {
+			ev.FailureFamily = family
+		}
+	}
+	if !contract && s.N > f {
+		// After the failure the old build's answer and inputs are kept: an
+		// explained step shows them beside the new build's.
+		oe.Output, oe.Inputs = o.Output, o.Inputs
+		se.Inputs, se.InputsError, se.InputsNoise = got.Inputs, got.InputsError, inputsNoise(olds)
+		for j, oj := range olds {
+			if oj.Ran && oj.Inputs == nil && se.InputsError == "" {
+				// An old replay without a fingerprint cannot say which
+				// fields are its noise: the step is not compared by them.
+				se.Inputs, se.InputsError = nil, fmt.Sprintf("old build, replay %d: %s", j+1, cmp.Or(oj.InputsError, "no fingerprint"))
+			}
+		}
+	}
+	ev.Old.Steps = append(ev.Old.Steps, oe)
+	if !contract && s.N >= f {
+		d.addKeys(&se)
+	}
+	if got.Ran && got.Contained == "" {
+		se.Diffs = replay.Compare(want, got)
+		if len(se.Diffs) > 0 && len(want.Output) > 0 {
+			se.RecordedOutput = want.Output
+		}
+	}
+	ev.New.Steps = append(ev.New.Steps, se)
+}
+
+// addKeys sets the keys a step from the failing one on touches, and those
+// it may write, as findKeys learned them.
+func (d *diff) addKeys(se *StepEvidence) {
+	i := d.keyOf(se.Step)
+	se.KeysUnknown = i < 0 || i >= len(d.keys) || d.keys[i] == nil
+	if !se.KeysUnknown {
+		se.Keys = d.keys[i]
+	}
+	if i >= 0 && i < len(d.writes) && d.writes[i] != nil {
+		se.Writes, se.WritesKnown = d.writes[i], true
+	}
+}
+
+// addInvariants checks the invariants on the first old replay and the new
+// one, and adds their results to the evidence.
+func (d *diff) addInvariants(ev *Evidence, tr *traces) {
+	oldInv := checkInvariants(d.opts.Invariants, d.opts.Integration, &tr.old, "")
+	newInv := checkInvariants(d.opts.Invariants, d.opts.Integration, &tr.new, "")
 	for i := range ev.Old.Steps {
 		n := ev.Old.Steps[i].Step
 		ev.Old.Steps[i].Violated, ev.Old.Steps[i].NotEvaluable = oldInv.violated[n], oldInv.notEvaluable[n]
@@ -323,81 +427,78 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	for _, r := range newInv.results {
 		ie := InvariantEvidence{Name: r.Name, Held: r.Held, FirstStep: r.FirstStep, Message: r.Message,
 			NotEvaluable: r.NotEvaluable, NotEvaluableMessage: r.NotEvaluableMessage, TooCostly: r.TooCostly}
-		for _, inv := range opts.Invariants.Invariants {
+		for _, inv := range d.opts.Invariants.Invariants {
 			if inv.Name == r.Name {
 				ie.Except = inv.Except
 			}
 		}
 		ev.Invariants = append(ev.Invariants, ie)
 	}
-	if contract {
+	if d.contract {
 		for _, r := range oldInv.results {
 			if !r.Held {
 				ev.OldUnmet = append(ev.OldUnmet, InvariantEvidence{Name: r.Name, FirstStep: r.FirstStep, Message: r.Message})
 			}
 		}
 	}
-	var variantsTook time.Duration
+}
+
+// runVariants makes, replays and judges the variants (replayVariants),
+// when the old build reproduces the incident (or replays its
+// contract) and variants were asked for, and adds them to the evidence.
+// A long recording's variants replay the failing step's dependency slice
+// when the old build fails it the recorded way; else (a contract, a slice
+// too long or not failing) the window.
+func (d *diff) runVariants(ctx context.Context, ev *Evidence) error {
 	switch {
-	case contract && notReplayed(ev) != "":
+	case d.contract && notReplayed(*ev) != "":
 		ev.Variants.Note = "no variants: the old build does not replay its own recording"
-	case !contract && notReproduced(ev) != "":
+		return nil
+	case !d.contract && notReproduced(*ev) != "":
 		ev.Variants.Note = "no variants: the old build does not reproduce the incident"
-	case opts.Variants <= 0:
+		return nil
+	case d.opts.Variants <= 0:
 		ev.Variants.Note = "no variants asked for (--variants 0)"
-	default:
-		vstart := time.Now()
-		// A contract's steps where the old build does not meet an
-		// invariant (a feature's) are the invariant's to judge, on the
-		// variants as on the recording.
-		var feature map[int]bool
-		if contract {
-			feature = map[int]bool{}
-			for n := range oldInv.violated {
-				feature[n] = true
-			}
-		}
-		for _, s := range ev.Old.Steps {
-			if s.Step == f.Step {
-				opts.failAnswer = s.Recorded
-			}
-		}
-		// A long recording's variants replay the failing step's
-		// dependency slice when the old build fails it the recorded way;
-		// else (a contract, a slice too long or not failing) the window.
-		cut, fallback := win, ""
-		if win != nil && !contract {
-			if sl, why := sliceFor(ctx, rec, *f, old, ropts, opts); sl != nil {
-				cut = sl
-			} else {
-				fallback = why
-			}
-		}
-		if cut != nil {
-			o := opts
-			o.stepOf = cut.shift
-			keys := keys
-			if cut.slice != nil {
-				keys = cut.keys
-			}
-			ev.Variants = variantsOn(cut, func(wfx *fixtures.Fixture, noise replay.Noise, feature map[int]bool, keys [][]string) VariantsEvidence {
-				return runVariants(ctx, wfx, old, new, ropts, noise, feature, keys, o)
-			}, fx, noise, feature, keys)
-			ev.Variants.SliceFallback = fallback
+		return nil
+	}
+	rule := newVariantRule(*ev)
+	cut, fallback := d.win, ""
+	if d.win != nil && !d.contract {
+		if sl, why := sliceFor(ctx, d.rec, d.failure, d.old, d.ropts, rule.answer, d.opts); sl != nil {
+			cut = sl
 		} else {
-			ev.Variants = runVariants(ctx, fx, old, new, ropts, noise, feature, keys, opts)
-		}
-		variantsTook = time.Since(vstart)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))
-		}
-		for _, v := range ev.Variants.List {
-			if v.StartError != "" {
-				return nil, errors.New(v.StartError)
-			}
+			fallback = why
 		}
 	}
-	parts, findings := Derive(ev)
+	if cut != nil {
+		o := d.opts
+		o.stepOf = cut.shift
+		keys := d.keys
+		if cut.slice != nil {
+			keys = cut.keys
+		}
+		ev.Variants = variantsOn(cut, func(wfx *fixtures.Fixture) VariantsEvidence {
+			return replayVariants(ctx, wfx, d.old, d.new, d.ropts, rule, keys, o)
+		}, d.fx)
+		ev.Variants.SliceFallback = fallback
+	} else {
+		ev.Variants = replayVariants(ctx, d.fx, d.old, d.new, d.ropts, rule, d.keys, d.opts)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %w", context.Cause(ctx))
+	}
+	for _, v := range ev.Variants.List {
+		if v.StartError != "" {
+			return errors.New(v.StartError)
+		}
+	}
+	return nil
+}
+
+// report derives the verdict and the findings from the evidence (Derive)
+// and writes them beside it, with what was graded and how long it took.
+func (d *diff) report(ev Evidence, rs *replays, variantsTook time.Duration, began time.Time) *Report {
+	verdict, findings := Derive(ev)
 	if findings == nil {
 		findings = []Finding{}
 	}
@@ -405,33 +506,34 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 	if explained == nil {
 		explained = []Explained{}
 	}
-	sum := opts.FixtureSHA256
+	sum := d.opts.FixtureSHA256
 	if sum == "" {
-		sum, _ = fixtures.SHA256File(fx.Path)
+		sum, _ = fixtures.SHA256File(d.fx.Path)
 	}
+	opts := d.opts
 	rep := &Report{
 		SchemaVersion: SchemaVersion,
-		Verdict:       parts.String(),
-		Parts:         parts,
+		Verdict:       verdict.String(),
+		Parts:         verdict,
 		Findings:      findings,
 		Explained:     explained,
-		Fixture:       Fixture{Path: fx.Path, SHA256: sum, Protocol: fx.Header.Protocol, Steps: rec.n, Failure: fx.Failure},
-		Builds:        Builds{Old: opts.Pool.identify(old, olds[0]), New: opts.Pool.identify(new, nw)},
+		Fixture:       Fixture{Path: d.fx.Path, SHA256: sum, Protocol: d.fx.Header.Protocol, Steps: d.rec.n, Failure: d.fx.Failure},
+		Builds:        Builds{Old: opts.Pool.identify(d.old, rs.oldRuns[0]), New: opts.Pool.identify(d.new, rs.newRun)},
 		Evidence:      ev,
 		Seed:          opts.Seed,
 		Options: Settings{Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed, Jobs: opts.Jobs,
 			FailFast: opts.FailFast, StepTimeoutMS: opts.StepTimeout.Milliseconds(),
 			StartTimeoutMS: opts.StartTimeout.Milliseconds(), Invariants: opts.InvariantsFile, BelowFloor: opts.BelowFloor},
 		KavachVersion: kavach.Version,
-		Network:       nw.Network,
+		Network:       rs.newRun.Network,
 	}
-	for _, d := range durations[:opts.OldRuns] {
-		rep.DurationsMS.Old += d.Milliseconds()
+	for _, t := range rs.durations[:opts.OldRuns] {
+		rep.DurationsMS.Old += t.Milliseconds()
 	}
-	rep.DurationsMS.New = durations[opts.OldRuns].Milliseconds()
+	rep.DurationsMS.New = rs.durations[opts.OldRuns].Milliseconds()
 	rep.DurationsMS.Variants = variantsTook.Milliseconds()
 	rep.DurationsMS.Total = time.Since(began).Milliseconds()
-	return rep, nil
+	return rep
 }
 
 // errStop ends a pass over a recording early.

@@ -515,5 +515,13 @@ func readBack(t *testing.T, rep *grade.Report) grade.Report {
 	if parts, _ := grade.Derive(back.Evidence); parts.String() != rep.Verdict {
 		t.Errorf("the report's evidence gives %s, its verdict says %s", parts, rep.Verdict)
 	}
+	// Each variant judged again from its steps is judged as it was.
+	judged, changed := grade.JudgeVariants(back.Evidence)
+	for _, c := range changed {
+		t.Errorf("variant %d: the report says %s, its steps give %s", c.K, c.Written, c.Derived)
+	}
+	if parts, _ := grade.Derive(judged); parts.String() != rep.Verdict {
+		t.Errorf("the report's evidence, its variants judged again, gives %s, its verdict says %s", parts, rep.Verdict)
+	}
 	return back
 }

@@ -166,31 +166,15 @@ func (w *window) local(n int) (int, bool) {
 // variantsOn grades the variants of a long recording on its window: the
 // variants are made from the window's steps only and replay only them,
 // and every step number in their evidence is the fixture's.
-func variantsOn(w *window, run func(fx *fixtures.Fixture, noise replay.Noise, feature map[int]bool, keys [][]string) VariantsEvidence,
-	fx *fixtures.Fixture, noise replay.Noise, feature map[int]bool, keys [][]string) VariantsEvidence {
+func variantsOn(w *window, run func(fx *fixtures.Fixture) VariantsEvidence, fx *fixtures.Fixture) VariantsEvidence {
 	wfx := &fixtures.Fixture{Path: fx.Path, Header: fx.Header, Events: w.events, Invariants: fx.Invariants, Redactions: fx.Redactions}
 	if f := fx.Failure; f != nil {
 		wf := *f
 		wf.Step, _ = w.local(f.Step)
 		wfx.Failure = &wf
 	}
-	wnoise := replay.Noise{}
-	for n, paths := range noise {
-		if i, ok := w.local(n); ok {
-			wnoise[i] = paths
-		}
-	}
-	var wfeature map[int]bool
-	if feature != nil {
-		wfeature = map[int]bool{}
-		for n := range feature {
-			if i, ok := w.local(n); ok {
-				wfeature[i] = true
-			}
-		}
-	}
 	// run names the variants' steps by the fixture's (Options.stepOf).
-	ve := run(wfx, wnoise, wfeature, keys)
+	ve := run(wfx)
 	for i := range ve.LeftWhole {
 		ve.LeftWhole[i] = variants.MapSteps(ve.LeftWhole[i], w.shift)
 	}

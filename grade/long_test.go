@@ -117,6 +117,7 @@ func TestLongRecording(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		readBack(t, rep)
 		return rep
 	}
 	first := F - window

@@ -1,13 +1,11 @@
 // Package grade is `kavach diff`: it replays an incident on the old and the
 // new build, gathers the evidence of docs/design.md §4, and derives one verdict from
 // that evidence alone (Derive), so that `kavach verdict` can recompute it
-// from a report.
+// from a report. Every rule that decides a verdict is in rules.go.
 package grade
 
 import (
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/kavach-dev/kavach"
@@ -33,16 +31,12 @@ const (
 	reasonContained    = "contained"
 )
 
-// Green reports whether a verdict kind passes: fixed, or held (a contract
-// the new build keeps). Unverified is neither green nor red.
-func Green(kind string) bool { return kind == Fixed || kind == Held }
-
 // Report is what `kavach diff` writes: the verdict, every finding, and
 // the evidence both were derived from.
 type Report struct {
 	SchemaVersion int       `json:"schema_version"`
 	Verdict       string    `json:"verdict"` // exactly as printed: "diverged@3"
-	Parts         Parts     `json:"verdict_parts"`
+	Parts         Verdict   `json:"verdict_parts"`
 	Findings      []Finding `json:"findings"`
 	// Explained are the steps after the failure whose difference from
 	// the recording the fix explains, each with its reason (Explain):
@@ -61,8 +55,9 @@ type Report struct {
 	Network string `json:"network,omitempty"`
 }
 
-// Parts are the verdict's parts.
-type Parts struct {
+// Verdict is a verdict in its parts: its kind, and the step, variant,
+// invariant or reason it names (String renders it).
+type Verdict struct {
 	Kind      string `json:"kind"`
 	Step      int    `json:"step,omitempty"`
 	Variant   int    `json:"variant,omitempty"`
@@ -73,7 +68,7 @@ type Parts struct {
 // String renders the verdict: "fixed", "diverged@3",
 // "invariant_violated(ttl-bound)@7", "variant_failed(4)@9",
 // "unverified(not-reproduced: ...)".
-func (p Parts) String() string {
+func (p Verdict) String() string {
 	switch p.Kind {
 	case Fixed, Held:
 		return p.Kind
@@ -90,7 +85,7 @@ func (p Parts) String() string {
 // Finding is one thing wrong with the new build, with what an agent needs
 // to act on it.
 type Finding struct {
-	Parts
+	Verdict
 	Request  string         `json:"request,omitempty"` // the step's request, rendered
 	Expected kavach.Outcome `json:"expected"`          // recorded (or old-build) outcome
 	Outcome  kavach.Outcome `json:"outcome"`           // the new build's
@@ -332,9 +327,57 @@ type VariantEvidence struct {
 	Skipped    bool           `json:"skipped,omitempty"`     // not run on the new build: --fail-fast
 	NewOutcome kavach.Outcome `json:"new_outcome"`
 	Diffs      []replay.Diff  `json:"diffs,omitempty"`
+	// FailsAt is, for a variant of the incident, the fixture's step whose
+	// variant is its varied failing request: the failing step, or the
+	// step a transplant put the failing request's trigger into.
+	FailsAt int `json:"fails_at,omitempty"`
+	// Replayed is how many steps the variant's replays had; zero for a
+	// variant not run (Skipped) and in a report written before variants
+	// kept their steps, whose variants cannot be judged again.
+	Replayed int `json:"replayed,omitempty"`
+	// Steps are the variant's replays, step by step, on the old build and,
+	// if it kept the variant, on the new: what the variant rule
+	// (JudgeVariant) decides Kept, OldStep, FailedStep and their outcomes
+	// from. A step both builds ran and answered ok, alike, with no
+	// invariant broken, is left out (the rule finds nothing in it), except
+	// at the varied failing request.
+	Steps []VariantStep `json:"steps,omitempty"`
 	// StartError: a build did not start for this variant, twice; the diff
 	// then fails (exit 2) instead of giving a verdict.
 	StartError string `json:"-"`
+}
+
+// VariantStep is one step of a variant on both builds.
+type VariantStep struct {
+	// Step names the step as the variant's findings do: the variant's
+	// own step, or, for a variant of a long recording's window or slice,
+	// the fixture's step it came from.
+	Step int `json:"step"`
+	// Origin is the fixture's step this one came from (0: a step the
+	// variant added): its noise is the fixture step's, and a contract's
+	// step where the old build breaks an invariant is not compared.
+	Origin int          `json:"origin,omitempty"`
+	Old    VariantReply `json:"old"`
+	// New is nil when the new build did not replay the variant (the old
+	// build did not keep it).
+	New *VariantReply `json:"new,omitempty"`
+	// Diffs are every difference of the new build's answer from the old
+	// build's, noise included, when both ran the step.
+	Diffs []replay.Diff `json:"diffs,omitempty"`
+}
+
+// VariantReply is one build's answer at a step of a variant.
+type VariantReply struct {
+	Ran     bool           `json:"ran"`
+	Outcome kavach.Outcome `json:"outcome"`
+	// Violated are the invariants that did not hold at the step, and
+	// Message what the first says.
+	Violated []string `json:"violated,omitempty"`
+	Message  string   `json:"message,omitempty"`
+	// Applied are, at the varied failing request, the invariants that
+	// applied there (a failure by the answer itself needs its invariant
+	// not to, failsByAnswer).
+	Applied []string `json:"applied,omitempty"`
 }
 
 // InvariantEvidence is one invariant's result on the new build's replay.
@@ -352,189 +395,6 @@ type InvariantEvidence struct {
 	TooCostly string `json:"too_costly,omitempty"`
 	// Except are the variant kinds it does not speak for.
 	Except []string `json:"except,omitempty"`
-}
-
-// Derive computes the findings and the headline verdict from evidence
-// alone (docs/design.md §3): the old build must reproduce the failure, else
-// unverified(not-reproduced: ...); findings on the fixture's own replay,
-// the earliest by step (at one step: diverged, then still_failing, then
-// invariant_violated); else the failing variant with the lowest K; else
-// unverified when fewer than the minimum variants reproduce; else
-// unverified(below-floor: ...) when graded below the fixture's floor;
-// else fixed.
-func Derive(ev Evidence) (Parts, []Finding) {
-	if ev.Contract {
-		return deriveContract(ev)
-	}
-	if reason := containedFailure(ev); reason != "" {
-		return Parts{Kind: Unverified, Reason: reasonContained + ": " + reason}, nil
-	}
-	if reason := notReproduced(ev); reason != "" {
-		return Parts{Kind: Unverified, Reason: reasonNotReproduce + ": " + reason}, nil
-	}
-	noise := noiseOf(ev)
-	F := ev.Failure.Step
-	var findings []Finding
-	for _, s := range ev.New.Steps {
-		if !s.Ran || s.Contained != "" {
-			continue
-		}
-		if s.Step < F {
-			counted, _ := noise.Split(s.Diffs)
-			if len(counted) > 0 {
-				findings = append(findings, Finding{Parts: Parts{Kind: Diverged, Step: s.Step}, Request: s.Request,
-					Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted, Detail: s.Outcome.Detail})
-			}
-			continue
-		}
-		// An invariant failure recurring at another step is that invariant
-		// violated there (invariant_violated), not the failing step still failing.
-		// At the failing step the oracle decides (an oracle "error" fires
-		// on any error there, whatever the signature's message); later,
-		// the signature (the failure recurring, moved).
-		again := recurs(ev.Failure, s.Outcome, s.Violated) && (ev.Failure.Oracle.Invariant == "" || s.Step == F) ||
-			s.Step == F && ev.Failure.Oracle.Fires(s.Outcome)
-		if again || s.Step == F && (s.Outcome.Kind == kavach.Crash || s.Outcome.Kind == kavach.Hang) {
-			findings = append(findings, Finding{Parts: Parts{Kind: StillFailing, Step: s.Step}, Request: s.Request,
-				Expected: s.Recorded, Outcome: s.Outcome, Detail: s.Outcome.Detail})
-		}
-	}
-	after, _ := afterFailure(ev, noise)
-	findings = append(findings, after...)
-	for _, inv := range ev.Invariants {
-		if !inv.Held {
-			findings = append(findings, Finding{Parts: Parts{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
-				Outcome: outcomeAt(ev.New.Steps, inv.FirstStep)})
-		}
-	}
-	order := map[string]int{Diverged: 0, StillFailing: 1, InvariantViolated: 2}
-	sortFindings(findings, func(a, b Finding) bool {
-		if a.Step != b.Step {
-			return a.Step < b.Step
-		}
-		return order[a.Kind] < order[b.Kind]
-	})
-	findings = append(findings, variantFindings(ev)...)
-	if len(findings) > 0 {
-		return findings[0].Parts, findings
-	}
-	for _, inv := range ev.Invariants {
-		if inv.TooCostly != "" {
-			// Not checked past where the budget ran out: nothing says
-			// they hold there.
-			return Parts{Kind: Unverified, Reason: reasonTooCostly + ": " + inv.TooCostly}, findings
-		}
-	}
-	for _, inv := range ev.Invariants {
-		if slices.Contains(inv.NotEvaluable, F) {
-			// The message says why at the first step it was not evaluable,
-			// which may be before the failing step: the reason names F.
-			msg := inv.NotEvaluableMessage
-			if inv.NotEvaluable[0] != F || msg == "" {
-				msg = fmt.Sprintf("%s: not evaluable at step %d", inv.Name, F)
-				if inv.NotEvaluableMessage != "" {
-					msg += fmt.Sprintf(" (first: %s)", inv.NotEvaluableMessage)
-				}
-			}
-			return Parts{Kind: Unverified, Reason: "not-evaluable: " + msg}, findings
-		}
-	}
-	if v := ev.Variants; v.Reproducing < v.Min {
-		return Parts{Kind: Unverified, Reason: fmt.Sprintf("variants: %d of %d reproduce, need %d", v.Reproducing, v.Generated, v.Min)}, findings
-	}
-	// Graded more weakly than the fixture allows (--below-floor): the
-	// checks passed, but not the ones the incident asks for.
-	if below := ev.Floor.Below(); below != "" {
-		return Parts{Kind: Unverified, Reason: reasonBelowFloor + ": " + below}, findings
-	}
-	return Parts{Kind: Fixed}, findings
-}
-
-// recurs reports whether the recorded failure happened again at a step:
-// its invariant violated there, or its signature firing on the outcome.
-func recurs(f kavach.Failure, out kavach.Outcome, violated []string) bool {
-	if f.Oracle.Invariant != "" {
-		return slices.Contains(violated, f.Oracle.Invariant)
-	}
-	return f.Reproduces(out)
-}
-
-// notReproduced says why the old build's replay does not reproduce the
-// recording up to and including the failure, or "" if it does: every step
-// before the failure with the recorded outcome, the failing step failing
-// with the recorded signature.
-func notReproduced(ev Evidence) string {
-	F := ev.Failure.Step
-	for _, s := range ev.Old.Steps {
-		switch {
-		case s.Step > F:
-			return ""
-		case !s.Ran:
-			return fmt.Sprintf("the old build's replay stopped before step %d: %s", s.Step, ev.Old.Stopped)
-		case s.Contained != "":
-			// Not compared (containedFailure has the failing step's case).
-		case s.Step < F && (s.Outcome.Kind != s.Recorded.Kind || s.Outcome.Class != s.Recorded.Class):
-			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", s.Step, s.Outcome, s.Recorded)
-		case s.Step == F && ev.Failure.Oracle.Invariant != "" && slices.Contains(s.NotEvaluable, ev.Failure.Oracle.Invariant):
-			return fmt.Sprintf("invariant %s is not evaluable at step %d on the old build", ev.Failure.Oracle.Invariant, F)
-		case s.Step == F && !recurs(ev.Failure, s.Outcome, s.Violated):
-			got := s.Outcome.String()
-			if ev.Failure.Oracle.Invariant != "" {
-				got = "no violation of " + ev.Failure.Oracle.Invariant
-			}
-			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", F, got, ev.Failure.Signature)
-		}
-	}
-	if len(ev.Old.Steps)+ev.Omitted < F {
-		return fmt.Sprintf("the old build's replay has %d steps, the failure is at step %d", len(ev.Old.Steps)+ev.Omitted, F)
-	}
-	return ""
-}
-
-// containedFailure says why the failing step was not compared, or "":
-// Kavach withheld it (or its reply was known to differ) on the old build's
-// replay or the new build's. Neither reproduced nor fixed can then be said.
-func containedFailure(ev Evidence) string {
-	F := ev.Failure.Step
-	for _, steps := range [][]StepEvidence{ev.Old.Steps, ev.New.Steps} {
-		for _, s := range steps {
-			if s.Step == F && s.Contained != "" {
-				return fmt.Sprintf("step %d (%s) was answered by Kavach, not the build: %s", F, s.Request, s.Contained)
-			}
-		}
-	}
-	return ""
-}
-
-func sortFindings(f []Finding, less func(a, b Finding) bool) {
-	sort.SliceStable(f, func(i, j int) bool { return less(f[i], f[j]) })
-}
-
-// noiseOf is the evidence's noise fields as a replay.Noise.
-func noiseOf(ev Evidence) replay.Noise {
-	noise := replay.Noise{}
-	for _, f := range ev.Noise {
-		if noise[f.Step] == nil {
-			noise[f.Step] = map[string]bool{}
-		}
-		noise[f.Step][f.Path] = true
-	}
-	return noise
-}
-
-// variantFindings are the kept variants the new build failed, by K: they
-// follow the findings on the fixture's own replay, for incidents and
-// contracts alike.
-func variantFindings(ev Evidence) []Finding {
-	var out []Finding
-	for _, v := range ev.Variants.List {
-		if v.Kept && v.FailedStep > 0 {
-			out = append(out, Finding{Parts: Parts{Kind: VariantFailed, Variant: v.K, Step: v.FailedStep},
-				Detail: v.Description, Expected: v.OldOutcome, Outcome: v.NewOutcome, Diffs: v.Diffs})
-		}
-	}
-	sortFindings(out, func(a, b Finding) bool { return a.Variant < b.Variant })
-	return out
 }
 
 // Spent says how the variants run spent the budget by place: how many
@@ -561,4 +421,10 @@ func (ve VariantsEvidence) Spent() string {
 		}
 	}
 	return strings.Join(where, ", ")
+}
+
+// OldUnmetNote is what a contract's report says of an invariant the old
+// build does not meet.
+func OldUnmetNote(name string) string {
+	return fmt.Sprintf("the old build does not meet %s: expected for a feature", name)
 }

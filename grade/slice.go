@@ -308,9 +308,9 @@ func cutSlice(src replay.Source, codec kavach.Integration, steps []int) (*window
 
 // sliceFor is the dependency slice of a long recording's failing step
 // f, verified: the old build replays it and fails it the recorded way
-// at f. Nil, and why, when there is none to use: the variants then use
-// the window.
-func sliceFor(ctx context.Context, rec *recording, f kavach.Failure, old kavach.Launch, ropts replay.Options, opts Options) (*window, string) {
+// at f (answer is the recording's answer there, failsByAnswer). Nil, and
+// why, when there is none to use: the variants then use the window.
+func sliceFor(ctx context.Context, rec *recording, f kavach.Failure, old kavach.Launch, ropts replay.Options, answer kavach.Outcome, opts Options) (*window, string) {
 	k, why := learnStepKeys(ctx, rec, f.Step, old, opts)
 	if k == nil {
 		return nil, "no dependency slice: " + why
@@ -351,7 +351,7 @@ func sliceFor(ctx context.Context, rec *recording, f kavach.Failure, old kavach.
 	switch {
 	case !s.Ran:
 		return nil, fmt.Sprintf("the old build did not reach step %d replaying the dependency slice (%s)", f.Step, ev.String())
-	case !recurs(f, s.Outcome, inv.violated[local]) && !failsByAnswer(f, opts.failAnswer, s.Outcome, inv.applied[local]):
+	case !recurs(f, s.Outcome, inv.violated[local]) && !failsByAnswer(f, answer, s.Outcome, inv.applied[local]):
 		return nil, fmt.Sprintf("the old build does not fail the dependency slice (%s) the recorded way at step %d: %s",
 			ev.String(), f.Step, describeOutcome(s.Outcome))
 	}

@@ -107,6 +107,7 @@ func TestVariantsOnTheSlice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			readBack(t, rep)
 			ve := rep.Evidence.Variants
 			if !strings.HasPrefix(rep.Verdict, tc.want) {
 				t.Fatalf("verdict %s, want %s; slice %v, fallback %q, findings %+v", rep.Verdict, tc.want, ve.Slice, ve.SliceFallback, rep.Findings)

@@ -10,7 +10,7 @@ import (
 // A sibling variant that fails says where the defect still is: in
 // another command of the family, not in another input.
 func TestSiblingHint(t *testing.T) {
-	rep := &grade.Report{Findings: []grade.Finding{{Parts: grade.Parts{Kind: grade.VariantFailed, Variant: 3, Step: 4},
+	rep := &grade.Report{Findings: []grade.Finding{{Verdict: grade.Verdict{Kind: grade.VariantFailed, Variant: 3, Step: 4},
 		Detail: "step 3: EVAL → EVALSHA … (script runners)"}}}
 	rep.Evidence.Variants.List = []grade.VariantEvidence{
 		{K: 2, Kind: "field", Kept: true},

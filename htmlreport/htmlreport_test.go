@@ -172,8 +172,8 @@ func TestFailingStepSideBySide(t *testing.T) {
 	}
 	// still_failing at the failing step: the finding shows the step, and
 	// no second section repeats it.
-	rep.Verdict, rep.Parts = "still_failing@5", grade.Parts{Kind: grade.StillFailing, Step: 5}
-	rep.Findings = []grade.Finding{{Parts: rep.Parts, Request: "GET k5", Outcome: kavach.Outcome{Kind: kavach.Crash}}}
+	rep.Verdict, rep.Parts = "still_failing@5", grade.Verdict{Kind: grade.StillFailing, Step: 5}
+	rep.Findings = []grade.Finding{{Verdict: rep.Parts, Request: "GET k5", Outcome: kavach.Outcome{Kind: kavach.Crash}}}
 	buf.Reset()
 	if err := htmlreport.Report(&buf, rep); err != nil {
 		t.Fatal(err)
@@ -208,8 +208,8 @@ func TestStepsTable(t *testing.T) {
 	rep.Evidence.New.Steps[5].Diffs = []replay.Diff{diff(6, "reply[0]", "1", "2")}
 	rep.Evidence.New.Steps[6].Diffs = []replay.Diff{diff(7, "reply[0]", "1", "2")}
 	rep.Evidence.New.Steps[7].Ran = false
-	rep.Verdict, rep.Parts = "diverged@3", grade.Parts{Kind: grade.Diverged, Step: 3}
-	rep.Findings = []grade.Finding{{Parts: rep.Parts, Request: "GET k3"}, {Parts: grade.Parts{Kind: grade.Diverged, Step: 7}, Request: "GET k7"}}
+	rep.Verdict, rep.Parts = "diverged@3", grade.Verdict{Kind: grade.Diverged, Step: 3}
+	rep.Findings = []grade.Finding{{Verdict: rep.Parts, Request: "GET k3"}, {Verdict: grade.Verdict{Kind: grade.Diverged, Step: 7}, Request: "GET k7"}}
 	var buf bytes.Buffer
 	if err := htmlreport.Report(&buf, rep); err != nil {
 		t.Fatal(err)
@@ -304,7 +304,7 @@ func TestNoiseGreyed(t *testing.T) {
 	rep.Evidence.New.Steps[1].Diffs = append(rep.Evidence.New.Steps[1].Diffs, diff(2, "reply[0][1]", `"a"`, `"b"`), diff(2, "reply[0][0]", "1", "2"))
 	rep.Evidence.New.Steps[1].Output = []any{[]any{2.0, "b"}}
 	rep.Evidence.New.Steps[1].RecordedOutput = []any{[]any{1.0, "a"}}
-	rep.Findings = []grade.Finding{{Parts: grade.Parts{Kind: grade.Diverged, Step: 2}, Request: "GET k"}}
+	rep.Findings = []grade.Finding{{Verdict: grade.Verdict{Kind: grade.Diverged, Step: 2}, Request: "GET k"}}
 	rep.Verdict = "diverged@2"
 	var buf bytes.Buffer
 	if err := htmlreport.Report(&buf, rep); err != nil {
@@ -535,7 +535,7 @@ func FuzzDecodeRender(f *testing.F) {
 // step F, every 10,000th step followed by 90 s of quiet.
 func smallReport(n, F int) *grade.Report {
 	ok := kavach.Outcome{Kind: kavach.OK}
-	rep := &grade.Report{SchemaVersion: 1, Verdict: "fixed", Parts: grade.Parts{Kind: grade.Fixed},
+	rep := &grade.Report{SchemaVersion: 1, Verdict: "fixed", Parts: grade.Verdict{Kind: grade.Fixed},
 		Fixture:  grade.Fixture{Path: "big.kavach", Steps: n, Protocol: "resp"},
 		Evidence: grade.Evidence{Failure: kavach.Failure{Step: F, Signature: "crash"}}}
 	var at int64

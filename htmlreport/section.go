@@ -37,7 +37,7 @@ func buildSection(rep *grade.Report, prefix string, inSuite bool) *section {
 	if len(rep.Findings) > 0 {
 		s.Finding = buildFinding(rep, rep.Findings[0])
 		for _, f := range rep.Findings[1:] {
-			line := f.Parts.String()
+			line := f.Verdict.String()
 			switch {
 			case f.Kind == grade.VariantFailed:
 				line += ": " + f.Detail
@@ -159,7 +159,7 @@ func buildFinding(rep *grade.Report, f grade.Finding) *findingView {
 		return variantFinding(rep, f)
 	}
 	ev := rep.Evidence
-	fv := &findingView{Title: f.Parts.String(), Request: f.Request, Detail: f.Detail}
+	fv := &findingView{Title: f.Verdict.String(), Request: f.Request, Detail: f.Detail}
 	st, old, hasOld := findingSteps(ev, f.Step)
 	if fv.Request == "" {
 		fv.Request = st.Request

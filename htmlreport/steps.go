@@ -228,7 +228,7 @@ func failingStep(rep *grade.Report) *findingView {
 	if !found {
 		return nil
 	}
-	fv := buildFinding(rep, grade.Finding{Parts: grade.Parts{Step: F}})
+	fv := buildFinding(rep, grade.Finding{Verdict: grade.Verdict{Step: F}})
 	fv.Title = fmt.Sprintf("step %d, where the old build failed (%s)", F, ev.Failure.Signature)
 	fv.Detail = ""
 	return fv

@@ -243,11 +243,15 @@ type DiffInput struct {
 	BelowFloor     bool     `json:"below_floor,omitempty" jsonschema:"grade with options below the fixture's floor: the verdict is then never fixed, at best unverified(below-floor: ...)"`
 }
 
+// VerdictParts is the verdict in its parts (grade.Verdict), embedded in
+// DiffOutput beside the verdict as printed: its fields are the output's.
+type VerdictParts = grade.Verdict
+
 // DiffOutput is the tool's result: the report's verdict and findings,
 // what was checked, a hint, and where the full report is.
 type DiffOutput struct {
 	Verdict string `json:"verdict" jsonschema:"the verdict exactly as kavach diff prints it: fixed, held (a contract), diverged@N, still_failing@N, invariant_violated(NAME)@N, variant_failed(K)@N or unverified(REASON)"`
-	grade.Parts
+	VerdictParts
 	ExitStatus   int             `json:"exit_status" jsonschema:"the status kavach diff exits with for this verdict: 0 fixed or held, 1 red, 3 unverified"`
 	Report       string          `json:"report" jsonschema:"path of the full JSON report; kavach verdict REPORT re-derives the verdict from its evidence"`
 	Findings     []grade.Finding `json:"findings" jsonschema:"what is wrong with the new build, headline first (concise: the headline only)"`
@@ -333,7 +337,7 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 	}
 	a := []string{in.Old, in.New, in.Fixture}
 	out := DiffOutput{
-		Verdict: rep.Verdict, Parts: rep.Parts, ExitStatus: grading.ExitStatus(rep.Parts.Kind),
+		Verdict: rep.Verdict, VerdictParts: rep.Parts, ExitStatus: grading.ExitStatus(rep.Parts.Kind),
 		Report: path, Findings: rep.Findings, Checked: rep.Checked(), Hint: strings.ReplaceAll(grading.Hint(rep, a, path), "\n", " "),
 	}
 	if out.Findings == nil {
@@ -374,7 +378,7 @@ func (cfg Config) diffSuite(ctx context.Context, in DiffInput, r grading.Request
 	if err != nil {
 		return nil, DiffOutput{}, err
 	}
-	out := DiffOutput{Verdict: s.Verdict, Parts: s.Parts, ExitStatus: grading.ExitStatus(s.Parts.Kind), Report: path, Findings: []grade.Finding{}}
+	out := DiffOutput{Verdict: s.Verdict, VerdictParts: s.Parts, ExitStatus: grading.ExitStatus(s.Parts.Kind), Report: path, Findings: []grade.Finding{}}
 	for i, rep := range s.Reports {
 		out.FixtureVerdicts = append(out.FixtureVerdicts, FixtureVerdict{Fixture: fixtures[i], Verdict: rep.Verdict})
 	}

@@ -18,8 +18,9 @@ func verdictCommand() *cli.Command {
 		Usage:     "recompute a report's verdict from its evidence",
 		ArgsUsage: "REPORT",
 		Description: withExample("Recomputes the verdict from the evidence in a report written by 'kavach diff'\n"+
-			"(never from its verdict or findings) and says whether it agrees with the verdict\n"+
-			"written in it. Exit 0 when they agree, 1 when they do not, 2 when the report is unreadable.",
+			"(never from its verdict or findings), each variant's pass or fail from its steps,\n"+
+			"and says whether they agree with those written in it. Exit 0 when they agree, 1 when\n"+
+			"they do not, 2 when the report is unreadable.",
 			"kavach verdict report.json"),
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: `print {"report", "verdict", "derived", "agrees"} as JSON`},
@@ -47,8 +48,11 @@ func verdictCommand() *cli.Command {
 			if rep.SchemaVersion != grade.SchemaVersion {
 				return fmt.Errorf("report %s: schema version %d, this Kavach reads %d", path, rep.SchemaVersion, grade.SchemaVersion)
 			}
-			parts, _ := grade.Derive(rep.Evidence)
-			got := parts.String()
+			// Each variant is judged again from its steps (JudgeVariants),
+			// and the verdict derived from the evidence so judged.
+			judged, changed := grade.JudgeVariants(rep.Evidence)
+			verdict, _ := grade.Derive(judged)
+			got := verdict.String()
 			// The steps after the failure the report explains must be the
 			// ones its evidence explains (a report from before it listed
 			// them has none to check).
@@ -58,26 +62,26 @@ func verdictCommand() *cli.Command {
 					explainedOff = fmt.Sprintf("the report explains after the failure %s, its evidence %s", a, b)
 				}
 			}
-			if explainedOff != "" {
-				if c.Bool("json") {
-					if err := printJSON(c.App.Writer, verdictJSON{Report: path, Verdict: rep.Verdict, Derived: got, Explained: explainedOff}); err != nil {
-						return err
-					}
-				} else {
-					fmt.Fprintf(c.App.Writer, "disagrees: %s\n", explainedOff)
-				}
-				return &verdictError{code: exitRed}
-			}
+			out := verdictJSON{Report: path, Verdict: rep.Verdict, Derived: got, Explained: explainedOff, Variants: changed,
+				Agrees: got == rep.Verdict && explainedOff == "" && len(changed) == 0}
 			if c.Bool("json") {
-				if err := printJSON(c.App.Writer, verdictJSON{Report: path, Verdict: rep.Verdict, Derived: got, Agrees: got == rep.Verdict}); err != nil {
+				if err := printJSON(c.App.Writer, out); err != nil {
 					return err
 				}
-			} else if got != rep.Verdict {
-				fmt.Fprintf(c.App.Writer, "disagrees: the report says %s, its evidence gives %s\n", rep.Verdict, got)
 			} else {
-				fmt.Fprintf(c.App.Writer, "agrees: %s\n", rep.Verdict)
+				for _, v := range changed {
+					fmt.Fprintf(c.App.Writer, "disagrees: variant %d: the report says %s, its steps give %s\n", v.K, v.Written, v.Derived)
+				}
+				switch {
+				case explainedOff != "":
+					fmt.Fprintf(c.App.Writer, "disagrees: %s\n", explainedOff)
+				case got != rep.Verdict:
+					fmt.Fprintf(c.App.Writer, "disagrees: the report says %s, its evidence gives %s\n", rep.Verdict, got)
+				case len(changed) == 0:
+					fmt.Fprintf(c.App.Writer, "agrees: %s\n", rep.Verdict)
+				}
 			}
-			if got != rep.Verdict {
+			if !out.Agrees {
 				return &verdictError{code: exitRed}
 			}
 			return nil
@@ -107,6 +111,9 @@ type verdictJSON struct {
 	// Explained says how the explained steps after the failure the report
 	// lists differ from those its evidence gives (agrees is then false).
 	Explained string `json:"explained_disagrees,omitempty"`
+	// Variants are the variants whose judgment from their steps differs
+	// from the report's (agrees is then false).
+	Variants []grade.VariantChange `json:"variants_disagree,omitempty"`
 	// Fixtures are a suite's fixtures, each re-derived (Report is then
 	// the fixture's path).
 	Fixtures []verdictJSON `json:"fixtures,omitempty"`
