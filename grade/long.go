@@ -27,18 +27,15 @@ type recording struct {
 	src   replay.Source
 }
 
-func newRecording(fx *fixtures.Fixture, codec kavach.Integration, longSteps int, sum *fixtures.Summary) (*recording, bool, error) {
-	if fx.Events != nil {
-		steps := kavach.Steps(fx.Events, codec)
-		return &recording{n: len(steps), steps: steps, src: replay.Slice(fx.Events)}, len(steps) > longSteps, nil
+// newRecording is how Run reads rec's steps: a short one's in memory,
+// grouped once as it was opened, long when it has more than longSteps
+// steps; a long one's streamed from its file, its summary taken once.
+func newRecording(rec *fixtures.Recording, longSteps int) (*recording, bool) {
+	if !rec.Long() {
+		steps := rec.Steps()
+		return &recording{n: len(steps), steps: steps, src: replay.Slice(rec.Events())}, len(steps) > longSteps
 	}
-	if sum == nil || sum.Path != fx.Path {
-		var err error
-		if sum, err = fixtures.Summarize(fx.Path, codec); err != nil {
-			return nil, false, err
-		}
-	}
-	return &recording{n: sum.Steps, sum: sum, src: replay.File(fx.Path)}, true, nil
+	return &recording{n: rec.Len(), sum: rec.Summary(), src: replay.File(rec.Path())}, true
 }
 
 // each calls fn with every step, in order. A streamed step's data is
@@ -166,7 +163,7 @@ func (w *window) local(n int) (int, bool) {
 // variantsOn grades the variants of a long recording on its window: the
 // variants are made from the window's steps only and replay only them,
 // and every step number in their evidence is the fixture's.
-func variantsOn(w *window, run func(fx *fixtures.Fixture) VariantsEvidence, fx *fixtures.Fixture) VariantsEvidence {
+func variantsOn(w *window, run func(*fixtures.Recording) VariantsEvidence, fx *fixtures.Fixture, codec kavach.Integration) VariantsEvidence {
 	wfx := &fixtures.Fixture{Path: fx.Path, Header: fx.Header, Events: w.events, Invariants: fx.Invariants, Redactions: fx.Redactions}
 	if f := fx.Failure; f != nil {
 		wf := *f
@@ -174,7 +171,7 @@ func variantsOn(w *window, run func(fx *fixtures.Fixture) VariantsEvidence, fx *
 		wfx.Failure = &wf
 	}
 	// run names the variants' steps by the fixture's (Options.stepOf).
-	ve := run(wfx)
+	ve := run(fixtures.NewRecording(wfx, codec))
 	for i := range ve.LeftWhole {
 		ve.LeftWhole[i] = variants.MapSteps(ve.LeftWhole[i], w.shift)
 	}
