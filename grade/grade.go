@@ -468,7 +468,7 @@ func (d *diff) runVariants(ctx context.Context, ev *Evidence) error {
 		}
 		ev.Variants = variantsOn(cut, func(wrec *fixtures.Recording) VariantsEvidence {
 			return replayVariants(ctx, wrec, d.old, d.new, d.ropts, rule, keys, o)
-		}, d.fx, d.opts.Integration)
+		}, d.fx)
 		ev.Variants.SliceFallback = fallback
 	} else {
 		ev.Variants = replayVariants(ctx, d.in, d.old, d.new, d.ropts, rule, d.keys, d.opts)

@@ -60,6 +60,7 @@ type window struct {
 	first, last int
 	events      []kavach.Event
 	steps       []kavach.Step
+	rec         *fixtures.Recording // its events, their steps grouped once
 	// A dependency slice (sliceFor) also has, per step of it, the
 	// fixture's step (orig) and its keys (nil: unknown), and what the
 	// report says of it.
@@ -134,7 +135,8 @@ func (w *window) cut(src replay.Source, codec kavach.Integration, in, openedIn f
 		}
 		w.events = append(w.events, ev)
 	}
-	w.steps = kavach.Steps(w.events, codec)
+	w.rec = fixtures.NewRecording(&fixtures.Fixture{Events: w.events}, codec)
+	w.steps = w.rec.Steps()
 	return nil
 }
 
@@ -163,15 +165,15 @@ func (w *window) local(n int) (int, bool) {
 // variantsOn grades the variants of a long recording on its window: the
 // variants are made from the window's steps only and replay only them,
 // and every step number in their evidence is the fixture's.
-func variantsOn(w *window, run func(*fixtures.Recording) VariantsEvidence, fx *fixtures.Fixture, codec kavach.Integration) VariantsEvidence {
-	wfx := &fixtures.Fixture{Path: fx.Path, Header: fx.Header, Events: w.events, Invariants: fx.Invariants, Redactions: fx.Redactions}
+func variantsOn(w *window, run func(*fixtures.Recording) VariantsEvidence, fx *fixtures.Fixture) VariantsEvidence {
+	wfx := &fixtures.Fixture{Path: fx.Path, Header: fx.Header, Invariants: fx.Invariants, Redactions: fx.Redactions}
 	if f := fx.Failure; f != nil {
 		wf := *f
 		wf.Step, _ = w.local(f.Step)
 		wfx.Failure = &wf
 	}
 	// run names the variants' steps by the fixture's (Options.stepOf).
-	ve := run(fixtures.NewRecording(wfx, codec))
+	ve := run(w.rec.WithRecords(wfx))
 	for i := range ve.LeftWhole {
 		ve.LeftWhole[i] = variants.MapSteps(ve.LeftWhole[i], w.shift)
 	}
