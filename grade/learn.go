@@ -3,6 +3,7 @@ package grade
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/kavach-dev/kavach"
 )
@@ -42,7 +43,8 @@ var ErrCannotLearn = errors.New("the integration cannot ask the build")
 // variants, and what `kavach variants --build` asks, so that both
 // number the variants alike. The build is not started when there is
 // nothing it could be asked. The error is why the schema was not learned
-// (ErrCannotLearn, the context's, the build's start, or the asking);
+// (ErrCannotLearn, the context's, the build's start as a diff's replay
+// of it says it, or the asking);
 // Keys are then unknown where it stopped before asking them.
 func Learn(ctx context.Context, in kavach.Integration, old kavach.Launch, steps []kavach.Step, l Learning) (Learned, error) {
 	var out Learned
@@ -65,7 +67,8 @@ func Learn(ctx context.Context, in kavach.Integration, old kavach.Launch, steps 
 	}
 	p, err := in.Start(ctx, old)
 	if err != nil {
-		return out, err
+		// As a diff's replays say it (replayBuilds).
+		return out, fmt.Errorf("old build: %w", err)
 	}
 	defer p.Stop()
 	if l.Schema {
