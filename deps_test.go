@@ -29,11 +29,11 @@ func TestImportDirection(t *testing.T) {
 		"replay":             {"", "fixtures", "launch"},
 		"variants":           {"", "fixtures"},
 		"invariants":         {"", "fixtures"},
-		"integrations/redis": {"", "launch"},
-		"integrations/axum":  {"", "launch"},
+		"integrations/redis": {"", "internal/cut", "launch"},
+		"integrations/axum":  {"", "internal/cut", "launch"},
 		"grade":              {"", "fixtures", "invariants", "launch", "replay", "variants"},
-		"recount":            {"grade"},
-		"htmlreport":         {"", "grade", "replay", "recount"},
+		"recount":            {"grade", "internal/cut"},
+		"htmlreport":         {"", "grade", "internal/cut", "recount", "replay"},
 		// The use case: grade this fixture with these builds. It lists the
 		// integrations; cmd/kavach, mcpserver and example call it.
 		"grading":              {"", "fixtures", "grade", "integrations/axum", "integrations/redis", "internal/cut", "internal/pathcheck", "invariants", "launch", "record", "replay", "variants"},

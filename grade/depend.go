@@ -8,40 +8,14 @@ import (
 )
 
 // learnKeys asks a fresh old build which keys (or resources) the steps
-// from step from on touch, and which of them each writes: for judging the
-// steps after the failure, and for where the variants go (the steps
-// before it). Steps before from, and every step when the integration
-// cannot tell, stay unknown (nil); a nil writes entry is unknown too (the
-// step may write every key it touches, kavach.Abilities.Keys).
-func learnKeys(ctx context.Context, steps []kavach.Step, from int, old kavach.Launch, opts Options) (keys, writes [][]string) {
-	keys, writes = make([][]string, len(steps)), make([][]string, len(steps))
-	finder := opts.Integration.Abilities().Keys
-	if finder == nil || from > len(steps) {
-		return keys, writes
-	}
-	var reqs [][]byte
-	for _, s := range steps[from-1:] {
-		reqs = append(reqs, s.Request.Data)
-	}
-	if !opts.Pool.acquire(ctx) {
-		return keys, writes
-	}
-	defer opts.Pool.release()
-	p, err := opts.Integration.Start(ctx, old)
-	if err != nil {
-		return keys, writes
-	}
-	defer p.Stop()
-	k, w := finder(ctx, p.Addr(), reqs)
-	for i := range k {
-		if from-1+i < len(keys) {
-			keys[from-1+i] = k[i]
-			if i < len(w) {
-				writes[from-1+i] = w[i]
-			}
-		}
-	}
-	return keys, writes
+// touch, and which of them each writes (Learn): for judging the steps
+// after the failure, and for where the variants go (the steps before
+// it). Every step stays unknown (nil) when the integration cannot tell or
+// the build cannot be asked; a nil writes entry is unknown too (the step
+// may write every key it touches, kavach.Abilities.Keys).
+func learnKeys(ctx context.Context, steps []kavach.Step, old kavach.Launch, opts Options) (keys, writes [][]string) {
+	l, _ := Learn(ctx, opts.Integration, old, steps, Learning{Keys: true, Pool: opts.Pool})
+	return l.Keys, l.Writes
 }
 
 // The rules that judge a step after the failure, and the reasons a

@@ -194,11 +194,11 @@ func (d *diff) findKeys(ctx context.Context) error {
 		return nil
 	}
 	if d.win != nil {
-		d.keys, d.writes = learnKeys(ctx, d.win.steps, 1, d.old, d.opts)
+		d.keys, d.writes = learnKeys(ctx, d.win.steps, d.old, d.opts)
 		first := d.win.first
 		d.keyOf = func(n int) int { return n - first }
 	} else {
-		d.keys, d.writes = learnKeys(ctx, d.rec.steps, 1, d.old, d.opts)
+		d.keys, d.writes = learnKeys(ctx, d.rec.steps, d.old, d.opts)
 	}
 	return nil
 }

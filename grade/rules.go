@@ -63,20 +63,7 @@ func Derive(ev Evidence) (Verdict, []Finding) {
 	}
 	after, _ := afterFailure(ev, noise)
 	findings = append(findings, after...)
-	for _, inv := range ev.Invariants {
-		if !inv.Held {
-			findings = append(findings, Finding{Verdict: Verdict{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
-				Outcome: outcomeAt(ev.New.Steps, inv.FirstStep)})
-		}
-	}
-	order := map[string]int{Diverged: 0, StillFailing: 1, InvariantViolated: 2}
-	sortFindings(findings, func(a, b Finding) bool {
-		if a.Step != b.Step {
-			return a.Step < b.Step
-		}
-		return order[a.Kind] < order[b.Kind]
-	})
-	findings = append(findings, variantFindings(ev)...)
+	findings = ordered(findings, ev, Diverged, StillFailing, InvariantViolated)
 	if len(findings) > 0 {
 		return findings[0].Verdict, findings
 	}
@@ -219,20 +206,7 @@ func deriveContract(ev Evidence) (Verdict, []Finding) {
 				Expected: s.Recorded, Outcome: s.Outcome, Diffs: counted, Detail: s.Outcome.Detail})
 		}
 	}
-	for _, inv := range ev.Invariants {
-		if !inv.Held {
-			findings = append(findings, Finding{Verdict: Verdict{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
-				Outcome: outcomeAt(ev.New.Steps, inv.FirstStep)})
-		}
-	}
-	order := map[string]int{InvariantViolated: 0, Diverged: 1}
-	sortFindings(findings, func(a, b Finding) bool {
-		if a.Step != b.Step {
-			return a.Step < b.Step
-		}
-		return order[a.Kind] < order[b.Kind]
-	})
-	findings = append(findings, variantFindings(ev)...)
+	findings = ordered(findings, ev, InvariantViolated, Diverged)
 	if len(findings) > 0 {
 		return findings[0].Verdict, findings
 	}
@@ -498,6 +472,26 @@ func noiseOf(ev Evidence) replay.Noise {
 		noise[f.Step][f.Path] = true
 	}
 	return noise
+}
+
+// ordered adds to findings each invariant the new build broke, sorts them
+// by step and, on one step, in the order of kinds, and puts the variants'
+// findings after them: the first is the verdict.
+func ordered(findings []Finding, ev Evidence, kinds ...string) []Finding {
+	rank := func(kind string) int { return max(slices.Index(kinds, kind), 0) } // another kind ranks as the first
+	for _, inv := range ev.Invariants {
+		if !inv.Held {
+			findings = append(findings, Finding{Verdict: Verdict{Kind: InvariantViolated, Step: inv.FirstStep, Invariant: inv.Name}, Detail: inv.Message,
+				Outcome: outcomeAt(ev.New.Steps, inv.FirstStep)})
+		}
+	}
+	sortFindings(findings, func(a, b Finding) bool {
+		if a.Step != b.Step {
+			return a.Step < b.Step
+		}
+		return rank(a.Kind) < rank(b.Kind)
+	})
+	return append(findings, variantFindings(ev)...)
 }
 
 func sortFindings(f []Finding, less func(a, b Finding) bool) {

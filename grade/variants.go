@@ -13,30 +13,15 @@ import (
 	"github.com/kavach-dev/kavach/variants"
 )
 
-// learnSchema starts the old build once, without a faked clock, and asks
-// it about the requests in the fixture. No schema (nil) when the
-// integration cannot learn one; the variants then guess field types.
+// learnSchema asks the old build the field types of the requests in the
+// fixture (Learn). No schema (nil) when it cannot be asked, and the note
+// says why: the variants then guess field types.
 func learnSchema(ctx context.Context, rec *fixtures.Recording, old kavach.Launch, opts Options) (kavach.Schema, string) {
-	ab := opts.Integration.Abilities()
-	learn, v := ab.Learn, ab.Variation
-	if learn == nil || v == nil {
-		return nil, "field types guessed: the integration cannot ask the build"
-	}
-	kinds := RequestKinds(rec.Steps(), v)
-	if !opts.Pool.acquire(ctx) {
-		return nil, "field types guessed: " + ctx.Err().Error()
-	}
-	defer opts.Pool.release()
-	p, err := opts.Integration.Start(ctx, old)
+	l, err := Learn(ctx, opts.Integration, old, rec.Steps(), Learning{Schema: true, Pool: opts.Pool})
 	if err != nil {
 		return nil, "field types guessed: " + err.Error()
 	}
-	defer p.Stop()
-	schema, err := learn(ctx, p.Addr(), kinds)
-	if err != nil {
-		return nil, "field types guessed: " + err.Error()
-	}
-	return schema, "field types learned from the old build"
+	return l.Schema, "field types learned from the old build"
 }
 
 // makeVariants generates the variants of fx (docs/variants.md), with

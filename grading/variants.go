@@ -2,6 +2,7 @@ package grading
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -49,7 +50,7 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 	var schema kavach.Schema
 	var keys [][]string
 	if r.Build != "" {
-		if schema, keys, err = learn(ctx, fx, in, variator, r.Build, r.TrustLaunch); err != nil {
+		if schema, keys, err = learn(ctx, fx, in, r.Build, r.TrustLaunch); err != nil {
 			return nil, err
 		}
 	}
@@ -61,40 +62,22 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 		LeftWhole: variants.LeftWhole(fx.Events, fx.Failure.Step, variants.Options{Codec: in, Variator: variator})}, nil
 }
 
-// learn starts the build once and asks it the field types of the
-// fixture's requests and, as kavach diff asks them, the steps' keys
-// (where the variants' budget goes).
-func learn(ctx context.Context, fx *fixtures.Fixture, in kavach.Integration, variator *kavach.Variation, build string, trust bool) (kavach.Schema, [][]string, error) {
+// learn starts the build once and asks it, as kavach diff asks its old
+// build (grade.Learn), the field types of the fixture's requests and the
+// steps' keys (where the variants' budget goes).
+func learn(ctx context.Context, fx *fixtures.Fixture, in kavach.Integration, build string, trust bool) (kavach.Schema, [][]string, error) {
 	if err := checkLaunch(ctx, in, fx, trust, build); err != nil {
 		return nil, nil, err
 	}
-	l := in.WithStartTimeout(10 * time.Second)
-	ab := l.Abilities()
-	if ab.Learn == nil {
+	rec := wrap(fx.Path, fixtures.NewRecording(fx, in))
+	l, err := grade.Learn(ctx, in.WithStartTimeout(10*time.Second), rec.Launch(build), rec.Steps(), grade.Learning{Schema: true, Keys: true})
+	if errors.Is(err, grade.ErrCannotLearn) {
 		return nil, nil, fmt.Errorf("the %s integration cannot learn request types from a build", fx.Header.Protocol)
 	}
-	rec := &Recording{path: fx.Path, fx: fx}
-	p, err := l.Start(ctx, rec.Launch(build))
 	if err != nil {
 		return nil, nil, err
 	}
-	defer p.Stop()
-	steps := kavach.Steps(fx.Events, in)
-	var requests [][]byte
-	for _, s := range steps {
-		requests = append(requests, s.Request.Data)
-	}
-	// The kinds a diff asks about (grade.RequestKinds), so that the
-	// numbering is the diff's.
-	schema, err := ab.Learn(ctx, p.Addr(), grade.RequestKinds(steps, variator))
-	if err != nil {
-		return nil, nil, err
-	}
-	var keys [][]string
-	if ab.Keys != nil {
-		keys, _ = ab.Keys(ctx, p.Addr(), requests)
-	}
-	return schema, keys, nil
+	return l.Schema, l.Keys, nil
 }
 
 // loadFixture loads a fixture whole and finds its integration.

@@ -3,6 +3,7 @@ package htmlreport
 import (
 	"encoding/json"
 	"fmt"
+	textcut "github.com/kavach-dev/kavach/internal/cut"
 	"sort"
 	"strings"
 
@@ -140,13 +141,13 @@ func noiseReason(f replay.NoiseField) string {
 	return s + "; left out of every comparison"
 }
 
-// cut shortens s to n bytes at most, on a rune boundary, saying so.
+// cut shortens s to n bytes at most, on a character boundary
+// (cut.String), saying how many bytes it left out.
 func cut(s string, n int) string {
-	if len(s) <= n {
+	c := textcut.String(s, n)
+	if c == s {
 		return s
 	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + fmt.Sprintf("… (+%d bytes)", len(s)-n)
+	kept := len(c) - len(textcut.Mark)
+	return c + fmt.Sprintf(" (+%d bytes)", len(s)-kept)
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	textcut "github.com/kavach-dev/kavach/internal/cut"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -368,13 +369,8 @@ func hiddenBeside(dir string) (string, error) {
 	return "", nil
 }
 
-// cut shortens s to about n bytes for a message.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
+// cut shortens s to n bytes for a message, never splitting a character.
+func cut(s string, n int) string { return textcut.String(s, n) }
 
 func passFail(reward float64) string {
 	if reward > 0 {

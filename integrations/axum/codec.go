@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	textcut "github.com/kavach-dev/kavach/internal/cut"
 	"net/url"
 	"sort"
 	"strconv"
@@ -101,15 +102,13 @@ func oneLine(b []byte) string {
 	return strings.ReplaceAll(strings.ReplaceAll(string(b), "\r", `\r`), "\n", `\n`)
 }
 
+// cut shortens a description to max bytes (cut.String); a max of 0 or
+// less keeps it whole.
 func cut(s string, max int) string {
-	if max <= 0 || len(s) <= max {
+	if max <= 0 {
 		return s
 	}
-	i := max
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
+	return textcut.String(s, max)
 }
 
 // Classify: a 5xx status is an error of class "5xx"; everything else,

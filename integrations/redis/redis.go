@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	textcut "github.com/kavach-dev/kavach/internal/cut"
 	"os"
 	"os/exec"
 	"slices"
@@ -104,16 +105,13 @@ func (Integration) DescribeResponse(msg []byte, max int) string {
 	return cut(v.String(), max)
 }
 
+// cut shortens a description to max bytes (cut.String); a max of 0 or
+// less keeps it whole.
 func cut(s string, max int) string {
-	if max <= 0 || len(s) <= max {
+	if max <= 0 {
 		return s
 	}
-	// Cut on a rune boundary.
-	i := max
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
+	return textcut.String(s, max)
 }
 
 // Classify is OK unless the first reply that is not a push is an error
