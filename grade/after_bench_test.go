@@ -54,7 +54,7 @@ func BenchmarkAfterTheFailure(b *testing.B) {
 	}
 	run := func(l kavach.Integration, want string) time.Duration {
 		start := time.Now()
-		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: fixed},
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, l), kavach.Launch{Path: old}, kavach.Launch{Path: fixed},
 			grade.Options{Integration: l, Seed: 1})
 		if err != nil {
 			b.Fatal(err)

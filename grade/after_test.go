@@ -100,7 +100,7 @@ func markAt(t *testing.T, path string, failing []string, oracle string) *fixture
 func gradeAfter(t *testing.T, fx *fixtures.Fixture, old, new string, set *invariants.Set, variants int) *grade.Report {
 	t.Helper()
 	c := redis.Integration{}
-	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
 		grade.Options{Integration: c, Seed: 1,
 			Variants: variants, MinVariants: min(10, variants), Invariants: set})
 	if err != nil {

@@ -35,7 +35,7 @@ func TestHTTPBudgetWhereTheFailureLives(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := axum.Integration{}
-	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old, Args: []string{"--port", "{port}"}},
+	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old, Args: []string{"--port", "{port}"}},
 		kavach.Launch{Path: fixed, Args: []string{"--port", "{port}"}},
 		grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/incidents"
@@ -46,7 +47,7 @@ func TestReproducesByTheFailingAnswer(t *testing.T) {
 	run := func(new string) *grade.Report {
 		t.Helper()
 		c := redis.Integration{}
-		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
 			grade.Options{Integration: c, Seed: 1, Variants: 64, MinVariants: 10, Invariants: set})
 		if err != nil {
 			t.Fatal(err)

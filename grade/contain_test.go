@@ -25,7 +25,7 @@ import (
 func gradeContained(t *testing.T, fx *fixtures.Fixture, old, new string) *grade.Report {
 	t.Helper()
 	c := redis.Integration{}
-	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
 		grade.Options{Integration: c, Seed: 1, Variants: 8, MinVariants: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func recordContract(t *testing.T, build string, session [][]string) *fixtures.Fi
 func gradeContract(t *testing.T, fx *fixtures.Fixture, old, new string, set *invariants.Set) *grade.Report {
 	t.Helper()
 	c := redis.Integration{}
-	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
 		grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Invariants: set})
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func TestDependsOnWritesOnly(t *testing.T) {
 	run := func(new string) *grade.Report {
 		t.Helper()
 		c := redis.Integration{}
-		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
 			grade.Options{Integration: c, Seed: 1, Invariants: set})
 		if err != nil {
 			t.Fatal(err)

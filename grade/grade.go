@@ -59,21 +59,11 @@ type Options struct {
 	// StartTimeout is recorded in the report's options; the Integration
 	// applies it.
 	StartTimeout time.Duration
-	// LongSteps: a fixture of more steps than this, or one given without
-	// its events (Fixture.Events nil: read from its file as it is
-	// replayed), is graded as a long recording (docs/diff.md, "Long
-	// recordings"). Zero means DefaultLongSteps.
+	// LongSteps: a fixture of more steps than this, or a long Recording
+	// (read from its file as it is replayed), is graded as a long
+	// recording (docs/diff.md, "Long recordings"). Zero means
+	// DefaultLongSteps.
 	LongSteps int
-	// Summary is the fixture read once without its events
-	// (fixtures.Summarize), when the caller has read it (kavach diff has,
-	// to tell a long fixture): Run then does not read the file again to
-	// summarize it. Nil: Run summarizes a fixture given without its
-	// events.
-	Summary *fixtures.Summary
-	// FixtureSHA256 is the fixture's SHA-256, when the caller took it as
-	// it read the file (grading.Open does): Run then does not read the
-	// file again to hash it. "": Run hashes the file.
-	FixtureSHA256 string
 	// Window is, for a long recording, how many steps before and after
 	// the failing step its variants replay. Zero means DefaultWindow.
 	Window int
@@ -92,9 +82,9 @@ type Options struct {
 // replay the builds (replayBuilds), gather the evidence (gatherEvidence),
 // check the invariants (addInvariants), run the variants (runVariants),
 // and derive the verdict from the evidence alone (Derive, in rules.go).
-func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*Report, error) {
+func Run(ctx context.Context, rec *fixtures.Recording, old, new kavach.Launch, opts Options) (*Report, error) {
 	began := time.Now()
-	d, err := newDiff(fx, old, new, opts)
+	d, err := newDiff(rec, old, new, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -121,10 +111,11 @@ func Run(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, opts
 // diff is one run of Run: what it was asked, and what each phase leaves
 // for the next.
 type diff struct {
-	fx       *fixtures.Fixture
+	fx       *fixtures.Fixture // the recording's fixture (its records only when long)
 	old, new kavach.Launch
 	opts     Options
 	ropts    replay.Options // how every replay runs
+	in       *fixtures.Recording
 	rec      *recording
 	long     bool
 	failure  kavach.Failure // zero for a contract
@@ -140,7 +131,8 @@ type diff struct {
 
 // newDiff checks what Run was asked, with its options' defaults, and
 // opens the recording.
-func newDiff(fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*diff, error) {
+func newDiff(in *fixtures.Recording, old, new kavach.Launch, opts Options) (*diff, error) {
+	fx := in.Fixture()
 	if opts.Integration == nil {
 		return nil, fmt.Errorf("grade: Integration is required")
 	}
@@ -161,11 +153,8 @@ func newDiff(fx *fixtures.Fixture, old, new kavach.Launch, opts Options) (*diff,
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
-	d := &diff{fx: fx, old: old, new: new, opts: opts, keyOf: func(n int) int { return n - 1 }}
-	var err error
-	if d.rec, d.long, err = newRecording(fx, opts.Integration, opts.LongSteps, opts.Summary); err != nil {
-		return nil, err
-	}
+	d := &diff{fx: fx, in: in, old: old, new: new, opts: opts, keyOf: func(n int) int { return n - 1 }}
+	d.rec, d.long = newRecording(in, opts.LongSteps)
 	d.contract = fx.Failure == nil
 	switch {
 	case d.contract && d.rec.n == 0:
@@ -477,12 +466,12 @@ func (d *diff) runVariants(ctx context.Context, ev *Evidence) error {
 		if cut.slice != nil {
 			keys = cut.keys
 		}
-		ev.Variants = variantsOn(cut, func(wfx *fixtures.Fixture) VariantsEvidence {
-			return replayVariants(ctx, wfx, d.old, d.new, d.ropts, rule, keys, o)
+		ev.Variants = variantsOn(cut, func(wrec *fixtures.Recording) VariantsEvidence {
+			return replayVariants(ctx, wrec, d.old, d.new, d.ropts, rule, keys, o)
 		}, d.fx)
 		ev.Variants.SliceFallback = fallback
 	} else {
-		ev.Variants = replayVariants(ctx, d.fx, d.old, d.new, d.ropts, rule, d.keys, d.opts)
+		ev.Variants = replayVariants(ctx, d.in, d.old, d.new, d.ropts, rule, d.keys, d.opts)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", context.Cause(ctx))
@@ -506,10 +495,7 @@ func (d *diff) report(ev Evidence, rs *replays, variantsTook time.Duration, bega
 	if explained == nil {
 		explained = []Explained{}
 	}
-	sum := d.opts.FixtureSHA256
-	if sum == "" {
-		sum, _ = fixtures.SHA256File(d.fx.Path)
-	}
+	sum := d.in.SHA256()
 	opts := d.opts
 	rep := &Report{
 		SchemaVersion: SchemaVersion,

@@ -59,7 +59,7 @@ func recordIncident(t *testing.T, old string) *fixtures.Fixture {
 func diff(t *testing.T, fx *fixtures.Fixture, old, new string, minVariants int) *grade.Report {
 	t.Helper()
 	c := redis.Integration{}
-	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
 		grade.Options{Integration: c, MinVariants: minVariants, Variants: 64, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ func TestOneSeedOneSetOfVariants(t *testing.T) {
 	fx := recordIncident(t, b.old)
 	list := func(seed uint64) []string {
 		c := redis.Integration{}
-		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
 			grade.Options{Integration: c, MinVariants: 10, Variants: 16, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
@@ -328,7 +328,7 @@ func TestWrongAnswerOnlyAnInvariantSees(t *testing.T) {
 	grade := func(new string) *grade.Report {
 		t.Helper()
 		c := redis.Integration{}
-		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
 			grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Invariants: set})
 		if err != nil {
 			t.Fatal(err)

@@ -48,7 +48,7 @@ func TestHTTPVerdicts(t *testing.T) {
 		{"wrong-check.patch", "still_failing@7", "planted fault: the check still lets parts 0 through"},
 	} {
 		t.Run(tc.candidate, func(t *testing.T) {
-			rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old, Args: []string{"--port", "{port}"}},
+			rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old, Args: []string{"--port", "{port}"}},
 				kavach.Launch{Path: build(tc.candidate), Args: []string{"--port", "{port}"}},
 				grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1})
 			if err != nil {

@@ -36,7 +36,7 @@ func TestSameVerdictUnderLoad(t *testing.T) {
 
 	c := redis.Integration{}
 	grade1 := func(new string) string {
-		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
 			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -74,7 +74,7 @@ func TestInvariantBrokenOnBothBuildsIsNoVariantFailure(t *testing.T) {
 	}
 	c := redis.Integration{}
 	for candidate, want := range map[string]string{"correct": "fixed", "narrow": "variant_failed("} {
-		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old},
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old},
 			kavach.Launch{Path: redisbuild.MustBuild(t, bug, filepath.Join(dir, "candidates", candidate+".patch"))},
 			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Invariants: set})
 		if err != nil {
@@ -111,7 +111,7 @@ func TestInsertedWritesUnderLoad(t *testing.T) {
 	defer stress(t)()
 	c := redis.Integration{}
 	for i := range 4 {
-		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: correct},
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: correct},
 			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Invariants: set})
 		if err != nil {
 			t.Fatal(err)

@@ -27,18 +27,15 @@ type recording struct {
 	src   replay.Source
 }
 
-func newRecording(fx *fixtures.Fixture, codec kavach.Integration, longSteps int, sum *fixtures.Summary) (*recording, bool, error) {
-	if fx.Events != nil {
-		steps := kavach.Steps(fx.Events, codec)
-		return &recording{n: len(steps), steps: steps, src: replay.Slice(fx.Events)}, len(steps) > longSteps, nil
+// newRecording is how Run reads rec's steps: a short one's in memory,
+// grouped once as it was opened, long when it has more than longSteps
+// steps; a long one's streamed from its file, its summary taken once.
+func newRecording(rec *fixtures.Recording, longSteps int) (*recording, bool) {
+	if !rec.Long() {
+		steps := rec.Steps()
+		return &recording{n: len(steps), steps: steps, src: replay.Slice(rec.Events())}, len(steps) > longSteps
 	}
-	if sum == nil || sum.Path != fx.Path {
-		var err error
-		if sum, err = fixtures.Summarize(fx.Path, codec); err != nil {
-			return nil, false, err
-		}
-	}
-	return &recording{n: sum.Steps, sum: sum, src: replay.File(fx.Path)}, true, nil
+	return &recording{n: rec.Len(), sum: rec.Summary(), src: replay.File(rec.Path())}, true
 }
 
 // each calls fn with every step, in order. A streamed step's data is
@@ -63,6 +60,7 @@ type window struct {
 	first, last int
 	events      []kavach.Event
 	steps       []kavach.Step
+	rec         *fixtures.Recording // its events, their steps grouped once
 	// A dependency slice (sliceFor) also has, per step of it, the
 	// fixture's step (orig) and its keys (nil: unknown), and what the
 	// report says of it.
@@ -137,7 +135,8 @@ func (w *window) cut(src replay.Source, codec kavach.Integration, in, openedIn f
 		}
 		w.events = append(w.events, ev)
 	}
-	w.steps = kavach.Steps(w.events, codec)
+	w.rec = fixtures.NewRecording(&fixtures.Fixture{Events: w.events}, codec)
+	w.steps = w.rec.Steps()
 	return nil
 }
 
@@ -166,15 +165,15 @@ func (w *window) local(n int) (int, bool) {
 // variantsOn grades the variants of a long recording on its window: the
 // variants are made from the window's steps only and replay only them,
 // and every step number in their evidence is the fixture's.
-func variantsOn(w *window, run func(fx *fixtures.Fixture) VariantsEvidence, fx *fixtures.Fixture) VariantsEvidence {
-	wfx := &fixtures.Fixture{Path: fx.Path, Header: fx.Header, Events: w.events, Invariants: fx.Invariants, Redactions: fx.Redactions}
+func variantsOn(w *window, run func(*fixtures.Recording) VariantsEvidence, fx *fixtures.Fixture) VariantsEvidence {
+	wfx := &fixtures.Fixture{Path: fx.Path, Header: fx.Header, Invariants: fx.Invariants, Redactions: fx.Redactions}
 	if f := fx.Failure; f != nil {
 		wf := *f
 		wf.Step, _ = w.local(f.Step)
 		wfx.Failure = &wf
 	}
 	// run names the variants' steps by the fixture's (Options.stepOf).
-	ve := run(wfx)
+	ve := run(w.rec.WithRecords(wfx))
 	for i := range ve.LeftWhole {
 		ve.LeftWhole[i] = variants.MapSteps(ve.LeftWhole[i], w.shift)
 	}

@@ -70,9 +70,10 @@ func longIncident(t *testing.T, old string, prefix, strlenAt int) *fixtures.Fixt
 	return &fixtures.Fixture{Path: fx.Path, Header: fx.Header, Events: evs, Failure: &f}
 }
 
-// writeFixture writes fx to a file and returns it without its events:
-// graded from the file, as kavach diff grades a long fixture.
-func writeFixture(t *testing.T, fx *fixtures.Fixture) *fixtures.Fixture {
+// writeFixture writes fx to a file and returns it opened as a long
+// recording, summarized once: graded from the file, as kavach diff grades
+// a long fixture.
+func writeFixture(t *testing.T, fx *fixtures.Fixture) *fixtures.Recording {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "long.kavach")
 	w, err := fixtures.Create(path, fx.Header)
@@ -88,7 +89,11 @@ func writeFixture(t *testing.T, fx *fixtures.Fixture) *fixtures.Fixture {
 	if err := w.Close(fixtures.End{Duration: fx.Events[len(fx.Events)-1].Offset}); err != nil {
 		t.Fatal(err)
 	}
-	return &fixtures.Fixture{Path: path, Header: fx.Header, Failure: fx.Failure}
+	rec, err := fixtures.StreamRecording(path, redis.Integration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
 
 var stepNumber = regexp.MustCompile(`\bstep (\d+)`)
@@ -109,7 +114,7 @@ func TestLongRecording(t *testing.T) {
 	fx := longIncident(t, b.old, prefix, strlenAt)
 	F := fx.Failure.Step
 	c := redis.Integration{}
-	run := func(fx *fixtures.Fixture, new string, min int) *grade.Report {
+	run := func(fx *fixtures.Recording, new string, min int) *grade.Report {
 		t.Helper()
 		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: new},
 			grade.Options{Integration: c, MinVariants: min, Variants: 32, Seed: 1,
@@ -132,7 +137,7 @@ func TestLongRecording(t *testing.T) {
 		{"breaks STRLEN before the window", b.strlen, false, 0, fmt.Sprintf("diverged@%d", strlenAt)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := fx
+			in := fixtures.NewRecording(fx, c)
 			if tc.file {
 				in = writeFixture(t, fx)
 			}
@@ -187,16 +192,12 @@ func TestLongRecording(t *testing.T) {
 // each a full read of the file.
 func TestOnePlanOneSummary(t *testing.T) {
 	b := getBuilds(t)
-	fx := writeFixture(t, longIncident(t, b.old, 600, 101))
+	fx := writeFixture(t, longIncident(t, b.old, 600, 101)) // summarized
 	c := redis.Integration{}
-	sum, err := fixtures.Summarize(fx.Path, c)
-	if err != nil {
-		t.Fatal(err)
-	}
 	summaries := fixtures.Summaries()
 	plans, _ := replay.Counts()
 	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
-		grade.Options{Integration: c, Variants: 0, Seed: 1, LongSteps: 100, Summary: sum})
+		grade.Options{Integration: c, Variants: 0, Seed: 1, LongSteps: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,9 +67,9 @@ func (p *Pool) identify(l kavach.Launch, tr *replay.Trace) Build {
 // Diff is one fixture of a suite: what Run takes. Its Options.Pool and
 // Options.Progress are RunSuite's.
 type Diff struct {
-	Fixture  *fixtures.Fixture
-	Old, New kavach.Launch
-	Options  Options
+	Recording *fixtures.Recording
+	Old, New  kavach.Launch
+	Options   Options
 }
 
 // SuiteError is a suite Kavach could not grade: the first of its diffs,
@@ -115,7 +115,7 @@ func RunSuite(ctx context.Context, diffs []Diff, pool *Pool, progress func(done,
 			defer wg.Done()
 			opts := d.Options
 			opts.Pool, opts.Progress = pool, nil
-			rep, err := Run(sctx, d.Fixture, d.Old, d.New, opts)
+			rep, err := Run(sctx, d.Recording, d.Old, d.New, opts)
 			mu.Lock()
 			reports[i], errs[i] = rep, err
 			if err != nil {

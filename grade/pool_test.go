@@ -87,9 +87,9 @@ func TestSuiteSharesPool(t *testing.T) {
 	stOpts := opts
 	stOpts.Invariants = set
 	diffs := []grade.Diff{
-		{Fixture: grFx, Old: kavach.Launch{Path: grOld}, New: kavach.Launch{Path: grCorrect}, Options: opts},
-		{Fixture: stFx, Old: kavach.Launch{Path: stOld}, New: kavach.Launch{Path: stCorrect}, Options: stOpts},
-		{Fixture: grFx, Old: kavach.Launch{Path: grOld}, New: kavach.Launch{Path: grNarrow}, Options: opts},
+		{Recording: fixtures.NewRecording(grFx, opts.Integration), Old: kavach.Launch{Path: grOld}, New: kavach.Launch{Path: grCorrect}, Options: opts},
+		{Recording: fixtures.NewRecording(stFx, opts.Integration), Old: kavach.Launch{Path: stOld}, New: kavach.Launch{Path: stCorrect}, Options: stOpts},
+		{Recording: fixtures.NewRecording(grFx, opts.Integration), Old: kavach.Launch{Path: grOld}, New: kavach.Launch{Path: grNarrow}, Options: opts},
 	}
 	var calls []int
 	s, err := grade.RunSuite(context.Background(), diffs, grade.NewPool(2), func(done, total int) {
@@ -138,9 +138,9 @@ func TestSuiteErrorInArgumentOrder(t *testing.T) {
 	opts := grade.Options{Integration: c, BelowFloor: true, Jobs: 2}
 	missing := filepath.Join(t.TempDir(), "no-such-server")
 	diffs := []grade.Diff{
-		{Fixture: fx, Old: kavach.Launch{Path: old}, New: kavach.Launch{Path: old}, Options: opts},
-		{Fixture: fx, Old: kavach.Launch{Path: old}, New: kavach.Launch{Path: missing}, Options: opts},
-		{Fixture: fx, Old: kavach.Launch{Path: old}, New: kavach.Launch{Path: old}, Options: opts},
+		{Recording: fixtures.NewRecording(fx, c), Old: kavach.Launch{Path: old}, New: kavach.Launch{Path: old}, Options: opts},
+		{Recording: fixtures.NewRecording(fx, c), Old: kavach.Launch{Path: old}, New: kavach.Launch{Path: missing}, Options: opts},
+		{Recording: fixtures.NewRecording(fx, c), Old: kavach.Launch{Path: old}, New: kavach.Launch{Path: old}, Options: opts},
 	}
 	_, err = grade.RunSuite(context.Background(), diffs, nil, nil)
 	var se *grade.SuiteError

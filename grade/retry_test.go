@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
 )
@@ -49,7 +50,7 @@ func TestVariantStartRetried(t *testing.T) {
 		for _, n := range fail {
 			l.fail[n] = true
 		}
-		rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, l), kavach.Launch{Path: b.old}, kavach.Launch{Path: b.pristine},
 			grade.Options{Integration: l, Variants: variants, MinVariants: 0, Seed: 1, Jobs: 1})
 		return rep, l.n, err
 	}

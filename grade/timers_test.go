@@ -76,7 +76,7 @@ func TestTimerScenariosSameVerdictUnderLoad(t *testing.T) {
 	c := redis.Integration{}
 	for i := range timerRuns {
 		for _, gc := range cases {
-			rep, err := grade.Run(context.Background(), gc.fx, kavach.Launch{Path: gc.old}, kavach.Launch{Path: gc.new},
+			rep, err := grade.Run(context.Background(), fixtures.NewRecording(gc.fx, c), kavach.Launch{Path: gc.old}, kavach.Launch{Path: gc.new},
 				grade.Options{Integration: c, Seed: 1})
 			if err != nil {
 				t.Fatalf("%s: %v", gc.name, err)

@@ -36,7 +36,7 @@ func TestUpgradeContractsHeldUnderLoad(t *testing.T) {
 	c := redis.Integration{}
 	for _, fx := range fxs {
 		for i := range 10 {
-			rep, err := grade.Run(context.Background(), fx, build, build,
+			rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), build, build,
 				grade.Options{Integration: c, Variants: 4, Seed: uint64(i + 1)})
 			if err != nil {
 				t.Fatalf("%s, run %d: %v", filepath.Base(fx.Path), i+1, err)

@@ -35,7 +35,7 @@ func recordValues(t *testing.T, old string, record func(out, old string) error) 
 func diffBudget(t *testing.T, fx *fixtures.Fixture, old, new string, budget int) *grade.Report {
 	t.Helper()
 	c := redis.Integration{}
-	rep, err := grade.Run(context.Background(), fx, kavach.Launch{Path: old}, kavach.Launch{Path: new},
+	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
 		grade.Options{Integration: c, MinVariants: 10, Variants: budget, Seed: 1})
 	if err != nil {
 		t.Fatal(err)

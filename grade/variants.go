@@ -16,8 +16,8 @@ import (
 // learnSchema asks the old build the field types of the requests in the
 // fixture (Learn). No schema (nil) when it cannot be asked, and the note
 // says why: the variants then guess field types.
-func learnSchema(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, opts Options) (kavach.Schema, string) {
-	l, err := Learn(ctx, opts.Integration, old, kavach.Steps(fx.Events, opts.Integration), Learning{Schema: true, Pool: opts.Pool})
+func learnSchema(ctx context.Context, rec *fixtures.Recording, old kavach.Launch, opts Options) (kavach.Schema, string) {
+	l, err := Learn(ctx, opts.Integration, old, rec.Steps(), Learning{Schema: true, Pool: opts.Pool})
 	if err != nil {
 		return nil, "field types guessed: " + err.Error()
 	}
@@ -27,14 +27,15 @@ func learnSchema(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, o
 // makeVariants generates the variants of fx (docs/variants.md), with
 // what their evidence says of how they were made; ok is false when the
 // integration cannot vary requests.
-func makeVariants(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, keys [][]string, opts Options) (vs []variants.Variant, ve VariantsEvidence, ok bool) {
+func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launch, keys [][]string, opts Options) (vs []variants.Variant, ve VariantsEvidence, ok bool) {
+	fx := rec.Fixture()
 	ve = VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
 	variator := opts.Integration.Abilities().Variation
 	if variator == nil {
 		ve.Note = "the integration cannot vary requests: no variants"
 		return nil, ve, false
 	}
-	schema, note := learnSchema(ctx, fx, old, opts)
+	schema, note := learnSchema(ctx, rec, old, opts)
 	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
 	// A contract (no failure) has regression variants of every step only.
 	if f := fx.Failure; f == nil {
@@ -57,8 +58,9 @@ func makeVariants(ctx context.Context, fx *fixtures.Fixture, old kavach.Launch, 
 // holding a place in the pool; the variant rule (rule, JudgeVariant)
 // judges each. keys are each step's keys (learnKeys), for where the
 // variants go; nil when unknown.
-func replayVariants(ctx context.Context, fx *fixtures.Fixture, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys [][]string, opts Options) VariantsEvidence {
-	vs, ve, ok := makeVariants(ctx, fx, old, keys, opts)
+func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys [][]string, opts Options) VariantsEvidence {
+	fx := rec.Fixture()
+	vs, ve, ok := makeVariants(ctx, rec, old, keys, opts)
 	if !ok {
 		return ve
 	}

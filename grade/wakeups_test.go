@@ -38,7 +38,7 @@ func gradeKind(t *testing.T, fx *fixtures.Fixture, old, new kavach.Launch, opts 
 		fx = &cp
 	}
 	opts.Variants, opts.MinVariants, opts.Seed = 64, 10, 1
-	rep, err := grade.Run(context.Background(), fx, old, new, opts)
+	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, opts.Integration), old, new, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func Grade(ctx context.Context, r Request) (*grade.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return grade.Run(ctx, d.Fixture, d.Old, d.New, d.Options)
+	return grade.Run(ctx, d.Recording, d.Old, d.New, d.Options)
 }
 
 // prepare checks a request and opens what grading its fixture takes.
@@ -137,12 +137,11 @@ func (r Request) prepare() (grade.Diff, error) {
 		Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs,
 		FailFast: r.FailFast, Invariants: set, Progress: r.Progress,
 		BelowFloor: r.BelowFloor, StartTimeout: r.StartTimeout,
-		Summary: rec.sum, FixtureSHA256: rec.sha, // read once: grade.Run reads neither again
 	}
 	if set != nil {
 		opts.InvariantsFile = set.File
 	}
-	return grade.Diff{Fixture: rec.fx, Old: rec.Launch(r.Old), New: rec.Launch(r.New), Options: opts}, nil
+	return grade.Diff{Recording: rec.Recording, Old: rec.Launch(r.Old), New: rec.Launch(r.New), Options: opts}, nil
 }
 
 // GradeSuite grades one build pair against every fixture at once, as

@@ -13,38 +13,34 @@ import (
 	"github.com/kavach-dev/kavach/replay"
 )
 
-// Recording is a fixture opened for grading, with the integration that
-// speaks its protocol. A short fixture is read once, whole: its events
-// in memory, its steps grouped once, its SHA-256 taken as it was read. A
-// long one (more than grade.DefaultLongSteps steps, or any opened with
-// Skim) is summarized and streamed from its file: its events are never
-// all in memory (docs/diff.md, "Long recordings").
+// Recording is a fixture opened for grading (a fixtures.Recording: read
+// once, its steps grouped once), with the integration that speaks its
+// protocol. A short fixture is in memory; a long one (more than
+// grade.DefaultLongSteps steps, or any opened with Skim) is summarized and
+// streamed from its file: its events are never all in memory
+// (docs/diff.md, "Long recordings").
 type Recording struct {
-	path  string
-	fx    *fixtures.Fixture // its records; its events only when short
-	steps []kavach.Step     // short: every step
-	sum   *fixtures.Summary // long: the fixture read without its events
-	sha   string            // short: the file's SHA-256
-	in    kavach.Integration
+	*fixtures.Recording
+	path string // as given
+	in   kavach.Integration
+	fx   *fixtures.Fixture // its records; its events only when short
+}
+
+// wrap is the grading Recording of rec, opened from path.
+func wrap(path string, rec *fixtures.Recording) *Recording {
+	return &Recording{Recording: rec, path: path, in: rec.Integration(), fx: rec.Fixture()}
 }
 
 // Open opens the fixture at path for grading: a short fixture is read
 // once, whole; a long one is summarized (a pass that keeps no event).
 func Open(path string) (*Recording, error) {
-	rec := &Recording{path: path}
-	fx, steps, sha, long, err := fixtures.LoadUpTo(path, grade.DefaultLongSteps, func(h fixtures.Header) (kavach.Integration, error) {
-		in, err := integrationOf(path, h)
-		rec.in = in
-		return in, err
+	rec, err := fixtures.OpenRecording(path, grade.DefaultLongSteps, func(h fixtures.Header) (kavach.Integration, error) {
+		return integrationOf(path, h)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if long {
-		return rec, rec.summarize()
-	}
-	rec.fx, rec.steps, rec.sha = fx, steps, sha
-	return rec, nil
+	return wrap(path, rec), nil
 }
 
 // Skim opens the fixture at path to be streamed, whatever its length:
@@ -60,71 +56,15 @@ func Skim(path string) (*Recording, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &Recording{path: path, in: in}
-	return rec, rec.summarize()
-}
-
-// summarize reads the fixture once without keeping its events.
-func (r *Recording) summarize() error {
-	sum, err := fixtures.Summarize(r.path, r.in)
+	rec, err := fixtures.StreamRecording(path, in)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r.sum = sum
-	r.fx = &fixtures.Fixture{Path: r.path, Header: sum.Header, Failure: sum.Failure, Invariants: sum.Invariants,
-		Redactions: sum.Redactions, End: sum.End, Warning: sum.Warning}
-	return nil
+	return wrap(path, rec), nil
 }
 
 // Path is the fixture's path, as given.
 func (r *Recording) Path() string { return r.path }
-
-// Long reports whether the fixture is streamed from its file.
-func (r *Recording) Long() bool { return r.sum != nil }
-
-// Len is how many steps the fixture has.
-func (r *Recording) Len() int {
-	if r.sum != nil {
-		return r.sum.Steps
-	}
-	return len(r.steps)
-}
-
-// EachStep calls fn with every step, in order, until fn returns an
-// error, which EachStep returns. A streamed step's data is valid only
-// during the call.
-func (r *Recording) EachStep(fn func(kavach.Step) error) error {
-	if r.sum != nil {
-		return r.sum.EachStep(fn)
-	}
-	for _, s := range r.steps {
-		if err := fn(s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Header is the fixture's header.
-func (r *Recording) Header() fixtures.Header { return r.fx.Header }
-
-// Failure is the fixture's failure, nil for a contract.
-func (r *Recording) Failure() *kavach.Failure { return r.fx.Failure }
-
-// Records are the fixture's records but its events (which EachStep
-// gives): failure, invariants, redactions, end.
-func (r *Recording) Records() *fixtures.Fixture {
-	fx := *r.fx
-	fx.Events = nil
-	return &fx
-}
-
-// Summary is a long fixture read without its events, nil for a short one.
-func (r *Recording) Summary() *fixtures.Summary { return r.sum }
-
-// Warning is the fixture's warning (a recording that did not end
-// cleanly), or nil.
-func (r *Recording) Warning() error { return r.fx.Warning }
 
 // Codec is the integration of the fixture's protocol, told its volatile
 // fields and secret parameters.

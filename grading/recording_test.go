@@ -68,7 +68,7 @@ func TestRecordingShortAndLong(t *testing.T) {
 		if f := rec.Failure(); f == nil || f.Step != tc.steps {
 			t.Errorf("%d steps: failure %+v", tc.steps, f)
 		}
-		if tc.long && rec.fx.Events != nil {
+		if tc.long && rec.Events() != nil {
 			t.Errorf("%d steps: a long recording holds its events", tc.steps)
 		}
 		n := 0

@@ -69,8 +69,8 @@ func learn(ctx context.Context, fx *fixtures.Fixture, in kavach.Integration, bui
 	if err := checkLaunch(ctx, in, fx, trust, build); err != nil {
 		return nil, nil, err
 	}
-	rec := &Recording{path: fx.Path, fx: fx}
-	l, err := grade.Learn(ctx, in.WithStartTimeout(10*time.Second), rec.Launch(build), kavach.Steps(fx.Events, in), grade.Learning{Schema: true, Keys: true})
+	rec := wrap(fx.Path, fixtures.NewRecording(fx, in))
+	l, err := grade.Learn(ctx, in.WithStartTimeout(10*time.Second), rec.Launch(build), rec.Steps(), grade.Learning{Schema: true, Keys: true})
 	if errors.Is(err, grade.ErrCannotLearn) {
 		return nil, nil, fmt.Errorf("the %s integration cannot learn request types from a build", fx.Header.Protocol)
 	}
