@@ -157,10 +157,10 @@ func newDiff(in *fixtures.Recording, old, new kavach.Launch, opts Options) (*dif
 	d.rec, d.long = newRecording(in, opts.LongSteps)
 	d.contract = fx.Failure == nil
 	switch {
-	case d.contract && d.rec.n == 0:
+	case d.contract && d.rec.Len() == 0:
 		return nil, fmt.Errorf("fixture %s has no steps: a contract needs recorded traffic", fx.Path)
-	case !d.contract && (fx.Failure.Step < 1 || fx.Failure.Step > d.rec.n):
-		return nil, fmt.Errorf("fixture %s: its failure is at step %d, but it has steps 1 to %d", fx.Path, fx.Failure.Step, d.rec.n)
+	case !d.contract && (fx.Failure.Step < 1 || fx.Failure.Step > d.rec.Len()):
+		return nil, fmt.Errorf("fixture %s: its failure is at step %d, but it has steps 1 to %d", fx.Path, fx.Failure.Step, d.rec.Len())
 	case !d.contract:
 		d.failure = *fx.Failure
 	}
@@ -179,7 +179,7 @@ func newDiff(in *fixtures.Recording, old, new kavach.Launch, opts Options) (*dif
 // before it for where the variants go (docs/variants.md). A long
 // recording's are the window's: a step after it has its keys unknown.
 func (d *diff) findKeys(ctx context.Context) error {
-	f, n := d.failure.Step, d.rec.n
+	f, n := d.failure.Step, d.rec.Len()
 	if d.long {
 		first, last := max(1, f-d.opts.Window), min(n, f+d.opts.Window)
 		if d.contract {
@@ -198,7 +198,7 @@ func (d *diff) findKeys(ctx context.Context) error {
 		first := d.win.first
 		d.keyOf = func(n int) int { return n - first }
 	} else {
-		d.keys, d.writes = learnKeys(ctx, d.rec.steps, d.old, d.opts)
+		d.keys, d.writes = learnKeys(ctx, d.rec.Steps(), d.old, d.opts)
 	}
 	return nil
 }
@@ -249,7 +249,7 @@ func (d *diff) replayBuilds(ctx context.Context) (*replays, error) {
 // the rule that will judge those steps (replays.inputs).
 func (d *diff) fingerprinting() (replay.Options, kavach.Launch, kavach.Launch, string) {
 	f := d.failure.Step
-	if d.contract || f >= d.rec.n {
+	if d.contract || f >= d.rec.Len() {
 		return d.ropts, d.old, d.new, ""
 	}
 	fp := d.opts.Integration.Abilities().Fingerprint
@@ -257,7 +257,7 @@ func (d *diff) fingerprinting() (replay.Options, kavach.Launch, kavach.Launch, s
 		return d.ropts, d.old, d.new, RuleInferred + ": the integration cannot fingerprint a build's state"
 	}
 	requests := func(yield func([]byte) bool) {
-		d.rec.each(func(s kavach.Step) error {
+		d.rec.EachStep(func(s kavach.Step) error {
 			if !yield(s.Request.Data) {
 				return errStop
 			}
@@ -297,8 +297,8 @@ func (d *diff) gatherEvidence(rs *replays) (Evidence, *traces, error) {
 	noise := replay.Noise{}
 	tr := &traces{}
 	steps := func(fn func(kavach.Step) error) error {
-		return d.rec.each(func(s kavach.Step) error {
-			if d.rec.sum != nil {
+		return d.rec.EachStep(func(s kavach.Step) error {
+			if d.rec.Long() {
 				s = cloneStep(s) // streamed: its data is the file's block, valid during this call only
 			}
 			return fn(s)
@@ -503,7 +503,7 @@ func (d *diff) report(ev Evidence, rs *replays, variantsTook time.Duration, bega
 		Parts:         verdict,
 		Findings:      findings,
 		Explained:     explained,
-		Fixture:       Fixture{Path: d.fx.Path, SHA256: sum, Protocol: d.fx.Header.Protocol, Steps: d.rec.n, Failure: d.fx.Failure},
+		Fixture:       Fixture{Path: d.fx.Path, SHA256: sum, Protocol: d.fx.Header.Protocol, Steps: d.rec.Len(), Failure: d.fx.Failure},
 		Builds:        Builds{Old: opts.Pool.identify(d.old, rs.oldRuns[0]), New: opts.Pool.identify(d.new, rs.newRun)},
 		Evidence:      ev,
 		Seed:          opts.Seed,

@@ -18,38 +18,23 @@ const (
 	DefaultWindow    = 1_000
 )
 
-// recording is a fixture's steps as Run reads them: in memory (a fixture
-// loaded whole, not long), or streamed from its file.
+// recording is the fixture as Run reads it: the opened recording (its
+// steps in memory, or streamed from its file when long) and the source
+// its replays read.
 type recording struct {
-	n     int
-	steps []kavach.Step     // every step, in memory
-	sum   *fixtures.Summary // or streamed
-	src   replay.Source
+	*fixtures.Recording
+	src replay.Source
 }
 
-// newRecording is how Run reads rec's steps: a short one's in memory,
-// grouped once as it was opened, long when it has more than longSteps
-// steps; a long one's streamed from its file, its summary taken once.
+// newRecording is how Run reads rec: a short one from memory, its steps
+// grouped once as it was opened, graded as long when it has more than
+// longSteps steps; a long one streamed from its file, its summary taken
+// once.
 func newRecording(rec *fixtures.Recording, longSteps int) (*recording, bool) {
 	if !rec.Long() {
-		steps := rec.Steps()
-		return &recording{n: len(steps), steps: steps, src: replay.Slice(rec.Events())}, len(steps) > longSteps
+		return &recording{rec, replay.Slice(rec.Events())}, rec.Len() > longSteps
 	}
-	return &recording{n: rec.Len(), sum: rec.Summary(), src: replay.File(rec.Path())}, true
-}
-
-// each calls fn with every step, in order. A streamed step's data is
-// valid only during the call.
-func (r *recording) each(fn func(kavach.Step) error) error {
-	if r.sum != nil {
-		return r.sum.EachStep(fn)
-	}
-	for _, s := range r.steps {
-		if err := fn(s); err != nil {
-			return err
-		}
-	}
-	return nil
+	return &recording{rec, replay.File(rec.Path())}, true
 }
 
 // window is the steps from first to last (counting from 1) cut out of a

@@ -163,7 +163,7 @@ func learnStepKeys(ctx context.Context, rec *recording, last int, old kavach.Lau
 		}
 		reqs, conns, flags = reqs[:0], conns[:0], flags[:0]
 	}
-	err = rec.each(func(s kavach.Step) error {
+	err = rec.EachStep(func(s kavach.Step) error {
 		if s.N > last || full {
 			return errStop
 		}
