@@ -67,7 +67,6 @@ func SetupRecording(s *record.Session, protocol string, redact []string, keepSec
 			s.Proxy.Redactor = ab.SecretParams(redact).Abilities().Redaction
 			s.Redact = redact
 		}
-		s.RedactArgs = ab.RedactArgs
 	}
 }
 

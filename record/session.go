@@ -36,9 +36,6 @@ type Session struct {
 	Volatile []string
 	// Redact is written into the fixture's header (fixtures.Header.Redact).
 	Redact []string
-	// RedactArgs, when set, removes secrets from the launch arguments
-	// written to the fixture's header (the build gets them as given).
-	RedactArgs func(args []string) []string
 }
 
 // Result is what a finished recording holds.
@@ -88,9 +85,11 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 		}
 		h.Build = &fixtures.Build{Path: s.Launch.Path, SHA256: sum, Version: version}
 		h.Launch = s.Launch
-		if s.RedactArgs != nil {
+		// Redacting, the integration removes secrets from the launch
+		// arguments written to the header (the build gets them as given).
+		if redactArgs := s.Proxy.Codec.Abilities().RedactArgs; s.Proxy.Redactor != nil && redactArgs != nil {
 			hl := *s.Launch
-			hl.Args = s.RedactArgs(hl.Args)
+			hl.Args = redactArgs(hl.Args)
 			h.Launch = &hl
 		}
 		res.Build = h.Build
