@@ -115,7 +115,6 @@ type diff struct {
 	old, new kavach.Launch
 	opts     Options
 	ropts    replay.Options // how every replay runs
-	in       *fixtures.Recording
 	rec      *recording
 	long     bool
 	failure  kavach.Failure // zero for a contract
@@ -153,7 +152,7 @@ func newDiff(in *fixtures.Recording, old, new kavach.Launch, opts Options) (*dif
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
-	d := &diff{fx: fx, in: in, old: old, new: new, opts: opts, keyOf: func(n int) int { return n - 1 }}
+	d := &diff{fx: fx, old: old, new: new, opts: opts, keyOf: func(n int) int { return n - 1 }}
 	d.rec, d.long = newRecording(in, opts.LongSteps)
 	d.contract = fx.Failure == nil
 	switch {
@@ -471,7 +470,7 @@ func (d *diff) runVariants(ctx context.Context, ev *Evidence) error {
 		}, d.fx)
 		ev.Variants.SliceFallback = fallback
 	} else {
-		ev.Variants = replayVariants(ctx, d.in, d.old, d.new, d.ropts, rule, d.keys, d.opts)
+		ev.Variants = replayVariants(ctx, d.rec.Recording, d.old, d.new, d.ropts, rule, d.keys, d.opts)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", context.Cause(ctx))
@@ -495,7 +494,7 @@ func (d *diff) report(ev Evidence, rs *replays, variantsTook time.Duration, bega
 	if explained == nil {
 		explained = []Explained{}
 	}
-	sum := d.in.SHA256()
+	sum := d.rec.SHA256()
 	opts := d.opts
 	rep := &Report{
 		SchemaVersion: SchemaVersion,
