@@ -131,8 +131,12 @@ var clockShifts = []time.Duration{time.Second, -time.Second, time.Minute, -time.
 // made than fit, each kind of mutation (a field of a step, moves, drops,
 // repeats, clock jumps) gets its first mutation before any gets a second,
 // and so on, the last round sampled with Seed; the kept ones stay in the
-// order they were made.
+// order they were made. A failing step that is not one of the events'
+// steps has no variants.
 func Generate(events []kavach.Event, failing int, opts Options) []Variant {
+	if failing < 1 || failing > len(kavach.Steps(events, opts.Codec)) {
+		return nil
+	}
 	if opts.Budget <= 0 {
 		opts.Budget = 64
 	}

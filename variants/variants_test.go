@@ -338,3 +338,24 @@ func TestDeferredBuild(t *testing.T) {
 		}
 	}
 }
+
+// A failing step outside the incident's steps (a report or a caller's
+// mistake) gives no variants, with keys known or not, and never panics.
+func TestFailingStepOutOfRange(t *testing.T) {
+	o := opts(64, 1)
+	keys := make([][]string, 5)
+	for i := range keys {
+		keys[i] = []string{"k"}
+	}
+	for _, withKeys := range []bool{false, true} {
+		o.Keys = nil
+		if withKeys {
+			o.Keys = keys
+		}
+		for _, f := range []int{-1, 0, 6} {
+			if vs := variants.Generate(incident(), f, o); len(vs) != 0 {
+				t.Errorf("failing step %d (keys %v): %d variants, want none", f, withKeys, len(vs))
+			}
+		}
+	}
+}
