@@ -1,11 +1,8 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -69,7 +66,7 @@ func recordCommand() *cli.Command {
 				Proxy:     record.Options{Listen: c.String("listen")},
 			}
 			if s.Upstream != "" {
-				if err := checkAddr(s.Upstream); err != nil {
+				if err := grading.CheckAddr(s.Upstream); err != nil {
 					return usagef("", "--upstream %q: %v: give the running service's HOST:PORT, such as 127.0.0.1:6379", s.Upstream, err)
 				}
 			}
@@ -102,61 +99,12 @@ func recordCommand() *cli.Command {
 				}
 				fmt.Fprintf(stderr, "kavach: recording %s to %s; clients connect to %s (Ctrl-C ends it)\n", to, s.Out, addr)
 			})
-			return printRecord(c, s.Out, res, err)
+			got := grading.Recorded{Fixture: s.Out, Result: res}
+			got.PrintSummary(stderr)
+			if err == nil && c.Bool("json") {
+				return got.PrintJSON(c.App.Writer)
+			}
+			return err
 		},
 	}
-}
-
-// printRecord says on stderr what was recorded and how it ended, and
-// with --json prints it on stdout; err is the recording's.
-func printRecord(c *cli.Context, out string, res record.Result, err error) error {
-	stderr := c.App.ErrWriter
-	if res.Reason != "" {
-		fmt.Fprintf(stderr, "kavach: %s: %d requests, %d replies on %d connections (%s)\n",
-			out, res.Stats.Requests, res.Stats.Responses, res.Stats.Conns, res.Reason)
-	}
-	if f := res.Failure; f != nil {
-		fmt.Fprintf(stderr, "kavach: failure at step %d: %s\n", f.Step, f.Signature)
-	} else if res.Reason != "" {
-		fmt.Fprintf(stderr, "kavach: no failure recorded: %s is a contract (kavach diff holds every step to the recording); to grade it as an incident, mark it with 'kavach mark %s --step N --oracle ...'\n", out, out)
-	}
-	if err == nil && c.Bool("json") {
-		js := recordJSON{Fixture: out, Requests: res.Stats.Requests, Responses: res.Stats.Responses,
-			Connections: res.Stats.Conns, Ended: res.Reason}
-		if f := res.Failure; f != nil {
-			js.Failure = &recordFailure{Step: f.Step, Signature: f.Signature}
-		}
-		return printJSON(c.App.Writer, js)
-	}
-	return err
-}
-
-// recordJSON is `kavach record --json`'s output.
-type recordJSON struct {
-	Fixture     string         `json:"fixture"`
-	Requests    uint64         `json:"requests"`
-	Responses   uint64         `json:"responses"`
-	Connections uint64         `json:"connections"`
-	Ended       string         `json:"ended"`   // why the recording ended
-	Failure     *recordFailure `json:"failure"` // null: none recorded; mark it with kavach mark
-}
-
-type recordFailure struct {
-	Step      int    `json:"step"`
-	Signature string `json:"signature"`
-}
-
-// checkAddr says what is wrong with a HOST:PORT address.
-func checkAddr(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return errors.New("not a HOST:PORT address")
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
-	}
-	if host == "" {
-		return errors.New("no host")
-	}
-	return nil
 }

@@ -47,7 +47,7 @@ func reportCommand() *cli.Command {
 			}
 			var render func(io.Writer) error
 			if st.IsDir() {
-				summary, err := readSummary(c.String("summary"))
+				summary, err := recount.ReadSummary(c.String("summary"))
 				if err != nil {
 					return err
 				}
@@ -106,20 +106,4 @@ func writeHTML(c *cli.Context, render func(io.Writer) error) error {
 	}
 	fmt.Fprintf(c.App.ErrWriter, "kavach: page: %s\n", out)
 	return nil
-}
-
-// readSummary reads a job's summary of counts, or nil without one.
-func readSummary(file string) (map[string]int, error) {
-	if file == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("read summary: %w", err)
-	}
-	summary, err := recount.ParseSummary(b)
-	if err != nil {
-		return nil, fmt.Errorf("summary %s: %w", file, err)
-	}
-	return summary, nil
 }
