@@ -32,13 +32,14 @@ func TestImportDirection(t *testing.T) {
 		"integrations/redis": {"", "internal/cut", "launch"},
 		"integrations/axum":  {"", "internal/cut", "launch"},
 		"grade":              {"", "fixtures", "invariants", "launch", "replay", "variants"},
-		"recount":            {"grade", "internal/cut"},
+		"recount":            {"grade", "internal/cut", "internal/jsonout"},
 		"htmlreport":         {"", "grade", "internal/cut", "recount", "replay"},
 		// The use case: grade this fixture with these builds. It lists the
 		// integrations; cmd/kavach, mcpserver and example call it.
-		"grading":              {"", "fixtures", "grade", "integrations/axum", "integrations/redis", "internal/cut", "internal/pathcheck", "invariants", "launch", "record", "replay", "variants"},
+		"grading":              {"", "fixtures", "grade", "integrations/axum", "integrations/redis", "internal/cut", "internal/jsonout", "internal/pathcheck", "invariants", "launch", "record", "replay", "variants"},
 		"mcpserver":            {"", "grade", "grading", "internal/cut", "internal/pathcheck"},
 		"internal/cut":         {},
+		"internal/jsonout":     {},
 		"internal/pathcheck":   {},
 		"internal/buildscript": {},
 		"internal/reporoot":    {},
@@ -49,7 +50,7 @@ func TestImportDirection(t *testing.T) {
 		"internal/incidents":       {"", "fixtures", "integrations/axum", "integrations/redis", "record"},
 		"example":                  {"", "fixtures", "grade", "grading", "internal/buildscript", "invariants", "record"},
 		// The command names no integration: grading lists them.
-		"cmd/kavach": {"", "example", "fixtures", "grade", "grading", "htmlreport", "internal/cut", "internal/pathcheck",
+		"cmd/kavach": {"", "example", "fixtures", "grade", "grading", "htmlreport", "internal/cut", "internal/jsonout", "internal/pathcheck",
 			"invariants", "launch", "mcpserver", "record", "recount", "replay", "variants"},
 		"bench/plainproxy":  {},
 		"bench/htmlbig":     {"", "grade", "replay"},

@@ -3,6 +3,7 @@ package grading
 import (
 	"errors"
 	"fmt"
+	"github.com/kavach-dev/kavach/internal/jsonout"
 	"io"
 	"net"
 	"strconv"
@@ -41,7 +42,7 @@ func (r Recorded) PrintJSON(w io.Writer) error {
 	if f := res.Failure; f != nil {
 		js.Failure = &recordFailure{Step: f.Step, Signature: f.Signature}
 	}
-	enc := lineEncoder(w)
+	enc := jsonout.Encoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(js)
 }

@@ -3,6 +3,7 @@ package grading
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/kavach-dev/kavach/internal/jsonout"
 	"io"
 	"os"
 	"strconv"
@@ -14,7 +15,7 @@ import (
 // PrintJSON prints the variants as JSON Lines, one variant a line, as
 // `kavach variants --json` does.
 func (l *VariantList) PrintJSON(w io.Writer) error {
-	enc := lineEncoder(w)
+	enc := jsonout.Encoder(w)
 	for _, v := range l.Variants {
 		if err := enc.Encode(v); err != nil {
 			return err
@@ -65,7 +66,7 @@ func ReportVariants(path string) (*RanVariants, error) {
 // PrintJSON prints the variants as JSON Lines, one a line, as
 // `kavach variants --report REPORT --json` does.
 func (r *RanVariants) PrintJSON(w io.Writer) error {
-	enc := lineEncoder(w)
+	enc := jsonout.Encoder(w)
 	for _, v := range r.List {
 		if err := enc.Encode(v); err != nil {
 			return err
@@ -130,12 +131,4 @@ func writeKinds(w io.Writer, kinds []grade.KindCount, ran bool) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\n", k.Kind, k.Generated, reproduced, handled, k.Failed)
 	}
 	return tw.Flush()
-}
-
-// lineEncoder encodes JSON for a terminal or a program to read, not for
-// an HTML page: "<", ">" and "&" as themselves, not \u003c.
-func lineEncoder(w io.Writer) *json.Encoder {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc
 }

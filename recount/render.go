@@ -2,8 +2,8 @@ package recount
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
+	"github.com/kavach-dev/kavach/internal/jsonout"
 	"io"
 	"os"
 	"strings"
@@ -61,17 +61,8 @@ func ReadSplit(file string) ([]string, error) {
 	return split, nil
 }
 
-// printJSON prints v as indented JSON, "<", ">" and "&" as themselves:
-// the shape of every --json output.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // PrintJSON prints the archive's answers as `kavach recount --json` does.
-func (r SWEResult) PrintJSON(w io.Writer) error { return printJSON(w, r) }
+func (r SWEResult) PrintJSON(w io.Writer) error { return jsonout.Print(w, r) }
 
 // Print prints the archive's answers as `kavach recount` does; results
 // is the archive's own results file, named when it was not compared.
@@ -186,7 +177,7 @@ func (r JobAnswers) Faulty() bool {
 }
 
 // PrintJSON prints the job's answers as `kavach recount --json` does.
-func (r JobAnswers) PrintJSON(w io.Writer) error { return printJSON(w, r) }
+func (r JobAnswers) PrintJSON(w io.Writer) error { return jsonout.Print(w, r) }
 
 // Print prints the job's answers as `kavach recount` does.
 func (r JobAnswers) Print(w io.Writer) {

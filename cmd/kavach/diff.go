@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/kavach-dev/kavach/internal/jsonout"
 	"io"
 	"os"
 	"path/filepath"
@@ -122,7 +123,7 @@ func diffOutput(c *cli.Context, rep *grade.Report, a []string) error {
 	if c.Bool("json") {
 		// stdout is the report; where it was written goes to stderr.
 		fmt.Fprintf(c.App.ErrWriter, "kavach: report: %s\n", out)
-		enc := jsonEncoder(c.App.Writer)
+		enc := jsonout.Encoder(c.App.Writer)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return err

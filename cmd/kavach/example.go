@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/kavach-dev/kavach/internal/jsonout"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach/example"
@@ -41,7 +42,7 @@ func gradeCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return printJSON(c.App.Writer, res)
+				return jsonout.Print(c.App.Writer, res)
 			}
 			res.PrintTable(c.App.Writer)
 			return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/kavach-dev/kavach/internal/jsonout"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -85,7 +86,7 @@ func printMark(c *cli.Context, path string, a fixtures.Amendment) error {
 		if a.Invariants != nil {
 			out.Invariants = a.Invariants.Name
 		}
-		return printJSON(c.App.Writer, out)
+		return jsonout.Print(c.App.Writer, out)
 	}
 	if failure {
 		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: failure at step %d, signature %s\n", path, f.Step, f.Signature)

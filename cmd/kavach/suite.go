@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/kavach-dev/kavach/internal/jsonout"
 	"io"
 
 	"github.com/urfave/cli/v2"
@@ -30,7 +31,7 @@ func suiteCommand(c *cli.Context, r grading.Request, fixtures []string) error {
 	switch {
 	case c.Bool("json"):
 		fmt.Fprintf(c.App.ErrWriter, "kavach: report: %s\n", out)
-		if err := printJSON(c.App.Writer, s); err != nil {
+		if err := jsonout.Print(c.App.Writer, s); err != nil {
 			return err
 		}
 	case c.Bool("brief"):

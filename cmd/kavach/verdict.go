@@ -1,8 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"io"
+	"github.com/kavach-dev/kavach/internal/jsonout"
 
 	"github.com/urfave/cli/v2"
 
@@ -33,7 +32,7 @@ func verdictCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				if err := printJSON(c.App.Writer, check); err != nil {
+				if err := jsonout.Print(c.App.Writer, check); err != nil {
 					return err
 				}
 			} else {
@@ -45,19 +44,4 @@ func verdictCommand() *cli.Command {
 			return nil
 		},
 	}
-}
-
-// printJSON prints v as indented JSON, the shape of every --json output.
-func printJSON(w io.Writer, v any) error {
-	enc := jsonEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// jsonEncoder encodes JSON for a terminal or a program to read, not for
-// an HTML page: "<", ">" and "&" as themselves, not \u003c.
-func jsonEncoder(w io.Writer) *json.Encoder {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc
 }

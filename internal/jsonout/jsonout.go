@@ -1,0 +1,23 @@
+// Package jsonout writes JSON for a terminal or a program to read, not
+// for an HTML page: "<", ">" and "&" as themselves, not \u003c. It is
+// the one shape of every --json output.
+package jsonout
+
+import (
+	"encoding/json"
+	"io"
+)
+
+// Encoder is a JSON encoder to w that leaves "<", ">" and "&" as they are.
+func Encoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
+}
+
+// Print writes v to w as indented JSON (Encoder's), with a newline.
+func Print(w io.Writer, v any) error {
+	enc := Encoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
