@@ -752,7 +752,7 @@ func (r *runner) observable(from, to time.Time, blocked bool) bool {
 		return true
 	}
 	settle := r.opts.Integration.Abilities().Settle
-	return settle != nil && (r.rng != nil || settle(from, to, blocked))
+	return settle != nil && r.rng == nil && settle(from, to, blocked)
 }
 
 // finishing waits until the build has sent everything it will send until
@@ -818,37 +818,48 @@ func (r *runner) settle(from, to time.Time, blocked bool) {
 		// A perturbed replay: time passes between some moves as on a
 		// loaded machine, and every move is settled.
 		if r.rng.IntN(4) == 0 {
-			time.Sleep(time.Duration(r.rng.IntN(2000)) * time.Microsecond)
+			pause(time.Duration(r.rng.IntN(2000)) * time.Microsecond)
 		}
 		need = settle != nil
 	}
 	if need {
-		r.turns(2)
+		r.turn()
 	}
 }
 
-// turns waits until the build has gone to sleep n more times (turns of
-// its event loop), or its process ended, or a bound of real time passed
-// (a build that never sleeps is busy: a hang is decided elsewhere).
-func (r *runner) turns(n int) {
+// turn waits until the build has turned its event loop once wholly on
+// the new time (it went to sleep, woke, and slept again: its timer ran,
+// when the timer is what woke it), or its process ended, or a bound of
+// real time passed (a build that never sleeps is busy: a hang is decided
+// elsewhere). Seen asleep after the move — no thread running, and no
+// sleep counted while it was looked at — the build is between turns, so
+// its next sleep ends a turn begun on the new time; otherwise the turn
+// in progress may have begun on the old time, and two sleeps are waited
+// for.
+func (r *runner) turn() {
 	if r.watch.pid <= 0 {
 		time.Sleep(25 * time.Millisecond)
 		return
 	}
-	if _, stopped := r.watch.look(); stopped {
+	start := r.watch.sleeps()
+	busy, stopped := r.watch.look()
+	if stopped {
 		// A stopped build turns no loop: waiting for it is the hang's
 		// business (answered, drain), not every clock move's.
 		return
 	}
-	start := r.watch.sleeps()
+	n := 2
+	if !busy && r.watch.sleeps() == start {
+		n = 1
+	}
 	bound := time.Now().Add(min(r.opts.StepTimeout, 2*time.Second))
-	pause := 50 * time.Microsecond
+	wait := 50 * time.Microsecond
 	for r.watch.sleeps()-start < n {
 		if r.proc.Exited() != nil || time.Now().After(bound) {
 			return
 		}
-		time.Sleep(pause)
-		pause = min(2*pause, time.Millisecond)
+		pause(wait)
+		wait = min(2*wait, 200*time.Microsecond)
 	}
 }
 
@@ -926,19 +937,6 @@ func (r *runner) unanswered() string {
 	return fmt.Sprintf("the build worked for %s of real time without answering", r.opts.StepTimeout)
 }
 
-// wait waits up to d of real time for a reader to frame a reply or end;
-// it reports whether one did.
-func (r *runner) wait(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-r.wake:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
 // idle reports whether the build has done everything it will do until a
 // timer or a request wakes it, and every reply it sent has been framed:
 // no thread of it running, twice, a moment apart, with no reply in
@@ -956,7 +954,7 @@ func (r *runner) idle() bool {
 			// was sent is not done, and it answers nothing until it runs.
 			return false
 		}
-		time.Sleep(100 * time.Microsecond)
+		pause(100 * time.Microsecond)
 		if r.frames.Load() != n || len(r.wake) > 0 {
 			return false
 		}

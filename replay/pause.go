@@ -1,0 +1,61 @@
+package replay
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// fine is the longest pause that pause and wait take with the kernel's
+// own timer rather than Go's. Go's timers fire on the netpoller's
+// timeout, which is in whole milliseconds: on the machines Kavach is
+// measured on, time.Sleep(100 µs) and a 100 µs time.Timer both took
+// 1.1 ms, and nanosleep(100 µs) 0.17 ms (bench/README.md, "Pauses").
+// The replay's polling loops (is the build idle, has it turned its event
+// loop) pause for 50 to 200 µs several times a clock move; at a
+// millisecond each, the pauses, not the build, were what a perturbed
+// replay spent its time on.
+const fine = time.Millisecond
+
+// pause sleeps for d of real time: below fine, in the kernel (the
+// goroutine's thread sleeps, as in a system call), so that it lasts d
+// and the timer slack, not a millisecond.
+func pause(d time.Duration) {
+	if d >= fine {
+		time.Sleep(d)
+		return
+	}
+	ts := unix.NsecToTimespec(int64(d))
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	}
+}
+
+// wait waits up to d of real time for a reader to frame a reply or end;
+// it reports whether one did. Below fine, the time is kept by pause in
+// a goroutine of its own, for the reason pause gives.
+func (r *runner) wait(d time.Duration) bool {
+	select {
+	case <-r.wake:
+		return true
+	default:
+	}
+	var timeout <-chan time.Time
+	if d >= fine {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	} else {
+		c := make(chan time.Time, 1)
+		go func() {
+			pause(d)
+			c <- time.Time{}
+		}()
+		timeout = c
+	}
+	select {
+	case <-r.wake:
+		return true
+	case <-timeout:
+		return false
+	}
+}
