@@ -10,7 +10,7 @@ import (
 // own timer rather than Go's. Go's timers fire on the netpoller's
 // timeout, which is in whole milliseconds: on the machines Kavach is
 // measured on, time.Sleep(100 µs) and a 100 µs time.Timer both took
-// 1.1 ms, and nanosleep(100 µs) 0.17 ms (bench/README.md, "Pauses").
+// 1.1 ms, and nanosleep(100 µs) 0.17 ms (docs/replay.md, "Pauses").
 // The replay's polling loops (is the build idle, has it turned its event
 // loop) pause for 50 to 200 µs several times a clock move; at a
 // millisecond each, the pauses, not the build, were what a perturbed
@@ -31,31 +31,43 @@ func pause(d time.Duration) {
 }
 
 // wait waits up to d of real time for a reader to frame a reply or end;
-// it reports whether one did. Below fine, the time is kept by pause in
-// a goroutine of its own, for the reason pause gives.
+// it reports whether one did. It is for waits a reply is expected to
+// end: Go's timer, a millisecond here whatever d, bounds only the wait
+// for one that does not come.
 func (r *runner) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.wake:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// waitFine is wait for the polling loops, which look at the build again
+// after d whether or not a reply came: below fine, the time is kept by
+// pause, in a goroutine of its own, for the reason pause gives. (A reply
+// awaited costs less with wait: a goroutine sleeping in the kernel for
+// every reply slowed a replay of one request a millisecond by a fifth.)
+func (r *runner) waitFine(d time.Duration) bool {
+	if d >= fine {
+		return r.wait(d)
+	}
 	select {
 	case <-r.wake:
 		return true
 	default:
 	}
-	var timeout <-chan time.Time
-	if d >= fine {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	} else {
-		c := make(chan time.Time, 1)
-		go func() {
-			pause(d)
-			c <- time.Time{}
-		}()
-		timeout = c
-	}
+	done := make(chan struct{})
+	go func() {
+		pause(d)
+		close(done)
+	}()
 	select {
 	case <-r.wake:
 		return true
-	case <-timeout:
+	case <-done:
 		return false
 	}
 }

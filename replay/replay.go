@@ -639,6 +639,25 @@ func (r *runner) process(i int) {
 		}
 	}
 	r.send(ev, e.step, true)
+	r.prepare(i)
+}
+
+// prepare writes ahead the time of the next request after event i (the
+// move a plain replay makes next, when nothing waits on the build), while
+// the build works on what was just sent (Clock.Prepare). A guess: when
+// the next move goes elsewhere, it is written then, as without it.
+func (r *runner) prepare(i int) {
+	if r.clock == nil {
+		return
+	}
+	for j := i + 1; j <= i+4 && r.has(j); j++ {
+		if d := r.ev(j).Dir; d == kavach.Request || d == kavach.Close {
+			if err := r.clock.Prepare(r.at(r.ev(j).Offset)); err != nil {
+				r.opts.Logger.Error("prepare clock", "err", err)
+			}
+			return
+		}
+	}
 }
 
 // fingerprint reads the state s is about to read, once everything sent
@@ -775,7 +794,7 @@ func (r *runner) finishing() {
 		if r.proc.Exited() != nil || r.ctx.Err() != nil || time.Since(began) > r.opts.StepTimeout {
 			break
 		}
-		r.wait(50 * time.Microsecond)
+		r.waitFine(50 * time.Microsecond)
 	}
 	r.sent = false
 }
@@ -883,7 +902,7 @@ func (r *runner) quiesce() {
 			}
 			break
 		}
-		r.wait(100 * time.Microsecond)
+		r.waitFine(100 * time.Microsecond)
 	}
 	r.sent, r.unconfirmed = false, false
 }
