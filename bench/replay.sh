@@ -484,6 +484,11 @@ else
 	echo "distinct ms: kavach replay / direct                   = $R3 (target ≥ 0.80) [$(verdict "$R3")]"
 	echo "distinct ms: kavach replay / direct under libfaketime = $R4"
 fi
+# The ceiling: the build itself under libfaketime (each clock read re-reads
+# the clock file), driven as fast as a client can, with no replay at all.
+# A replay that moves the build's clock with libfaketime cannot beat it.
+RC=$(calc "%.3f" "$M_FAKED / $M_DIRECT")
+echo "distinct ms: ceiling, direct under libfaketime / direct = $RC$(awk -v c="$RC" 'BEGIN { if (c < 0.8) print " (below 0.80: the target cannot be met by any replay under libfaketime on this run)" }')"
 fi
 
 if [ "$bad" = 1 ]; then
