@@ -24,8 +24,7 @@ import (
 //   - how many times the build's threads went to sleep (voluntary context
 //     switches): a service with an event loop sleeps once per turn of the
 //     loop, so after the virtual clock moved, two more sleeps mean that at
-//     least one whole turn ran on the new time, and one does when the build
-//     was seen between turns after the move — its timer among them, when
+//     least one whole turn ran on the new time — its timer among them, when
 //     the timer is what woke it (Redis refreshes its cached clock there, and
 //     fires blocked clients' timeouts just before it sleeps).
 //

@@ -847,33 +847,30 @@ func (r *runner) settle(from, to time.Time, blocked bool) {
 }
 
 // turn waits until the build has turned its event loop once wholly on
-// the new time (it went to sleep, woke, and slept again: its timer ran,
-// when the timer is what woke it), or its process ended, or a bound of
-// real time passed (a build that never sleeps is busy: a hang is decided
-// elsewhere). Seen asleep after the move — no thread running, and no
-// sleep counted while it was looked at — the build is between turns, so
-// its next sleep ends a turn begun on the new time; otherwise the turn
-// in progress may have begun on the old time, and two sleeps are waited
-// for.
+// the new time: until its threads have gone to sleep twice more (the
+// first sleep may end a turn begun on the old time; the second ends one
+// begun after it), or its process ended, or a bound of real time passed
+// (a build that never sleeps is busy: a hang is decided elsewhere).
+// One sleep is not enough even when the build looks asleep right after
+// the move: a thread about to sleep shows as sleeping in /proc before the
+// kernel counts its sleep, and on a loaded machine it can be preempted
+// in between, so the end of a turn begun on the old time would be
+// counted as a turn on the new one (the symptom was seen: one grade in
+// sixty under stress-ng with an OBJECT IDLETIME a second stale).
 func (r *runner) turn() {
 	if r.watch.pid <= 0 {
 		time.Sleep(25 * time.Millisecond)
 		return
 	}
-	start := r.watch.sleeps()
-	busy, stopped := r.watch.look()
-	if stopped {
+	if _, stopped := r.watch.look(); stopped {
 		// A stopped build turns no loop: waiting for it is the hang's
 		// business (answered, drain), not every clock move's.
 		return
 	}
-	n := 2
-	if !busy && r.watch.sleeps() == start {
-		n = 1
-	}
+	start := r.watch.sleeps()
 	bound := time.Now().Add(min(r.opts.StepTimeout, 2*time.Second))
 	wait := 50 * time.Microsecond
-	for r.watch.sleeps()-start < n {
+	for r.watch.sleeps()-start < 2 {
 		if r.proc.Exited() != nil || time.Now().After(bound) {
 			return
 		}
