@@ -593,7 +593,7 @@ func runAll(parent context.Context, launches []kavach.Launch, src replay.Source,
 	done := 0
 	// The last old replay (before the new build's) is perturbed, and it
 	// takes a place first: every one of its clock moves waits for a turn
-	// of the build's timer, so it is the longest (four times a plain
+	// of the build's timer, so it is the longest (eight times a plain
 	// replay of 2,000,000 steps), and the others fit beside it
 	// (bench/README.md, "scale.sh").
 	perturbed := -1
