@@ -757,9 +757,12 @@ func (r *runner) advance(t time.Time) {
 // step waits for a reply (a blocked client's timeout counts from when
 // the build took it in; one read after the move would count from the new
 // time), or a request that no reply confirms (or a close) went out since
-// the build was last idle; and when the move is settled (the service
-// keeps time in a timer of its own, kavach.Abilities.Settle, or the replay is
-// perturbed). Otherwise every request sent has been answered, so it ran
+// the build was last idle; and when the move is settled in a plain
+// replay (the service keeps time in a timer of its own,
+// kavach.Abilities.Settle). A perturbed replay settles every move, but
+// its settling counts two sleeps of the build, which hold whatever the
+// build was doing at the move, so it waits before one only where a plain
+// replay would. Otherwise every request sent has been answered, so it ran
 // on the time it was sent at; what the build still does before it
 // sleeps (pushes to another connection, say) is waited for without the
 // idleness check's pauses (finishing).
