@@ -42,9 +42,7 @@ func (r Recorded) PrintJSON(w io.Writer) error {
 	if f := res.Failure; f != nil {
 		js.Failure = &recordFailure{Step: f.Step, Signature: f.Signature}
 	}
-	enc := jsonout.Encoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(js)
+	return jsonout.Print(w, js)
 }
 
 // recordJSON is `kavach record --json`'s output.

@@ -1,7 +1,6 @@
 package grading
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/kavach-dev/kavach/internal/jsonout"
 	"io"
@@ -15,13 +14,7 @@ import (
 // PrintJSON prints the variants as JSON Lines, one variant a line, as
 // `kavach variants --json` does.
 func (l *VariantList) PrintJSON(w io.Writer) error {
-	enc := jsonout.Encoder(w)
-	for _, v := range l.Variants {
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return jsonout.Lines(w, l.Variants)
 }
 
 // Print prints the variants as `kavach variants` does: K, kind and
@@ -53,12 +46,9 @@ func ReportVariants(path string) (*RanVariants, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
 	}
-	var rep grade.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("report %s: not a kavach diff report: %w", path, err)
-	}
-	if rep.SchemaVersion != grade.SchemaVersion {
-		return nil, fmt.Errorf("report %s: schema version %d, this Kavach reads %d", path, rep.SchemaVersion, grade.SchemaVersion)
+	rep, err := parseReport(path, b)
+	if err != nil {
+		return nil, err
 	}
 	return &RanVariants{List: rep.Evidence.Variants.List}, nil
 }
@@ -66,13 +56,7 @@ func ReportVariants(path string) (*RanVariants, error) {
 // PrintJSON prints the variants as JSON Lines, one a line, as
 // `kavach variants --report REPORT --json` does.
 func (r *RanVariants) PrintJSON(w io.Writer) error {
-	enc := jsonout.Encoder(w)
-	for _, v := range r.List {
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return jsonout.Lines(w, r.List)
 }
 
 // Print prints the variants as `kavach variants --report REPORT` does:

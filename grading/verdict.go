@@ -47,12 +47,9 @@ func CheckVerdict(path string) (*VerdictCheck, error) {
 	if json.Unmarshal(b, &probe) == nil && probe.Suite {
 		return checkSuiteVerdict(path, b)
 	}
-	var rep grade.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("report %s: not a kavach diff report: %w", path, err)
-	}
-	if rep.SchemaVersion != grade.SchemaVersion {
-		return nil, fmt.Errorf("report %s: schema version %d, this Kavach reads %d", path, rep.SchemaVersion, grade.SchemaVersion)
+	rep, err := parseReport(path, b)
+	if err != nil {
+		return nil, err
 	}
 	judged, changed := grade.JudgeVariants(rep.Evidence)
 	verdict, _ := grade.Derive(judged)
@@ -66,6 +63,19 @@ func CheckVerdict(path string) (*VerdictCheck, error) {
 	}
 	return &VerdictCheck{Report: path, Verdict: rep.Verdict, Derived: got, Explained: explainedOff, Variants: changed,
 		Agrees: got == rep.Verdict && explainedOff == "" && len(changed) == 0}, nil
+}
+
+// parseReport decodes b, the bytes of a fixture's report read from path,
+// and refuses one of another schema version.
+func parseReport(path string, b []byte) (*grade.Report, error) {
+	var rep grade.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("report %s: not a kavach diff report: %w", path, err)
+	}
+	if rep.SchemaVersion != grade.SchemaVersion {
+		return nil, fmt.Errorf("report %s: schema version %d, this Kavach reads %d", path, rep.SchemaVersion, grade.SchemaVersion)
+	}
+	return &rep, nil
 }
 
 // checkSuiteVerdict is CheckVerdict of a suite's report: every fixture's

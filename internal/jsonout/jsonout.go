@@ -21,3 +21,15 @@ func Print(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// Lines writes each of vs to w as one line of JSON (Encoder's): JSON
+// Lines, as the listings' --json outputs are.
+func Lines[T any](w io.Writer, vs []T) error {
+	enc := Encoder(w)
+	for _, v := range vs {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
