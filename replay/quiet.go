@@ -26,7 +26,11 @@ import (
 //     loop, so after the virtual clock moved, two more sleeps mean that at
 //     least one whole turn ran on the new time — its timer among them, when
 //     the timer is what woke it (Redis refreshes its cached clock there, and
-//     fires blocked clients' timeouts just before it sleeps).
+//     fires blocked clients' timeouts just before it sleeps); one more is
+//     enough once every thread was seen blocked after the move (asleep);
+//   - whether every thread of the build is blocked in the kernel, as the
+//     kernel decides it (/proc/PID/task/TID/syscall), which the stat
+//     file's state cannot say of a thread preempted on its way to sleep.
 //
 // Both are read from the process and its descendants (a build may be a
 // script that runs the service).
@@ -109,6 +113,45 @@ func (w watch) sleeps() int {
 		}
 	}
 	return n
+}
+
+// asleep reports whether every thread of the build is blocked in the
+// kernel, as the kernel itself decides it: a thread's
+// /proc/PID/task/TID/syscall names the call it is blocked in only once
+// the thread is off the processor and off the run queue, and says
+// "running" otherwise (the kernel waits, under the run queue's lock, for
+// a thread marked sleeping but not yet switched out). So a thread
+// preempted on its way to sleep, which its stat file already shows as
+// sleeping, is not asleep here, and once asleep is true every sleep in
+// progress is counted in sleeps. ok is false when a file cannot be read
+// (another user's build, a kernel without the file): the caller cannot
+// tell.
+func (w watch) asleep() (asleep, ok bool) {
+	if w.pid <= 0 {
+		return false, false
+	}
+	var buf [16]byte
+	for _, pid := range w.tree() {
+		tids := tasks(pid)
+		if len(tids) == 0 {
+			return false, false
+		}
+		for _, tid := range tids {
+			f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/syscall")
+			if err != nil {
+				return false, false
+			}
+			n, err := f.Read(buf[:])
+			f.Close()
+			if n == 0 || (err != nil && err != io.EOF) {
+				return false, false
+			}
+			if bytes.HasPrefix(buf[:n], []byte("running")) {
+				return false, true
+			}
+		}
+	}
+	return true, true
 }
 
 // members is the tree's pids, sorted.

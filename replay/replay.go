@@ -853,29 +853,45 @@ func (r *runner) settle(from, to time.Time, blocked bool) {
 // the new time: until its threads have gone to sleep twice more (the
 // first sleep may end a turn begun on the old time; the second ends one
 // begun after it), or its process ended, or a bound of real time passed
-// (a build that never sleeps is busy: a hang is decided elsewhere).
-// One sleep is not enough even when the build looks asleep right after
-// the move: a thread about to sleep shows as sleeping in /proc before the
-// kernel counts its sleep, and on a loaded machine it can be preempted
-// in between, so the end of a turn begun on the old time would be
-// counted as a turn on the new one (the symptom was seen: one grade in
+// (a build that never sleeps is busy: a hang is decided elsewhere); it
+// reports whether the build turned. Once every thread of the build is seen blocked after the move, as the
+// kernel decides it (watch.asleep), one more sleep is enough: the wake
+// before it came after the move. The state in the stat file is not
+// enough for that: a thread about to sleep shows as sleeping there before
+// the kernel counts its sleep, and on a loaded machine it can be
+// preempted in between, so the end of a turn begun on the old time would
+// be counted as a turn on the new one (the symptom was seen: one grade in
 // sixty under stress-ng with an OBJECT IDLETIME a second stale).
-func (r *runner) turn() {
+func (r *runner) turn() (turned bool) {
 	if r.watch.pid <= 0 {
 		time.Sleep(25 * time.Millisecond)
-		return
+		return false
 	}
 	if _, stopped := r.watch.look(); stopped {
 		// A stopped build turns no loop: waiting for it is the hang's
 		// business (answered, drain), not every clock move's.
-		return
+		return false
 	}
-	start := r.watch.sleeps()
+	need := r.watch.sleeps() + 2
 	bound := time.Now().Add(min(r.opts.StepTimeout, 2*time.Second))
 	wait := 50 * time.Microsecond
-	for r.watch.sleeps()-start < 2 {
+	seen := false // every thread was seen blocked since the move
+	for {
+		if !seen {
+			if asleep, ok := r.watch.asleep(); asleep {
+				// Blocked after the move, with that sleep counted (asleep
+				// is looked at first): the next sleep ends a turn begun
+				// after the move.
+				seen, need = true, min(need, r.watch.sleeps()+1)
+			} else if !ok {
+				seen = true // the kernel cannot tell: two sleeps, as above
+			}
+		}
+		if r.watch.sleeps() >= need {
+			return true
+		}
 		if r.proc.Exited() != nil || time.Now().After(bound) {
-			return
+			return false
 		}
 		pause(wait)
 		wait = min(2*wait, 200*time.Microsecond)
