@@ -2,6 +2,8 @@ package replay
 
 import (
 	"io"
+	"net"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -38,7 +40,13 @@ func TestAsleep(t *testing.T) {
 // (two sleeps would be needed if the build could not be seen asleep).
 func TestTurnAfterAsleep(t *testing.T) {
 	cmd, in := startShell(t, "while read x; do :; done")
-	w := watch{pid: cmd.Process.Pid}
+	// A port with a listener and no connection: nothing is on its way.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	w := watch{pid: cmd.Process.Pid, port: port(l.Addr().String())}
 	waitFor(t, "blocked on its read", func() bool { a, _ := w.asleep(); return a })
 	r := &runner{opts: Options{StepTimeout: time.Minute}, proc: running{}, watch: w}
 	done := make(chan bool, 1)
@@ -52,6 +60,73 @@ func TestTurnAfterAsleep(t *testing.T) {
 	if !<-done {
 		t.Fatal("turn waited out its bound after one turn of a build seen asleep")
 	}
+}
+
+// TestInFlight: what is on its way to a service, as its network
+// namespace shows it: a connection the kernel accepted and the service
+// did not, bytes sent to it and not read; and then nothing.
+func TestInFlight(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	w := watch{pid: os.Getpid(), port: port(l.Addr().String())}
+	look := func(want bool, what string) {
+		t.Helper()
+		// The kernel's queues may take a moment to show what was sent.
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			busy, ok := w.inFlight(w.port)
+			if !ok {
+				t.Fatalf("%s: cannot read the table", what)
+			}
+			if busy == want {
+				return
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s: in flight %v, want %v", what, busy, want)
+			}
+		}
+	}
+	look(false, "a listener alone")
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	look(true, "a connection not accepted")
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	look(false, "accepted")
+	io.WriteString(c, "PING\r\n")
+	look(true, "a request not read")
+	io.ReadFull(s, make([]byte, 6))
+	look(false, "read")
+	c.Close()
+	look(true, "a close not taken in")
+	s.Close()
+	look(false, "closed on both sides")
+	if _, ok := (watch{pid: 1 << 30, port: 1}).inFlight(1); ok {
+		t.Fatal("inFlight of no process: ok")
+	}
+}
+
+// FuzzTCPInFlight: any table parses without a panic, and a table whose
+// only line is a listener with a connection waiting is busy.
+func FuzzTCPInFlight(f *testing.F) {
+	const header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+	f.Add([]byte(header+"   0: 0100007F:1F90 00000000:0000 0A 00000000:00000001 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n"), 8080)
+	f.Add([]byte(header+"   1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 2\n"), 8080)
+	f.Add([]byte("garbage"), 1)
+	if !tcpInFlight([]byte(header+"   0: 0100007F:1F90 00000000:0000 0A 00000000:00000001 00:00000000 00000000     0        0 1\n"), 8080) {
+		f.Fatal("a listener with a connection waiting: not in flight")
+	}
+	f.Fuzz(func(t *testing.T, table []byte, port int) {
+		tcpInFlight(table, port)
+	})
 }
 
 // running is a process that has not exited.

@@ -10,20 +10,30 @@ import (
 // queue (the FIONREAD ioctl): bytes the build sent that the reader has not
 // taken yet. Zero when it cannot tell.
 func inQueue(nc net.Conn) int {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return 0
+	n, _ := ioctlInt(nc, syscall.TIOCINQ)
+	return n
+}
+
+// outQueue is how many bytes written on a TCP connection the other side
+// has not acknowledged yet (the SIOCOUTQ ioctl, unsent ones included):
+// bytes still on their way to the build. ok is false when it cannot tell.
+func outQueue(nc net.Conn) (n int, ok bool) { return ioctlInt(nc, syscall.TIOCOUTQ) }
+
+// ioctlInt asks a connection's socket an ioctl that reads one int.
+func ioctlInt(nc net.Conn, req uintptr) (n int, ok bool) {
+	sc, is := nc.(syscall.Conn)
+	if !is {
+		return 0, false
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return 0
+		return 0, false
 	}
-	n := 0
 	raw.Control(func(fd uintptr) {
 		var v int32
-		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&v))); e == 0 {
-			n = int(v)
+		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, req, uintptr(unsafe.Pointer(&v))); e == 0 {
+			n, ok = int(v), true
 		}
 	})
-	return n
+	return n, ok
 }

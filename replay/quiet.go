@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -38,7 +39,18 @@ import (
 // watch observes one build process tree.
 type watch struct {
 	pid   int
+	port  int        // the port the build listens on (inFlight); 0: unknown
 	cache *lookCache // files kept open for glance; nil: none
+}
+
+// port is the port of a host:port address, 0 if it has none.
+func port(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
 }
 
 // tree is the pids of the process tree rooted at w.pid, the root first.
@@ -152,6 +164,90 @@ func (w watch) asleep() (asleep, ok bool) {
 		}
 	}
 	return true, true
+}
+
+// tcp states of /proc/net/tcp.
+const (
+	tcpSynSent   = 0x02
+	tcpSynRecv   = 0x03
+	tcpFinWait1  = 0x04
+	tcpCloseWait = 0x08
+	tcpListen    = 0x0A
+)
+
+// inFlight reports whether something is on its way to the build over TCP
+// on port, as the build's network namespace shows it
+// (/proc/PID/net/tcp, tcp6): a connection not yet accepted (its
+// handshake not done, or waiting in the listener's queue), bytes the
+// build has not read, a close it has not taken in, or bytes a client sent
+// that the build's side has not acknowledged (still in the kernel's
+// queues: on a loaded machine the loopback's packets can wait for a
+// kernel thread). Each of these wakes the build for a turn of its own
+// that no reply confirms. ok is false when the table cannot be read.
+func (w watch) inFlight(port int) (busy, ok bool) {
+	if w.pid <= 0 || port <= 0 {
+		return false, false
+	}
+	for i, name := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(w.pid) + "/net/" + name)
+		if err != nil {
+			if i == 0 {
+				return false, false
+			}
+			continue // no IPv6
+		}
+		if tcpInFlight(b, port) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// tcpInFlight is inFlight on one /proc/net/tcp table.
+func tcpInFlight(table []byte, port int) bool {
+	lines := bytes.Split(table, []byte("\n"))
+	for _, line := range lines[min(1, len(lines)):] {
+		f := strings.Fields(string(line))
+		if len(f) < 5 {
+			continue
+		}
+		lport, rport := hexPort(f[1]), hexPort(f[2])
+		state, err1 := strconv.ParseUint(f[3], 16, 8)
+		tx, rx, found := strings.Cut(f[4], ":")
+		txq, err2 := strconv.ParseUint(tx, 16, 64)
+		rxq, err3 := strconv.ParseUint(rx, 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil || !found {
+			continue
+		}
+		switch {
+		case lport == port && state == tcpListen:
+			if rxq > 0 {
+				return true // accepted by the kernel, not yet by the build
+			}
+		case lport == port:
+			if state == tcpSynRecv || state == tcpCloseWait || rxq > 0 {
+				return true
+			}
+		case rport == port:
+			if state == tcpSynSent || state == tcpFinWait1 || txq > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hexPort is the port of a /proc/net/tcp address ("0100007F:1F90").
+func hexPort(addr string) int {
+	_, p, ok := strings.Cut(addr, ":")
+	if !ok {
+		return -1
+	}
+	v, err := strconv.ParseUint(p, 16, 16)
+	if err != nil {
+		return -1
+	}
+	return int(v)
 }
 
 // members is the tree's pids, sorted.

@@ -251,7 +251,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	}
 	defer r.src.Close()
 	if p, ok := proc.(interface{ Pid() int }); ok {
-		r.watch = watch{pid: p.Pid(), cache: &lookCache{}}
+		r.watch = watch{pid: p.Pid(), port: port(proc.Addr()), cache: &lookCache{}}
 		defer r.watch.cache.close()
 		r.standing = r.watch.members()
 	}
@@ -360,16 +360,19 @@ type runner struct {
 	// that no reply will confirm (the codec expects none) or a connection
 	// was closed: only the build going idle says it was taken in.
 	unconfirmed bool
-	taken       int64         // frames (and ends) poll has taken from the readers
-	lostBatch   bool          // the build ended a connection with batched steps unanswered
-	shift       time.Duration // the clock variant's shift now in force
-	jump        bool          // the shift changed: the clock may go back
-	wake        chan struct{} // a reader framed a reply, or its connection ended
-	frames      atomic.Int64  // replies framed by readers so far
-	rng         *rand.Rand    // timing perturbation (Options.Perturb); nil: none
-	probe       kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
-	stop        bool
-	ctx         context.Context // done: a signal; every wait ends
+	// netChanged: a connection was opened or closed since the build's
+	// connection table was last seen with nothing in flight (quietNet).
+	netChanged bool
+	taken      int64         // frames (and ends) poll has taken from the readers
+	lostBatch  bool          // the build ended a connection with batched steps unanswered
+	shift      time.Duration // the clock variant's shift now in force
+	jump       bool          // the shift changed: the clock may go back
+	wake       chan struct{} // a reader framed a reply, or its connection ended
+	frames     atomic.Int64  // replies framed by readers so far
+	rng        *rand.Rand    // timing perturbation (Options.Perturb); nil: none
+	probe      kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
+	stop       bool
+	ctx        context.Context // done: a signal; every wait ends
 	// contain withholds requests from a build that shares the machine's
 	// network (kavach.Abilities.NewContainment); nil: every request is sent.
 	contain kavach.Containment
@@ -760,9 +763,9 @@ func (r *runner) advance(t time.Time) {
 // the build was last idle; and when the move is settled in a plain
 // replay (the service keeps time in a timer of its own,
 // kavach.Abilities.Settle). A perturbed replay settles every move, but
-// its settling counts two sleeps of the build, which hold whatever the
-// build was doing at the move, so it waits before one only where a plain
-// replay would. Otherwise every request sent has been answered, so it ran
+// its settling (turn) counts sleeps of the build that end a turn begun
+// after the move, whatever the build was doing at the move, so it waits
+// before one only where a plain replay would. Otherwise every request sent has been answered, so it ran
 // on the time it was sent at; what the build still does before it
 // sleeps (pushes to another connection, say) is waited for without the
 // idleness check's pauses (finishing).
@@ -854,14 +857,19 @@ func (r *runner) settle(from, to time.Time, blocked bool) {
 // first sleep may end a turn begun on the old time; the second ends one
 // begun after it), or its process ended, or a bound of real time passed
 // (a build that never sleeps is busy: a hang is decided elsewhere); it
-// reports whether the build turned. Once every thread of the build is seen blocked after the move, as the
-// kernel decides it (watch.asleep), one more sleep is enough: the wake
-// before it came after the move. The state in the stat file is not
-// enough for that: a thread about to sleep shows as sleeping there before
-// the kernel counts its sleep, and on a loaded machine it can be
-// preempted in between, so the end of a turn begun on the old time would
-// be counted as a turn on the new one (the symptom was seen: one grade in
-// sixty under stress-ng with an OBJECT IDLETIME a second stale).
+// reports whether the build turned. Once the build is seen, after the
+// move, with every thread blocked as the kernel decides it (watch.asleep)
+// and nothing on its way to it over the network (watch.inFlight), one
+// more sleep is enough: only its timer can wake it then, after the move.
+// Both looks are needed. The state in the stat file is not enough for the
+// first: a thread about to sleep shows as sleeping there before the
+// kernel counts its sleep, and on a loaded machine it can be preempted in
+// between. And a build asleep with a connection or a request still in
+// the kernel's queues (a loaded machine leaves the loopback's packets to
+// a kernel thread) wakes for that, not for its timer: the first
+// connection's accept was counted as the turn, so a key set next carried
+// the old second (one grade in forty under stress-ng, OBJECT IDLETIME a
+// second off).
 func (r *runner) turn() (turned bool) {
 	if r.watch.pid <= 0 {
 		time.Sleep(25 * time.Millisecond)
@@ -875,16 +883,24 @@ func (r *runner) turn() (turned bool) {
 	need := r.watch.sleeps() + 2
 	bound := time.Now().Add(min(r.opts.StepTimeout, 2*time.Second))
 	wait := 50 * time.Microsecond
-	seen := false // every thread was seen blocked since the move
+	seen := false // the build was seen waiting for its timer since the move
 	for {
 		if !seen {
-			if asleep, ok := r.watch.asleep(); asleep {
-				// Blocked after the move, with that sleep counted (asleep
-				// is looked at first): the next sleep ends a turn begun
-				// after the move.
-				seen, need = true, min(need, r.watch.sleeps()+1)
-			} else if !ok {
+			// Nothing on its way to it, then every thread blocked (in that
+			// order: nothing the replay does meanwhile sends it anything),
+			// with that sleep counted (asleep is looked at before sleeps):
+			// the next wake is its timer's, after the move, and the sleep
+			// after it ends that turn.
+			quiet, ok := r.quietNet()
+			asleep := false
+			if ok && quiet {
+				asleep, ok = r.watch.asleep()
+			}
+			switch {
+			case !ok:
 				seen = true // the kernel cannot tell: two sleeps, as above
+			case asleep:
+				seen, need = true, min(need, r.watch.sleeps()+1)
 			}
 		}
 		if r.watch.sleeps() >= need {
@@ -896,6 +912,32 @@ func (r *runner) turn() (turned bool) {
 		pause(wait)
 		wait = min(2*wait, 200*time.Microsecond)
 	}
+}
+
+// quietNet reports whether nothing the replay sent is still on its way
+// to the build: every byte written on its connections acknowledged by
+// the build's side (so the build was woken for it already), and, when a
+// connection was opened or closed since it last looked, none waiting to
+// be accepted or taken in (watch.inFlight: a read of the namespace's
+// connection table, 1.5 ms here, so only then). ok is false when it
+// cannot tell.
+func (r *runner) quietNet() (quiet, ok bool) {
+	for _, c := range r.order {
+		if c.nc == nil || c.closed {
+			continue
+		}
+		if n, ok := outQueue(c.nc); !ok || n > 0 {
+			return false, ok
+		}
+	}
+	if !r.netChanged {
+		return true, true
+	}
+	busy, ok := r.watch.inFlight(r.watch.port)
+	if ok && !busy {
+		r.netChanged = false
+	}
+	return !busy, ok
 }
 
 // quiesce waits, when requests were sent since the build was last seen
@@ -1229,6 +1271,7 @@ func (r *runner) dial(id uint64) *conn {
 		return c
 	}
 	c.nc = nc
+	r.netChanged = true
 	go r.read(c)
 	return c
 }
@@ -1415,7 +1458,7 @@ func (r *runner) withhold(c *conn, s *StepResult, i int, reply []byte, why strin
 // waiting on it gets what it got: the client did not wait for more.
 func (r *runner) hangUp(c *conn) {
 	c.closed = true
-	r.sent, r.unconfirmed = true, true
+	r.sent, r.unconfirmed, r.netChanged = true, true, true
 	if c.nc != nil {
 		c.nc.Close()
 	}
