@@ -345,6 +345,33 @@ check: reply == 0
 
 func TestAfterStateChangedSilently(t *testing.T) { stateChangedSilently(t).run(t) }
 
+// TestAfterSettledSecondsUnderLoad grades the wrong fix of the third
+// shape 150 times while stress-ng saturates the cores: diverged at the
+// TOUCH every time. Its explanation of the script's answer rests on k's
+// access clock, which each replay stamps right after the first clock move
+// into another second, just after the first connection was opened: when
+// the replay counted that connection's accept (left to a kernel thread
+// under load) as the turn of Redis's timer, one old replay in about fifty
+// stamped the old second, the access clock became noise, and the verdict
+// said diverged at the script (docs/replay.md, "Settled clocks").
+func TestAfterSettledSecondsUnderLoad(t *testing.T) {
+	sh := stateChangedSilently(t)
+	c := sh.cases[1]
+	fixed := afterBuild(t, c.patches)
+	defer stress(t)()
+	wrong := 0
+	for i := range 150 {
+		rep := gradeAfter(t, sh.fx, sh.old, fixed, sh.set, c.variants)
+		if rep.Verdict != c.want {
+			wrong++
+			t.Errorf("run %d: %s, want %s; noise %+v", i+1, rep.Verdict, c.want, rep.Evidence.Noise)
+		}
+	}
+	if wrong > 0 {
+		t.Errorf("%d of 150 grades wrong", wrong)
+	}
+}
+
 // TestAfterTheFailureUnderLoad grades every candidate of the three
 // shapes ten times while stress-ng saturates the cores: one verdict each
 // time. The fingerprints are taken once the build is idle, so a loaded
