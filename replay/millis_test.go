@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,18 +28,8 @@ func TestDistinctMillisecondsAnswerAsRecorded(t *testing.T) {
 	build := redisbuild.MustBuild(t)
 	ms := time.Millisecond
 	unix := strconv.FormatInt(start.Unix(), 10)
-	var rec []kavach.Event
-	add := func(conn uint64, dir kavach.Direction, at time.Duration, data []byte) {
-		rec = append(rec, kavach.Event{Conn: conn, Dir: dir, Offset: at, Data: data})
-	}
-	request := func(conn uint64, at time.Duration, cmd string, replyAt time.Duration, reply string) {
-		b := [][]byte{}
-		for _, a := range args(cmd) {
-			b = append(b, []byte(a))
-		}
-		add(conn, kavach.Request, at, redis.AppendCommand(nil, b...))
-		add(conn, kavach.Response, replyAt, []byte(reply))
-	}
+	var r recording
+	add, request := r.add, r.request
 	add(1, kavach.Open, 0, nil)
 	request(1, 0, "SET k v PX 3", 0, "+OK\r\n")                               // 1
 	request(1, 1*ms, "PTTL k", 1*ms, ":2\r\n")                                // 2
@@ -66,10 +57,7 @@ func TestDistinctMillisecondsAnswerAsRecorded(t *testing.T) {
 	}
 	request(1, 1013*ms, "LPUSH q x", 1013*ms, ":1\r\n") // 19
 	request(1, 1014*ms, "LLEN q", 1014*ms, ":1\r\n")    // 20
-	slices.SortStableFunc(rec, func(a, b kavach.Event) int { return int(a.Offset - b.Offset) })
-	for i := range rec {
-		rec[i].Seq = uint64(i + 1)
-	}
+	rec := r.sorted()
 
 	tl := &tracker{Integration: redis.Integration{}}
 	defer tl.checkGone(t)
@@ -110,4 +98,107 @@ func TestDistinctMillisecondsAnswerAsRecorded(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSettledSecondsUnderLoad: every move into another second is seen by
+// Redis's timer before the next request, while stress-ng saturates the
+// cores, also right after a connection is opened (its accept is a turn
+// of the build's loop that its timer did not run: counting it as the
+// timer's turn leaves the LRU clock a second behind). Each second a new
+// connection asks OBJECT IDLETIME of a key set a second before (1, unless
+// a move was not settled: 0 when this one was not, 2 when the last one
+// was not), then sets it again. Plain and perturbed replays alike.
+func TestSettledSecondsUnderLoad(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	ms := time.Millisecond
+	var r recording
+	add, request := r.add, func(conn uint64, at time.Duration, cmd, reply string) { r.request(conn, at, cmd, at, reply) }
+	add(1, kavach.Open, 0, nil)
+	request(1, 100*ms, "SET k v", "+OK\r\n")
+	const rounds = 150
+	for i := 1; i <= rounds; i++ {
+		at := time.Duration(i)*time.Second + 100*ms
+		conn := uint64(i + 1)
+		add(conn, kavach.Open, at, nil)
+		request(conn, at, "OBJECT IDLETIME k", ":1\r\n")
+		request(conn, at+ms, "SET k v", "+OK\r\n")
+		add(conn, kavach.Close, at+2*ms, []byte("client"))
+	}
+	rec := r.sorted()
+	defer stress(t)()
+
+	tl := &tracker{Integration: redis.Integration{}}
+	defer tl.checkGone(t)
+
+	// The first move after the build started, into another second: what
+	// the launcher did to see it ready (a connection, closed) and the
+	// replay's first connection may still be on their way to it.
+	var f recording
+	f.add(1, kavach.Open, 900*ms, nil)
+	f.request(1, 1100*ms, "SET k v", 1100*ms, "+OK\r\n")
+	f.request(1, 2100*ms, "OBJECT IDLETIME k", 2100*ms, ":1\r\n")
+	first := f.sorted()
+	// Four at a time, as a diff runs its replays.
+	var wg sync.WaitGroup
+	for run := range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			opts := options(tl)
+			opts.Perturb = run%2 == 1
+			tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, first, opts)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if got := reply(tr, 2); got != "(integer) 1" {
+				t.Errorf("run %d (perturbed %v): the idle time of a key set in the first second = %s, want 1", run+1, opts.Perturb, got)
+			}
+		}()
+		if run%4 == 3 {
+			wg.Wait()
+		}
+	}
+	wg.Wait()
+
+	for run := range 4 {
+		opts := options(tl)
+		opts.Perturb = run%2 == 1
+		tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := 2; n < len(tr.Steps); n += 2 {
+			if got := reply(tr, n); got != "(integer) 1" {
+				t.Errorf("run %d (perturbed %v): step %d, the idle time of a key set a second before = %s, want 1", run+1, opts.Perturb, n, got)
+			}
+		}
+	}
+}
+
+// recording builds a RESP recording event by event.
+type recording struct{ events []kavach.Event }
+
+func (r *recording) add(conn uint64, dir kavach.Direction, at time.Duration, data []byte) {
+	r.events = append(r.events, kavach.Event{Conn: conn, Dir: dir, Offset: at, Data: data})
+}
+
+// request adds a request sent at at and its reply, come at replyAt.
+func (r *recording) request(conn uint64, at time.Duration, cmd string, replyAt time.Duration, reply string) {
+	b := [][]byte{}
+	for _, a := range args(cmd) {
+		b = append(b, []byte(a))
+	}
+	r.add(conn, kavach.Request, at, redis.AppendCommand(nil, b...))
+	r.add(conn, kavach.Response, replyAt, []byte(reply))
+}
+
+// sorted is the recording in time order, numbered.
+func (r *recording) sorted() []kavach.Event {
+	rec := slices.Clone(r.events)
+	slices.SortStableFunc(rec, func(a, b kavach.Event) int { return int(a.Offset - b.Offset) })
+	for i := range rec {
+		rec[i].Seq = uint64(i + 1)
+	}
+	return rec
 }
