@@ -28,13 +28,17 @@ import (
 //     least one whole turn ran on the new time — its timer among them, when
 //     the timer is what woke it (Redis refreshes its cached clock there, and
 //     fires blocked clients' timeouts just before it sleeps); one more is
-//     enough once every thread was seen blocked after the move (asleep);
+//     enough once the build was seen, after the move, waiting for nothing
+//     but its timer (the two looks below);
 //   - whether every thread of the build is blocked in the kernel, as the
 //     kernel decides it (/proc/PID/task/TID/syscall), which the stat
-//     file's state cannot say of a thread preempted on its way to sleep.
+//     file's state cannot say of a thread preempted on its way to sleep;
+//   - whether anything is on its way to the build over TCP (its network
+//     namespace's /proc/PID/net/tcp): a connection not accepted, bytes not
+//     read, a close not taken in.
 //
-// Both are read from the process and its descendants (a build may be a
-// script that runs the service).
+// The first three are read from the process and its descendants (a build
+// may be a script that runs the service).
 
 // watch observes one build process tree.
 type watch struct {

@@ -765,10 +765,10 @@ func (r *runner) advance(t time.Time) {
 // kavach.Abilities.Settle). A perturbed replay settles every move, but
 // its settling (turn) counts sleeps of the build that end a turn begun
 // after the move, whatever the build was doing at the move, so it waits
-// before one only where a plain replay would. Otherwise every request sent has been answered, so it ran
-// on the time it was sent at; what the build still does before it
-// sleeps (pushes to another connection, say) is waited for without the
-// idleness check's pauses (finishing).
+// before one only where a plain replay would. Otherwise every request
+// sent has been answered, so it ran on the time it was sent at; what the
+// build still does before it sleeps (pushes to another connection, say)
+// is waited for without the idleness check's pauses (finishing).
 func (r *runner) observable(from, to time.Time, blocked bool) bool {
 	if !r.sent {
 		return false // idle since it was last seen so, as before
