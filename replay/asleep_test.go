@@ -76,7 +76,7 @@ func TestInFlight(t *testing.T) {
 		t.Helper()
 		// The kernel's queues may take a moment to show what was sent.
 		for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			busy, ok := w.inFlight(w.port)
+			busy, ok := w.inFlight()
 			if !ok {
 				t.Fatalf("%s: cannot read the table", what)
 			}
@@ -109,7 +109,7 @@ func TestInFlight(t *testing.T) {
 	look(true, "a close not taken in")
 	s.Close()
 	look(false, "closed on both sides")
-	if _, ok := (watch{pid: 1 << 30, port: 1}).inFlight(1); ok {
+	if _, ok := (watch{pid: 1 << 30, port: 1}).inFlight(); ok {
 		t.Fatal("inFlight of no process: ok")
 	}
 }

@@ -180,7 +180,7 @@ const (
 )
 
 // inFlight reports whether something is on its way to the build over TCP
-// on port, as the build's network namespace shows it
+// on its port, as the build's network namespace shows it
 // (/proc/PID/net/tcp, tcp6): a connection not yet accepted (its
 // handshake not done, or waiting in the listener's queue), bytes the
 // build has not read, a close it has not taken in, or bytes a client sent
@@ -188,8 +188,8 @@ const (
 // queues: on a loaded machine the loopback's packets can wait for a
 // kernel thread). Each of these wakes the build for a turn of its own
 // that no reply confirms. ok is false when the table cannot be read.
-func (w watch) inFlight(port int) (busy, ok bool) {
-	if w.pid <= 0 || port <= 0 {
+func (w watch) inFlight() (busy, ok bool) {
+	if w.pid <= 0 || w.port <= 0 {
 		return false, false
 	}
 	for i, name := range []string{"tcp", "tcp6"} {
@@ -200,7 +200,7 @@ func (w watch) inFlight(port int) (busy, ok bool) {
 			}
 			continue // no IPv6
 		}
-		if tcpInFlight(b, port) {
+		if tcpInFlight(b, w.port) {
 			return true, true
 		}
 	}

@@ -245,7 +245,8 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		tr.Version = opts.Integration.Version(ctx, proc.Addr())
 	}
 	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, plan: pl, sink: sink, owe: newOweCounter(opts.Integration),
-		conns: map[uint64]*conn{}, batch: batch, ctx: ctx, contain: contain}
+		conns: map[uint64]*conn{}, batch: batch, ctx: ctx, contain: contain,
+		netChanged: true}
 	if r.src, err = src.Open(); err != nil {
 		return nil, false, err
 	}
@@ -361,7 +362,9 @@ type runner struct {
 	// was closed: only the build going idle says it was taken in.
 	unconfirmed bool
 	// netChanged: a connection was opened or closed since the build's
-	// connection table was last seen with nothing in flight (quietNet).
+	// connection table was last seen with nothing in flight (quietNet);
+	// true at the start, after the launcher's readiness check and the
+	// version's query connected to it.
 	netChanged bool
 	taken      int64         // frames (and ends) poll has taken from the readers
 	lostBatch  bool          // the build ended a connection with batched steps unanswered
@@ -933,7 +936,7 @@ func (r *runner) quietNet() (quiet, ok bool) {
 	if !r.netChanged {
 		return true, true
 	}
-	busy, ok := r.watch.inFlight(r.watch.port)
+	busy, ok := r.watch.inFlight()
 	if ok && !busy {
 		r.netChanged = false
 	}
