@@ -71,7 +71,7 @@ func diffCommand() *cli.Command {
 				FailFast: c.Bool("fail-fast"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
 				BelowFloor: c.Bool("below-floor"), TrustLaunch: c.Bool("trust-fixture-launch"),
 			}
-			if req.Recording, err = checkDiffPaths(req, fixtures, suite, c.String("out")); err != nil {
+			if req.Recording, err = req.CheckPaths(fixtures, suite, "--out", c.String("out")); err != nil {
 				return err
 			}
 			warnSameBuild(c.App.ErrWriter, req.Old, req.New)
@@ -85,7 +85,7 @@ func diffCommand() *cli.Command {
 				return err
 			}
 			if c.IsSet("html") {
-				if err := checkHTMLOut(c.String("html"), diffInputs(req, fixtures)...); err != nil {
+				if err := checkHTMLOut(c.String("html"), req.Inputs(fixtures)...); err != nil {
 					return err
 				}
 				if filepath.Clean(c.String("html")) == filepath.Clean(c.String("out")) {
