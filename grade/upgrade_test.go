@@ -2,6 +2,7 @@ package grade_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -42,7 +43,10 @@ func TestUpgradeContractsHeldUnderLoad(t *testing.T) {
 				t.Fatalf("%s, run %d: %v", filepath.Base(fx.Path), i+1, err)
 			}
 			if rep.Verdict != "held" {
-				t.Fatalf("%s, run %d under load: %s, want held; findings %+v", filepath.Base(fx.Path), i+1, rep.Verdict, rep.Findings)
+				// The findings whole (each variant step's diffs included):
+				// what moved is what the next look at a failure needs.
+				findings, _ := json.Marshal(rep.Findings)
+				t.Fatalf("%s, run %d under load: %s, want held; findings %s", filepath.Base(fx.Path), i+1, rep.Verdict, findings)
 			}
 		}
 	}
