@@ -244,10 +244,12 @@ func (p *Proxy) serve(client net.Conn) {
 	server, err := launch.Dial(p.ctx, p.opts.Upstream)
 	if err != nil {
 		p.log.Error("dial upstream", "upstream", p.opts.Upstream, "err", err)
-		client.Close()
 		// The client came and was turned away: recorded as a connection
 		// opened and closed by the upstream (kavach.Close's "upstream"),
-		// not dropped unseen.
+		// not dropped unseen. Recorded before the client is closed: a
+		// client that stops the recording once it sees the close would
+		// otherwise find nothing recorded.
+		defer client.Close()
 		p.mu.Lock()
 		if p.ctx.Err() == nil {
 			p.nextConn++
