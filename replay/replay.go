@@ -392,6 +392,7 @@ type conn struct {
 	reading  atomic.Bool // the reader holds bytes it has not framed yet
 	pending  []waiting   // steps waiting for replies, oldest first
 	finished int         // steps on this conn that got all their replies
+	pushes   int         // pushes taken in on this conn (IsPush)
 	deferred []int       // events held back until the replies they follow arrive
 	closed   bool        // closed by the replay (the recorded client closed it)
 	ended    bool        // its reader ended and every reply it framed is attached
@@ -431,6 +432,7 @@ type event struct {
 	kavach.Event
 	step    int // index of the step it starts; -1: not a request
 	owed    int // steps of its conn the recording had answered before it (owed)
+	push    int // a push: the nth the recording had on its conn; 0: not a push
 	batched bool
 }
 
@@ -462,7 +464,7 @@ func (r *runner) readEvent() {
 		return
 	}
 	i := r.evBase + len(r.evs)
-	e := event{Event: ev, step: -1, owed: r.owe.add(ev), batched: i < r.plan.events && r.plan.isBatched(i)}
+	e := event{Event: ev, step: -1, owed: r.owe.add(ev), push: r.owe.push(ev), batched: i < r.plan.events && r.plan.isBatched(i)}
 	if ev.Dir == kavach.Request {
 		e.step = r.nsteps
 		r.nsteps++
@@ -575,6 +577,14 @@ func (r *runner) process(i int) {
 			return
 		}
 		r.answered(c, e.owed)
+		if e.push > 0 && !r.heard(c, e.push) {
+			// A push (a pub/sub message) the build sends only once the
+			// clock is at its time (a key's expiry event): move it there,
+			// and take it in if it comes then.
+			r.advance(r.at(ev.Offset))
+			r.heard(c, e.push)
+			return
+		}
 		if c.finished >= e.owed && !r.unconfirmed && !r.blocked() && r.rng == nil {
 			// It came, and nothing waits on the build: no timer of a
 			// blocked client can fire and nothing sent is unconfirmed, so
@@ -1008,6 +1018,37 @@ func (r *runner) answered(c *conn, want int) bool {
 	}
 }
 
+// heard waits until c has taken in its first want pushes (replies no
+// request asked for: pub/sub messages, invalidations), and reports
+// whether it has. The recording had them before the connection's next
+// event: taken in later, a push would be attached to the next request's
+// step, or lost when the client closes the connection (docs/replay.md,
+// "Pushes"). It stops waiting, false, once the build is idle without
+// them, or has worked for the step timeout: a push that does not come is
+// for the comparison to find, not a hang.
+func (r *runner) heard(c *conn, want int) bool {
+	busy := time.Now()
+	for {
+		r.poll()
+		if c.pushes >= want {
+			return true
+		}
+		if c.broken || c.closed || r.stop {
+			return false
+		}
+		if r.ctx.Err() != nil {
+			r.interrupted(r.ctx)
+			return false
+		}
+		if r.wait(200 * time.Microsecond) {
+			continue
+		}
+		if r.idle() || time.Since(busy) > r.opts.StepTimeout {
+			return false
+		}
+	}
+}
+
 // unanswered is why a build that did not answer for the step timeout of
 // real time hangs the replay: it worked all along, or it was stopped.
 func (r *runner) unanswered() string {
@@ -1364,7 +1405,11 @@ func (r *runner) poll() {
 }
 
 func (r *runner) attach(c *conn, frame []byte) {
-	if len(c.pending) == 0 || r.opts.Integration.IsPush(frame) {
+	push := r.opts.Integration.IsPush(frame)
+	if push {
+		c.pushes++
+	}
+	if len(c.pending) == 0 || push {
 		if i, ok := r.last[c.id]; ok {
 			r.addReply(r.step(i), frame)
 		}

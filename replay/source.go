@@ -230,15 +230,28 @@ func readPlan(src Source, codec kavach.Integration, start time.Time, batch bool)
 
 // oweCounter is the incremental form of owed: for each request and each
 // close by the client, how many steps of its connection the recording had
-// seen answered before it; for each reply, how many with it.
+// seen answered before it; for each reply, how many with it. It also
+// numbers each connection's pushes (push).
 type oweCounter struct {
 	codec   kavach.Integration
 	pending map[uint64][]int // conn -> replies each waiting step still lacks
 	done    map[uint64]int
+	pushes  map[uint64]int // conn -> pushes recorded on it so far
 }
 
 func newOweCounter(codec kavach.Integration) *oweCounter {
-	return &oweCounter{codec: codec, pending: map[uint64][]int{}, done: map[uint64]int{}}
+	return &oweCounter{codec: codec, pending: map[uint64][]int{}, done: map[uint64]int{}, pushes: map[uint64]int{}}
+}
+
+// push numbers the recorded pushes of each connection (replies no
+// request asked for, codec.IsPush: pub/sub messages, invalidations): n
+// for the nth push on ev's connection, 0 for any other event.
+func (o *oweCounter) push(ev kavach.Event) int {
+	if ev.Dir != kavach.Response || o.codec == nil || ev.Flags&kavach.ParseError != 0 || !o.codec.IsPush(ev.Data) {
+		return 0
+	}
+	o.pushes[ev.Conn]++
+	return o.pushes[ev.Conn]
 }
 
 func (o *oweCounter) add(ev kavach.Event) int {
