@@ -74,6 +74,54 @@ func TestPushesComeWhereRecorded(t *testing.T) {
 	}
 }
 
+// TestPushThatDoesNotCome: a push the recording has but the build does
+// not send (its PUBLISH goes to a channel nobody subscribed to) is waited
+// for only until the build is idle without it: the replay goes on,
+// hangs nothing, and the subscriber's step lacks the message, for the
+// comparison to find.
+func TestPushThatDoesNotCome(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	us := time.Microsecond
+	var r recording
+	r.add(1, kavach.Open, 0, nil)
+	r.request(1, 1*us, "SUBSCRIBE ch", 2*us, "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n") // 1
+	r.add(2, kavach.Open, 3*us, nil)
+	r.request(2, 4*us, "PUBLISH elsewhere hello", 6*us, ":1\r\n") // 2
+	r.add(1, kavach.Response, 5*us, []byte("*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n"))
+	r.add(1, kavach.Close, 7*us, []byte("client"))
+	r.request(2, 8*us, "PING", 9*us, "+PONG\r\n") // 3
+	rec := r.sorted()
+
+	tl := &tracker{Integration: redis.Integration{}}
+	defer tl.checkGone(t)
+	recorded := replay.Recorded(rec, redis.Integration{})
+	// A wait that ran to the step timeout would be a hang in all but name:
+	// with a long one, finishing well within it says the wait ended on the
+	// build's idleness (a bound on a hang, not a measure of speed).
+	opts := options(tl)
+	opts.StepTimeout = 2 * time.Minute
+	began := time.Now()
+	tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Stopped != "" || len(tr.Steps) != 3 {
+		t.Fatalf("stopped %q, %d steps: want all 3 run", tr.Stopped, len(tr.Steps))
+	}
+	if got := tr.Steps[0].Responses; len(got) != 1 {
+		t.Errorf("step 1 (SUBSCRIBE) got %d replies (%s), want the subscription only", len(got), sizes(got))
+	}
+	if d := replay.Compare(recorded[0], tr.Steps[0]); len(d) == 0 {
+		t.Error("step 1 equals the recording without the message")
+	}
+	if got := reply(tr, 3); got != "PONG" {
+		t.Errorf("step 3 = %s, want PONG", got)
+	}
+	if d := time.Since(began); d > time.Minute {
+		t.Errorf("the replay took %s: the missing push was waited for until the step timeout", d)
+	}
+}
+
 // sizes describes replies by their lengths.
 func sizes(replies [][]byte) string {
 	var b strings.Builder
