@@ -643,6 +643,13 @@ func (r *runner) process(i int) {
 	}
 	if r.proc.Exited() != nil {
 		// The build died with nothing waiting on it (or before we saw it).
+		// What it ended is taken in first: a step waiting on a connection
+		// it closed crashed there, and the replay stops at that step, not
+		// at this one (under load the exit can be seen before the readers
+		// have read the ends).
+		if r.ends(); r.stop {
+			return
+		}
 		r.send(ev, e.step, false)
 		r.crashed(c, "the build is gone")
 		r.stop = true
@@ -1015,6 +1022,31 @@ func (r *runner) answered(c *conn, want int) bool {
 			r.hung(r.unanswered(), r.oldest())
 			return true
 		}
+	}
+}
+
+// ends waits, for a build that has exited, until the reader of every
+// connection still open has read its end (the kernel closed them all
+// when the build exited; a child of it still holding one bounds the wait
+// at a second), and takes in what the readers framed.
+func (r *runner) ends() {
+	bound := time.Now().Add(min(r.opts.StepTimeout, time.Second))
+	for {
+		r.poll()
+		if r.stop || time.Now().After(bound) {
+			return
+		}
+		waiting := false
+		for _, c := range r.order {
+			if c.nc != nil && !c.closed && !c.ended {
+				waiting = true
+				break
+			}
+		}
+		if !waiting {
+			return
+		}
+		r.wait(time.Millisecond)
 	}
 }
 
