@@ -569,38 +569,7 @@ func (r *runner) process(i int) {
 		r.dial(ev.Conn)
 		return
 	case ev.Dir == kavach.Response:
-		// The build has this reply before the clock moves past the time it
-		// was recorded at (or is idle without it: then time flows to it).
-		c := r.conns[ev.Conn]
-		if c == nil || len(c.deferred) > 0 || e.batched {
-			r.advance(r.at(ev.Offset))
-			return
-		}
-		r.answered(c, e.owed)
-		if e.push > 0 && !r.heard(c, e.push) {
-			// A push (a pub/sub message) the build sends only once the
-			// clock is at its time (a key's expiry event): move it there,
-			// and take it in if it comes then.
-			r.advance(r.at(ev.Offset))
-			r.heard(c, e.push)
-			return
-		}
-		if c.finished >= e.owed && !r.unconfirmed && !r.blocked() && r.rng == nil {
-			// It came, and nothing waits on the build: no timer of a
-			// blocked client can fire and nothing sent is unconfirmed, so
-			// the move to the reply's time is left to the next event,
-			// which moves the clock on from here (docs/replay.md, "What a
-			// move costs"). A perturbed replay makes every move, as
-			// before: each is settled there.
-			return
-		}
-		r.advance(r.at(ev.Offset))
-		// Not come by its recorded time: let time flow on towards the
-		// next event's time, no further (what other connections do then
-		// may be what wakes it).
-		if r.has(i+1) && !r.answered(c, e.owed) {
-			r.flowUntil(c, e.owed, r.at(r.ev(i+1).Offset))
-		}
+		r.response(i, e)
 		return
 	case ev.Dir == kavach.Close && string(ev.Data) != "client":
 		// The recording saw the service close it (or the recording end):
@@ -663,6 +632,43 @@ func (r *runner) process(i int) {
 	}
 	r.send(ev, e.step, true)
 	r.prepare(i)
+}
+
+// response plays event i, a reply (or push) the recording had: the
+// build has it before the clock moves past the time it was recorded at
+// (or is idle without it: then time flows to it).
+func (r *runner) response(i int, e event) {
+	ev := e.Event
+	c := r.conns[ev.Conn]
+	if c == nil || len(c.deferred) > 0 || e.batched {
+		r.advance(r.at(ev.Offset))
+		return
+	}
+	r.answered(c, e.owed)
+	if e.push > 0 && !r.heard(c, e.push) {
+		// A push (a pub/sub message) the build sends only once the
+		// clock is at its time (a key's expiry event): move it there,
+		// and take it in if it comes then.
+		r.advance(r.at(ev.Offset))
+		r.heard(c, e.push)
+		return
+	}
+	if c.finished >= e.owed && !r.unconfirmed && !r.blocked() && r.rng == nil {
+		// It came, and nothing waits on the build: no timer of a
+		// blocked client can fire and nothing sent is unconfirmed, so
+		// the move to the reply's time is left to the next event,
+		// which moves the clock on from here (docs/replay.md, "What a
+		// move costs"). A perturbed replay makes every move, as
+		// before: each is settled there.
+		return
+	}
+	r.advance(r.at(ev.Offset))
+	// Not come by its recorded time: let time flow on towards the
+	// next event's time, no further (what other connections do then
+	// may be what wakes it).
+	if r.has(i+1) && !r.answered(c, e.owed) {
+		r.flowUntil(c, e.owed, r.at(r.ev(i+1).Offset))
+	}
 }
 
 // prepare writes ahead the time of the next request after event i (the
