@@ -25,7 +25,8 @@ func TestOwedInserted(t *testing.T) {
 	o := newOweCounter(nil)
 	var got []int
 	for _, ev := range events {
-		got = append(got, o.add(ev))
+		owed, _ := o.add(ev)
+		got = append(got, owed)
 	}
 	if want := []int{0, 0, 1, 2, 2}; !slices.Equal(got, want) {
 		t.Errorf("owed = %v, want %v", got, want)

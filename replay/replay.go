@@ -464,7 +464,8 @@ func (r *runner) readEvent() {
 		return
 	}
 	i := r.evBase + len(r.evs)
-	e := event{Event: ev, step: -1, owed: r.owe.add(ev), push: r.owe.push(ev), batched: i < r.plan.events && r.plan.isBatched(i)}
+	e := event{Event: ev, step: -1, batched: i < r.plan.events && r.plan.isBatched(i)}
+	e.owed, e.push = r.owe.add(ev)
 	if ev.Dir == kavach.Request {
 		e.step = r.nsteps
 		r.nsteps++

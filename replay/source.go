@@ -231,7 +231,8 @@ func readPlan(src Source, codec kavach.Integration, start time.Time, batch bool)
 // oweCounter is the incremental form of owed: for each request and each
 // close by the client, how many steps of its connection the recording had
 // seen answered before it; for each reply, how many with it. It also
-// numbers each connection's pushes (push).
+// numbers each connection's pushes (replies no request asked for,
+// codec.IsPush: pub/sub messages, invalidations).
 type oweCounter struct {
 	codec   kavach.Integration
 	pending map[uint64][]int // conn -> replies each waiting step still lacks
@@ -243,18 +244,9 @@ func newOweCounter(codec kavach.Integration) *oweCounter {
 	return &oweCounter{codec: codec, pending: map[uint64][]int{}, done: map[uint64]int{}, pushes: map[uint64]int{}}
 }
 
-// push numbers the recorded pushes of each connection (replies no
-// request asked for, codec.IsPush: pub/sub messages, invalidations): n
-// for the nth push on ev's connection, 0 for any other event.
-func (o *oweCounter) push(ev kavach.Event) int {
-	if ev.Dir != kavach.Response || o.codec == nil || ev.Flags&kavach.ParseError != 0 || !o.codec.IsPush(ev.Data) {
-		return 0
-	}
-	o.pushes[ev.Conn]++
-	return o.pushes[ev.Conn]
-}
-
-func (o *oweCounter) add(ev kavach.Event) int {
+// add counts ev: owed as above, and push, n for the nth push on ev's
+// connection (0 for any other event).
+func (o *oweCounter) add(ev kavach.Event) (owed, push int) {
 	codec := o.codec
 	switch ev.Dir {
 	case kavach.Request:
@@ -271,20 +263,23 @@ func (o *oweCounter) add(ev kavach.Event) int {
 		case n > 0:
 			o.pending[ev.Conn] = append(o.pending[ev.Conn], n)
 		}
-		return out
+		return out, 0
 	case kavach.Response:
-		q := o.pending[ev.Conn]
-		if len(q) > 0 && (codec == nil || ev.Flags&kavach.ParseError != 0 || !codec.IsPush(ev.Data)) {
+		if codec != nil && ev.Flags&kavach.ParseError == 0 && codec.IsPush(ev.Data) {
+			o.pushes[ev.Conn]++
+			return o.done[ev.Conn], o.pushes[ev.Conn]
+		}
+		if q := o.pending[ev.Conn]; len(q) > 0 {
 			if q[0]--; q[0] == 0 {
 				o.pending[ev.Conn] = q[1:]
 				o.done[ev.Conn]++
 			}
 		}
-		return o.done[ev.Conn]
+		return o.done[ev.Conn], 0
 	case kavach.Close:
 		out := o.done[ev.Conn]
 		delete(o.pending, ev.Conn)
-		return out
+		return out, 0
 	}
-	return 0
+	return 0, 0
 }
