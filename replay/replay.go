@@ -1040,17 +1040,7 @@ func (r *runner) ends() {
 	bound := time.Now().Add(min(r.opts.StepTimeout, time.Second))
 	for {
 		r.poll()
-		if r.stop || time.Now().After(bound) {
-			return
-		}
-		waiting := false
-		for _, c := range r.order {
-			if c.nc != nil && !c.closed && !c.ended {
-				waiting = true
-				break
-			}
-		}
-		if !waiting {
+		if r.stop || r.open() == 0 || time.Now().After(bound) {
 			return
 		}
 		r.wait(time.Millisecond)
