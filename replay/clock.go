@@ -3,117 +3,292 @@ package replay
 import (
 	"debug/buildinfo"
 	"debug/elf"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// LibFaketime is where Debian's libfaketime package puts the library.
-const LibFaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+// The clock page's layout (clocklib/kavachclock.c, struct page).
+const (
+	pageSize    = 4096
+	pageMagic   = 0x3143564b // "KVC1"
+	offSeq      = 8
+	offReal     = 16
+	offMono     = 24
+	offMode     = 32
+	offSigno    = 36
+	offBase     = 40
+	offLoaded   = 48
+	offSlots    = 64
+	slotSize    = 32
+	slots       = 120
+	slotWaiting = 1
+)
 
-// Clock is the virtual clock of one build process: a libfaketime
-// timestamp file that the build re-reads on every clock call
-// (FAKETIME_NO_CACHE=1). Set writes the file to a temporary name and
-// renames it into place, because a half-written file kills the build and
-// a missing one silently gives real time (docs/replay.md). The monotonic clock
-// is left real (FAKETIME_DONT_FAKE_MONOTONIC=1): faking it freezes event
-// loops. docs/replay.md has the measurements behind these choices.
+// Clock is the virtual clock of one build: a page of shared memory that
+// the replay writes and the build reads through the clock library
+// (clocklib/kavachclock.c, preloaded into every process of the build):
+// the virtual wall clock and the virtual monotonic clock, in nanoseconds,
+// under a sequence counter, and the deadline of every wait of the build's
+// threads. docs/replay.md ("The clock library") says why.
+//
+// One goroutine moves a clock: Set, Freeze, Run and Turn are not safe
+// for concurrent use.
 type Clock struct {
 	path string
-	now  time.Time // last time set
-	next time.Time // the time written ahead to path+".next" (Prepare); zero: none
+	mem  []byte
+	now  time.Time // the wall clock, last set
+	mono int64     // the monotonic clock (ns): it moves forward with the wall clock, never back
+	// running: the monotonic clock runs with the real one (while the
+	// build starts and stops)
+	running bool
 }
 
-// NewClock makes a clock whose file lives in dir, set to start.
+// NewClock makes a clock whose page lives in dir, its wall clock at start
+// and running (Freeze stops it when the replay begins).
 func NewClock(dir string, start time.Time) (*Clock, error) {
-	c := &Clock{path: filepath.Join(dir, "kavach-faketime")}
-	if err := c.Set(start); err != nil {
-		return nil, err
+	path := filepath.Join(dir, "kavach-clock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("virtual clock: %w", err)
 	}
+	defer f.Close()
+	if err := f.Truncate(pageSize); err != nil {
+		return nil, fmt.Errorf("virtual clock: %w", err)
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, pageSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("virtual clock: map %s: %w", path, err)
+	}
+	c := &Clock{path: path, mem: mem, now: wall(start), mono: int64(time.Hour)}
+	c.u64(offSeq).Store(2)
+	c.i64(offReal).Store(c.now.UnixNano())
+	c.i64(offMono).Store(c.mono)
+	c.run()
+	c.u32(0).Store(pageMagic) // last: the library maps only a page with its magic
 	return c, nil
 }
 
-// Env is the environment that makes a build read this clock.
-func (c *Clock) Env() []string {
-	return []string{
-		"LD_PRELOAD=" + LibFaketime,
-		"FAKETIME_TIMESTAMP_FILE=" + c.path,
-		"FAKETIME_NO_CACHE=1",
-		"FAKETIME_DONT_FAKE_MONOTONIC=1",
-		"TZ=UTC",
+// wall is the virtual wall clock's reading for t: the middle of t's
+// millisecond. Services keep time in milliseconds (Redis expiry, stream
+// ids), and the recorded offset of a request is known only to within the
+// proxy's latency; the middle keeps a reading in t's millisecond however
+// the build rounds its microseconds (TIME shows 500 of them).
+func wall(t time.Time) time.Time {
+	return t.UTC().Truncate(time.Millisecond).Add(500 * time.Microsecond)
+}
+
+func (c *Clock) u32(off int) *atomic.Uint32 { return (*atomic.Uint32)(unsafe.Pointer(&c.mem[off])) }
+func (c *Clock) i32(off int) *atomic.Int32  { return (*atomic.Int32)(unsafe.Pointer(&c.mem[off])) }
+func (c *Clock) u64(off int) *atomic.Uint64 { return (*atomic.Uint64)(unsafe.Pointer(&c.mem[off])) }
+func (c *Clock) i64(off int) *atomic.Int64  { return (*atomic.Int64)(unsafe.Pointer(&c.mem[off])) }
+
+// write publishes a move: the sequence counter is odd while the fields
+// change, so a reader never takes half of one.
+func (c *Clock) write(fields func()) {
+	c.u64(offSeq).Add(1)
+	fields()
+	c.u64(offSeq).Add(1)
+}
+
+// kernelMono is the kernel's monotonic clock, as the library reads it.
+func kernelMono() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+// run lets the monotonic clock run with the real one from where it is.
+func (c *Clock) run() {
+	c.write(func() {
+		c.i64(offBase).Store(kernelMono())
+		c.u32(offMode).Store(1)
+	})
+	c.running = true
+}
+
+// Freeze stops the monotonic clock where the running one has got to: from
+// here on, both clocks move only with Set.
+func (c *Clock) Freeze() {
+	if !c.running {
+		return
+	}
+	if d := kernelMono() - c.i64(offBase).Load(); d > 0 {
+		c.mono += d
+	}
+	c.write(func() {
+		c.i64(offMono).Store(c.mono)
+		c.u32(offMode).Store(0)
+	})
+	c.running = false
+}
+
+// Release lets the monotonic clock run again, so that a build being
+// stopped ends the sleeps and timers of its shutdown in real time.
+func (c *Clock) Release() {
+	if !c.running && c.mem != nil {
+		c.run()
 	}
 }
 
-// Now is the time last set.
-func (c *Clock) Now() time.Time { return c.now }
+// Close unmaps the page; the caller removes its directory.
+func (c *Clock) Close() {
+	if c.mem != nil {
+		syscall.Munmap(c.mem)
+		c.mem = nil
+	}
+}
 
-// Set freezes the build's clock at t, in whole milliseconds (UTC). The
-// clock moves in milliseconds because that is what services keep time in
-// (Redis expiry, stream ids), and the recorded offset of a request is only
-// known to within the proxy's latency anyway; steps closer than that share
-// a time, and the file is not written again for them (it was the
-// replay's main cost: bench/replay.sh).
+// Env is the environment that makes a build read this clock.
+func (c *Clock) Env(lib string) []string {
+	return []string{"LD_PRELOAD=" + lib, "KAVACH_CLOCK=" + c.path, "TZ=UTC"}
+}
+
+// Loaded reports whether a process of the build has mapped the clock.
+func (c *Clock) Loaded() bool { return c.u64(offLoaded).Load() > 0 }
+
+// Now is the wall clock's time, to the millisecond.
+func (c *Clock) Now() time.Time { return c.now.Truncate(time.Millisecond) }
+
+// Set moves the wall clock to t, in whole milliseconds (steps closer than
+// that share a time and cost no move), and the monotonic clock forward by
+// as much (never back: a clock variant that turns the wall clock back
+// leaves it where it is, as a real machine's clock set back would).
 func (c *Clock) Set(t time.Time) error {
-	t = t.UTC().Truncate(time.Millisecond)
+	t = wall(t)
 	if t.Equal(c.now) {
 		return nil
 	}
-	if !c.next.IsZero() && t.Equal(c.next) {
-		c.next = time.Time{}
-		if err := os.Rename(c.path+".next", c.path); err != nil {
-			return fmt.Errorf("set virtual clock: %w", err)
-		}
-		c.now = t
-		return nil
-	}
-	if err := write(c.path+".tmp", t); err != nil {
-		return err
-	}
-	if err := os.Rename(c.path+".tmp", c.path); err != nil {
-		return fmt.Errorf("set virtual clock: %w", err)
+	if d := t.Sub(c.now); d > 0 && !c.running {
+		c.mono += int64(d)
 	}
 	c.now = t
+	c.write(func() {
+		c.i64(offReal).Store(t.UnixNano())
+		c.i64(offMono).Store(c.mono)
+	})
 	return nil
 }
 
-// Prepare writes t ahead, to a file of its own beside the clock's, so
-// that a later Set(t) only renames it into place: the replay prepares the
-// next request's time while the build works on the last one, and a move
-// costs one rename instead of a file written and renamed (bench/README.md,
-// "Part 3"). A Set to any other time writes it as usual; the file
-// prepared is then left to the next Prepare.
-func (c *Clock) Prepare(t time.Time) error {
-	t = t.UTC().Truncate(time.Millisecond)
-	if t.Equal(c.now) || t.Equal(c.next) {
-		return nil
-	}
-	c.next = time.Time{}
-	if err := write(c.path+".next", t); err != nil {
-		return err
-	}
-	c.next = t
-	return nil
+// slot reads the wait slot i: its thread, process, state, waits entered,
+// the sequence number it entered the last at, and its deadline.
+func (c *Clock) slot(i int) (tid, pid int32, waiting bool, gen uint32, seq uint64, deadline int64) {
+	off := offSlots + i*slotSize
+	tid = c.i32(off).Load()
+	pid = c.i32(off + 4).Load()
+	waiting = c.u32(off+8).Load() == slotWaiting
+	gen = c.u32(off + 12).Load()
+	seq = c.u64(off + 16).Load()
+	deadline = c.i64(off + 24).Load()
+	return
 }
 
-// write writes the clock file's line for t to path.
-func write(path string, t time.Time) error {
-	// The middle of the millisecond: libfaketime reads the fraction as a
-	// floating-point number, and "02.502000" comes out as 2.501999999 s,
-	// a millisecond early for a service that keeps milliseconds (expiry,
-	// PTTL). "02.502500" reads as 2.502499999 s: millisecond 502.
-	line := t.Format("2006-01-02 15:04:05.000") + "500\n"
-	if err := os.WriteFile(path, []byte(line), 0o644); err != nil {
-		return fmt.Errorf("set virtual clock: %w", err)
+// Deadline is the earliest deadline a thread of the build waits for, on
+// the monotonic clock, and whether any waits with one.
+func (c *Clock) Deadline() (int64, bool) {
+	earliest := int64(math.MaxInt64)
+	for i := range slots {
+		tid, pid, waiting, _, _, d := c.slot(i)
+		if tid != 0 && pid != 0 && waiting && d < earliest {
+			earliest = d
+		}
 	}
-	return nil
+	return earliest, earliest != math.MaxInt64
 }
 
-// Fakeable says whether libfaketime can fake a build's clock, and if not,
-// why: it must be a dynamically linked ELF executable (LD_PRELOAD needs
-// the dynamic loader) that is not a Go program (Go reads the clock
-// through the vDSO, not libc). Scripts (#!) are assumed fakeable: what
-// they run inherits the environment.
+// Turn settles the last move: each thread of the build whose wait the
+// move ended (its deadline crossed) is woken, and Turn waits until every
+// one of them has begun its next wait after the move, its deadline ahead
+// of the clock: the build ran its timers on the new time and is idle
+// again. A move that crossed no deadline costs one look at the page.
+//
+// With pull, the build's timer is made to run even if the move crossed
+// no deadline: the monotonic clock is moved on to the earliest deadline
+// (never more than one timer period of the build; the wall clock stays),
+// for a service that refreshes what it caches of the wall clock only in
+// its timer (kavach.Abilities.Settle).
+//
+// Turn gives up, reporting false, when gone reports the build gone or
+// bound passes; the library not loaded (a kick signal never set) is true
+// at once.
+func (c *Clock) Turn(pull bool, gone func() bool, bound time.Duration) bool {
+	signo := c.i32(offSigno).Load()
+	if signo == 0 || c.running {
+		return true
+	}
+	if pull {
+		if d, ok := c.Deadline(); ok && d > c.mono {
+			c.mono = d
+			c.write(func() { c.i64(offMono).Store(c.mono) })
+		}
+	}
+	seq := c.u64(offSeq).Load()
+	type woken struct {
+		i        int
+		pid, tid int32
+		gen      uint32
+	}
+	var wait []woken
+	for i := range slots {
+		tid, pid, waiting, gen, _, d := c.slot(i)
+		if tid == 0 || pid == 0 || !waiting || d > c.mono {
+			continue
+		}
+		if err := syscall.Tgkill(int(pid), int(tid), syscall.Signal(signo)); errors.Is(err, syscall.ESRCH) {
+			// The thread is gone: free its slot.
+			c.i32(offSlots+i*slotSize).CompareAndSwap(tid, 0)
+			continue
+		}
+		wait = append(wait, woken{i, pid, tid, gen})
+	}
+	began := time.Now()
+	pause := time.Duration(0)
+	for len(wait) > 0 {
+		left := wait[:0]
+		for _, w := range wait {
+			tid, _, waiting, gen, entered, d := c.slot(w.i)
+			if tid != w.tid || gen != w.gen && waiting && entered == seq && d > c.mono {
+				continue // waiting again on the new time, or its slot freed
+			}
+			if err := syscall.Tgkill(int(w.pid), int(w.tid), 0); errors.Is(err, syscall.ESRCH) {
+				continue // the thread ended
+			}
+			left = append(left, w)
+		}
+		wait = left
+		if len(wait) == 0 {
+			break
+		}
+		if gone() || time.Since(began) > bound {
+			return false
+		}
+		if pause == 0 {
+			runtime.Gosched()
+			pause = 10 * time.Microsecond
+			continue
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 200*time.Microsecond)
+	}
+	return true
+}
+
+// Fakeable says whether the clock library can fake a build's clock, and if
+// not, why: it must be a dynamically linked ELF executable (a preloaded
+// library needs the dynamic loader) that is not a Go program (Go reads the
+// clock through the vDSO, not libc). Scripts (#!) are taken as fakeable:
+// what they run inherits the environment.
 func Fakeable(path string) (bool, string) {
 	f, err := elf.Open(path)
 	if err != nil {
@@ -127,22 +302,17 @@ func Fakeable(path string) (bool, string) {
 		}
 	}
 	if !dynamic {
-		return false, "a statically linked binary: LD_PRELOAD does not apply"
+		return false, "a statically linked binary: no library can be preloaded into it, so its clock cannot be virtual"
 	}
 	if _, err := buildinfo.ReadFile(path); err == nil {
-		return false, "a Go binary: it reads the clock without libc"
-	}
-	if _, err := os.Stat(LibFaketime); err != nil {
-		return false, "libfaketime is not installed (" + LibFaketime + "; apt-get install libfaketime)"
+		return false, "a Go binary: it reads the clock without libc, so its clock cannot be virtual"
 	}
 	return true, ""
 }
 
-// clockDir is where clock files go: /dev/shm when it is there and
-// writable, since the build reads the file on every clock call and Set
-// renames a new one into place before every step — on ext4 a rename costs
-// about 450 µs (it starts writing the data back), on tmpfs about 20 µs
-// (bench/replay.sh); else the temporary directory.
+// clockDir is where clock pages go: /dev/shm when it is there and
+// writable (the page is memory either way; a file there is never written
+// back), else the temporary directory.
 func clockDir() string {
 	if f, err := os.CreateTemp("/dev/shm", ".kavach-probe-"); err == nil {
 		f.Close()
@@ -150,13 +320,4 @@ func clockDir() string {
 		return "/dev/shm"
 	}
 	return ""
-}
-
-// cleanShm removes what libfaketime leaves in /dev/shm when a process
-// using it is killed; a later process with the same pid would fail to
-// start (docs/replay.md).
-func cleanShm(pid int) {
-	for _, name := range []string{fmt.Sprintf("faketime_shm_%d", pid), fmt.Sprintf("sem.faketime_sem_%d", pid)} {
-		os.Remove(filepath.Join("/dev/shm", name))
-	}
 }

@@ -14,11 +14,6 @@ func inQueue(nc net.Conn) int {
 	return n
 }
 
-// outQueue is how many bytes written on a TCP connection the other side
-// has not acknowledged yet (the SIOCOUTQ ioctl, unsent ones included):
-// bytes still on their way to the build. ok is false when it cannot tell.
-func outQueue(nc net.Conn) (n int, ok bool) { return ioctlInt(nc, syscall.TIOCOUTQ) }
-
 // ioctlInt asks a connection's socket an ioctl that reads one int.
 func ioctlInt(nc net.Conn, req uintptr) (n int, ok bool) {
 	sc, is := nc.(syscall.Conn)

@@ -3,7 +3,6 @@ package replay
 import (
 	"bytes"
 	"io"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -22,39 +21,16 @@ import (
 //     still working on what it was sent, however long the machine's load
 //     makes that take; when none is, it has done all it will do until a
 //     timer or a request wakes it;
-//   - how many times the build's threads went to sleep (voluntary context
-//     switches): a service with an event loop sleeps once per turn of the
-//     loop, so after the virtual clock moved, two more sleeps mean that at
-//     least one whole turn ran on the new time — its timer among them, when
-//     the timer is what woke it (Redis refreshes its cached clock there, and
-//     fires blocked clients' timeouts just before it sleeps); one more is
-//     enough once the build was seen, after the move, waiting for nothing
-//     but its timer (the two looks below);
-//   - whether every thread of the build is blocked in the kernel, as the
-//     kernel decides it (/proc/PID/task/TID/syscall), which the stat
-//     file's state cannot say of a thread preempted on its way to sleep;
-//   - whether anything is on its way to the build over TCP (its network
-//     namespace's /proc/PID/net/tcp): a connection not accepted, bytes not
-//     read, a close not taken in.
+//   - whether the process tree is still the processes it was (stands).
 //
-// The first three are read from the process and its descendants (a build
-// may be a script that runs the service).
+// Both are read from the process and its descendants (a build may be a
+// script that runs the service). Whether the build took in a move of the
+// virtual clock is not read here: the clock library says it (Clock.Turn).
 
 // watch observes one build process tree.
 type watch struct {
 	pid   int
-	port  int        // the port the build listens on (inFlight); 0: unknown
 	cache *lookCache // files kept open for glance; nil: none
-}
-
-// port is the port of a host:port address, 0 if it has none.
-func port(addr string) int {
-	_, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(p)
-	return n
 }
 
 // tree is the pids of the process tree rooted at w.pid, the root first.
@@ -101,157 +77,6 @@ func (w watch) look() (busy, stopped bool) {
 		}
 	}
 	return false, stopped
-}
-
-// sleeps is the number of times the build's threads went to sleep.
-func (w watch) sleeps() int {
-	if w.pid <= 0 {
-		return 0
-	}
-	n := 0
-	for _, pid := range w.tree() {
-		for _, tid := range tasks(pid) {
-			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/status")
-			if err != nil {
-				continue
-			}
-			const key = "\nvoluntary_ctxt_switches:"
-			i := bytes.Index(b, []byte(key))
-			if i < 0 {
-				continue
-			}
-			rest := b[i+len(key):]
-			if j := bytes.IndexByte(rest, '\n'); j >= 0 {
-				rest = rest[:j]
-			}
-			v, _ := strconv.Atoi(strings.TrimSpace(string(rest)))
-			n += v
-		}
-	}
-	return n
-}
-
-// asleep reports whether every thread of the build is blocked in the
-// kernel, as the kernel itself decides it: a thread's
-// /proc/PID/task/TID/syscall names the call it is blocked in only once
-// the thread is off the processor and off the run queue, and says
-// "running" otherwise (the kernel waits, under the run queue's lock, for
-// a thread marked sleeping but not yet switched out). So a thread
-// preempted on its way to sleep, which its stat file already shows as
-// sleeping, is not asleep here, and once asleep is true every sleep in
-// progress is counted in sleeps. ok is false when a file cannot be read
-// (another user's build, a kernel without the file): the caller cannot
-// tell.
-func (w watch) asleep() (asleep, ok bool) {
-	if w.pid <= 0 {
-		return false, false
-	}
-	var buf [16]byte
-	for _, pid := range w.tree() {
-		tids := tasks(pid)
-		if len(tids) == 0 {
-			return false, false
-		}
-		for _, tid := range tids {
-			f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/syscall")
-			if err != nil {
-				return false, false
-			}
-			n, err := f.Read(buf[:])
-			f.Close()
-			if n == 0 || (err != nil && err != io.EOF) {
-				return false, false
-			}
-			if bytes.HasPrefix(buf[:n], []byte("running")) {
-				return false, true
-			}
-		}
-	}
-	return true, true
-}
-
-// tcp states of /proc/net/tcp.
-const (
-	tcpSynSent   = 0x02
-	tcpSynRecv   = 0x03
-	tcpFinWait1  = 0x04
-	tcpCloseWait = 0x08
-	tcpListen    = 0x0A
-)
-
-// inFlight reports whether something is on its way to the build over TCP
-// on its port, as the build's network namespace shows it
-// (/proc/PID/net/tcp, tcp6): a connection not yet accepted (its
-// handshake not done, or waiting in the listener's queue), bytes the
-// build has not read, a close it has not taken in, or bytes a client sent
-// that the build's side has not acknowledged (still in the kernel's
-// queues: on a loaded machine the loopback's packets can wait for a
-// kernel thread). Each of these wakes the build for a turn of its own
-// that no reply confirms. ok is false when the table cannot be read.
-func (w watch) inFlight() (busy, ok bool) {
-	if w.pid <= 0 || w.port <= 0 {
-		return false, false
-	}
-	for i, name := range []string{"tcp", "tcp6"} {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(w.pid) + "/net/" + name)
-		if err != nil {
-			if i == 0 {
-				return false, false
-			}
-			continue // no IPv6
-		}
-		if tcpInFlight(b, w.port) {
-			return true, true
-		}
-	}
-	return false, true
-}
-
-// tcpInFlight is inFlight on one /proc/net/tcp table.
-func tcpInFlight(table []byte, port int) bool {
-	lines := bytes.Split(table, []byte("\n"))
-	for _, line := range lines[min(1, len(lines)):] {
-		f := strings.Fields(string(line))
-		if len(f) < 5 {
-			continue
-		}
-		lport, rport := hexPort(f[1]), hexPort(f[2])
-		state, err1 := strconv.ParseUint(f[3], 16, 8)
-		tx, rx, found := strings.Cut(f[4], ":")
-		txq, err2 := strconv.ParseUint(tx, 16, 64)
-		rxq, err3 := strconv.ParseUint(rx, 16, 64)
-		if err1 != nil || err2 != nil || err3 != nil || !found {
-			continue
-		}
-		switch {
-		case lport == port && state == tcpListen:
-			if rxq > 0 {
-				return true // accepted by the kernel, not yet by the build
-			}
-		case lport == port:
-			if state == tcpSynRecv || state == tcpCloseWait || rxq > 0 {
-				return true
-			}
-		case rport == port:
-			if state == tcpSynSent || state == tcpFinWait1 || txq > 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// hexPort is the port of a /proc/net/tcp address ("0100007F:1F90").
-func hexPort(addr string) int {
-	_, p, ok := strings.Cut(addr, ":")
-	if !ok {
-		return -1
-	}
-	v, err := strconv.ParseUint(p, 16, 16)
-	if err != nil {
-		return -1
-	}
-	return int(v)
 }
 
 // members is the tree's pids, sorted.

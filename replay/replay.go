@@ -18,7 +18,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -205,6 +204,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	}
 	if dir != "" {
 		defer os.RemoveAll(dir)
+		defer clock.Close()
 	}
 
 	proc, err := opts.Integration.Start(ctx, build)
@@ -221,21 +221,22 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		return tr, false, r.finishAll()
 	}
 	if err != nil {
-		var se *launch.StartError
-		// No answer at all under the fake clock, from a build that holds
-		// jemalloc: the known deadlock. Any other build is not blamed.
-		if clock != nil && errors.As(err, &se) && strings.Contains(se.Reason, "never became ready") && !strings.Contains(se.Reason, "answered") &&
-			launch.Holds(build.Path, launch.Jemalloc...) {
-			return nil, false, fmt.Errorf("%w\nthe build did not become ready under libfaketime: a build linked with the system's jemalloc deadlocks there (docs/replay.md); build it with MALLOC=libc", err)
-		}
 		return nil, false, err
 	}
 	defer func() {
-		proc.Stop()
-		if p, ok := proc.(interface{ Pid() int }); ok {
-			cleanShm(p.Pid())
+		if clock != nil {
+			// Its shutdown's timers run in real time again.
+			clock.Release()
 		}
+		proc.Stop()
 	}()
+	if clock != nil && !clock.Loaded() {
+		// Observed, not assumed: no process of the build mapped the
+		// clock (a wrapper that clears the environment, a set-user-ID
+		// program the loader will not preload into).
+		tr.Clock = "real: the build never loaded the clock library (LD_PRELOAD did not reach it)"
+		clock = nil
+	}
 
 	contain := network(proc, opts, tr)
 
@@ -245,14 +246,13 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		tr.Version = opts.Integration.Version(ctx, proc.Addr())
 	}
 	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, plan: pl, sink: sink, owe: newOweCounter(opts.Integration),
-		conns: map[uint64]*conn{}, batch: batch, ctx: ctx, contain: contain,
-		netChanged: true}
+		conns: map[uint64]*conn{}, batch: batch, ctx: ctx, contain: contain}
 	if r.src, err = src.Open(); err != nil {
 		return nil, false, err
 	}
 	defer r.src.Close()
 	if p, ok := proc.(interface{ Pid() int }); ok {
-		r.watch = watch{pid: p.Pid(), port: port(proc.Addr()), cache: &lookCache{}}
+		r.watch = watch{pid: p.Pid(), cache: &lookCache{}}
 		defer r.watch.cache.close()
 		r.standing = r.watch.members()
 	}
@@ -264,6 +264,11 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		defer r.probe.Close()
 	}
 	defer r.closeAll()
+	if clock != nil {
+		// The build is up: from here on its clocks move only with the
+		// recording.
+		clock.Freeze()
+	}
 	r.run(ctx)
 	if e := proc.Exited(); e != nil && tr.Exit == nil {
 		tr.Exit = e
@@ -275,18 +280,23 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	return tr, r.lostBatch, nil
 }
 
-// fakeClock gives build a virtual clock (libfaketime's variables in its
-// environment) where it can be faked, and says why not in tr.Clock where
-// it cannot. dir, when not empty, is the clock's directory, the caller's
-// to remove.
+// fakeClock gives build a virtual clock (the clock library preloaded,
+// its page named in the environment), or real time where the options ask
+// for it, said in tr.Clock. A build whose clock cannot be virtual is
+// refused before anything runs, saying why (Fakeable). dir, when not
+// empty, is the clock's directory, the caller's to remove once the clock
+// is closed.
 func fakeClock(build *kavach.Launch, opts Options, tr *Trace) (clock *Clock, dir string, err error) {
-	fakeable, why := Fakeable(build.Path)
 	if opts.RealTime {
-		fakeable, why = false, "asked for real time"
-	}
-	if !fakeable {
-		tr.Clock = "real: " + why
+		tr.Clock = "real: asked for real time"
 		return nil, "", nil
+	}
+	if fakeable, why := Fakeable(build.Path); !fakeable {
+		return nil, "", fmt.Errorf("replay: %s: %s (replay it in real time with --real-time, if its timing does not matter)", build.Path, why)
+	}
+	lib, err := ClockLibrary()
+	if err != nil {
+		return nil, "", fmt.Errorf("replay: %w", err)
 	}
 	dir, err = os.MkdirTemp(clockDir(), launch.DirPattern("clock"))
 	if err != nil {
@@ -296,7 +306,7 @@ func fakeClock(build *kavach.Launch, opts Options, tr *Trace) (clock *Clock, dir
 		os.RemoveAll(dir)
 		return nil, "", err
 	}
-	build.Env = append(append([]string(nil), build.Env...), clock.Env()...)
+	build.Env = append(append([]string(nil), build.Env...), clock.Env(lib)...)
 	return clock, dir, nil
 }
 
@@ -361,11 +371,6 @@ type runner struct {
 	// that no reply will confirm (the codec expects none) or a connection
 	// was closed: only the build going idle says it was taken in.
 	unconfirmed bool
-	// netChanged: a connection was opened or closed since the build's
-	// connection table was last seen with nothing in flight (quietNet);
-	// true at the start, after the launcher's readiness check and the
-	// version's query connected to it.
-	netChanged bool
 	taken      int64         // frames (and ends) poll has taken from the readers
 	lostBatch  bool          // the build ended a connection with batched steps unanswered
 	shift      time.Duration // the clock variant's shift now in force
@@ -632,7 +637,6 @@ func (r *runner) process(i int) {
 		}
 	}
 	r.send(ev, e.step, true)
-	r.prepare(i)
 }
 
 // response plays event i, a reply (or push) the recording had: the
@@ -669,24 +673,6 @@ func (r *runner) response(i int, e event) {
 	// may be what wakes it).
 	if r.has(i+1) && !r.answered(c, e.owed) {
 		r.flowUntil(c, e.owed, r.at(r.ev(i+1).Offset))
-	}
-}
-
-// prepare writes ahead the time of the next request after event i (the
-// move a plain replay makes next, when nothing waits on the build), while
-// the build works on what was just sent (Clock.Prepare). A guess: when
-// the next move goes elsewhere, it is written then, as without it.
-func (r *runner) prepare(i int) {
-	if r.clock == nil {
-		return
-	}
-	for j := i + 1; j <= i+4 && r.has(j); j++ {
-		if d := r.ev(j).Dir; d == kavach.Request || d == kavach.Close {
-			if err := r.clock.Prepare(r.at(r.ev(j).Offset)); err != nil {
-				r.opts.Logger.Error("prepare clock", "err", err)
-			}
-			return
-		}
 	}
 }
 
@@ -857,11 +843,15 @@ func (r *runner) done() (done, stopped bool) {
 }
 
 // settle lets the build observe a clock move before anything else is
-// sent: where the integration says the build keeps time in a timer of its
-// own (kavach.Abilities.Settle), until the build has turned its event loop on the new
-// time (docs/replay.md, "Settled clocks"), however loaded the machine is.
+// sent (docs/replay.md, "Settled clocks"): every thread whose wait the
+// move ended (its deadline, published by the clock library, crossed) is
+// woken, and the replay waits until each waits again on the new time.
+// Where the integration says the build keeps time in a timer of its own
+// (kavach.Abilities.Settle), that timer is made to run even when the
+// move crossed none of its deadlines (Clock.Turn's pull). Nothing is read
+// from /proc: the page says what the build waits for.
 func (r *runner) settle(from, to time.Time, blocked bool) {
-	if from.Equal(to) {
+	if from.Equal(to) || r.clock == nil {
 		return
 	}
 	settle := r.opts.Integration.Abilities().Settle
@@ -874,97 +864,7 @@ func (r *runner) settle(from, to time.Time, blocked bool) {
 		}
 		need = settle != nil
 	}
-	if need {
-		r.turn()
-	}
-}
-
-// turn waits until the build has turned its event loop once wholly on
-// the new time: until its threads have gone to sleep twice more (the
-// first sleep may end a turn begun on the old time; the second ends one
-// begun after it), or its process ended, or a bound of real time passed
-// (a build that never sleeps is busy: a hang is decided elsewhere); it
-// reports whether the build turned. Once the build is seen, after the
-// move, with every thread blocked as the kernel decides it (watch.asleep)
-// and nothing on its way to it over the network (watch.inFlight), one
-// more sleep is enough: only its timer can wake it then, after the move.
-// Both looks are needed. The state in the stat file is not enough for the
-// first: a thread about to sleep shows as sleeping there before the
-// kernel counts its sleep, and on a loaded machine it can be preempted in
-// between. And a build asleep with a connection or a request still in
-// the kernel's queues (a loaded machine leaves the loopback's packets to
-// a kernel thread) wakes for that, not for its timer: the first
-// connection's accept was counted as the turn, so a key set next carried
-// the old second (one grade in forty under stress-ng, OBJECT IDLETIME a
-// second off).
-func (r *runner) turn() (turned bool) {
-	if r.watch.pid <= 0 {
-		time.Sleep(25 * time.Millisecond)
-		return false
-	}
-	if _, stopped := r.watch.look(); stopped {
-		// A stopped build turns no loop: waiting for it is the hang's
-		// business (answered, drain), not every clock move's.
-		return false
-	}
-	need := r.watch.sleeps() + 2
-	bound := time.Now().Add(min(r.opts.StepTimeout, 2*time.Second))
-	wait := 50 * time.Microsecond
-	seen := false // the build was seen waiting for its timer since the move
-	for {
-		if !seen {
-			// Nothing on its way to it, then every thread blocked (in that
-			// order: nothing the replay does meanwhile sends it anything),
-			// with that sleep counted (asleep is looked at before sleeps):
-			// the next wake is its timer's, after the move, and the sleep
-			// after it ends that turn.
-			quiet, ok := r.quietNet()
-			asleep := false
-			if ok && quiet {
-				asleep, ok = r.watch.asleep()
-			}
-			switch {
-			case !ok:
-				seen = true // the kernel cannot tell: two sleeps, as above
-			case asleep:
-				seen, need = true, min(need, r.watch.sleeps()+1)
-			}
-		}
-		if r.watch.sleeps() >= need {
-			return true
-		}
-		if r.proc.Exited() != nil || time.Now().After(bound) {
-			return false
-		}
-		pause(wait)
-		wait = min(2*wait, 200*time.Microsecond)
-	}
-}
-
-// quietNet reports whether nothing the replay sent is still on its way
-// to the build: every byte written on its connections acknowledged by
-// the build's side (so the build was woken for it already), and, when a
-// connection was opened or closed since it last looked, none waiting to
-// be accepted or taken in (watch.inFlight: a read of the namespace's
-// connection table, 1.5 ms here, so only then). ok is false when it
-// cannot tell.
-func (r *runner) quietNet() (quiet, ok bool) {
-	for _, c := range r.order {
-		if c.nc == nil || c.closed {
-			continue
-		}
-		if n, ok := outQueue(c.nc); !ok || n > 0 {
-			return false, ok
-		}
-	}
-	if !r.netChanged {
-		return true, true
-	}
-	busy, ok := r.watch.inFlight()
-	if ok && !busy {
-		r.netChanged = false
-	}
-	return !busy, ok
+	r.clock.Turn(need, func() bool { return r.proc.Exited() != nil || r.ctx.Err() != nil }, min(r.opts.StepTimeout, 2*time.Second))
 }
 
 // quiesce waits, when requests were sent since the build was last seen
@@ -1344,7 +1244,6 @@ func (r *runner) dial(id uint64) *conn {
 		return c
 	}
 	c.nc = nc
-	r.netChanged = true
 	go r.read(c)
 	return c
 }
@@ -1535,7 +1434,7 @@ func (r *runner) withhold(c *conn, s *StepResult, i int, reply []byte, why strin
 // waiting on it gets what it got: the client did not wait for more.
 func (r *runner) hangUp(c *conn) {
 	c.closed = true
-	r.sent, r.unconfirmed, r.netChanged = true, true, true
+	r.sent, r.unconfirmed = true, true
 	if c.nc != nil {
 		c.nc.Close()
 	}
