@@ -31,7 +31,9 @@ const (
 	offSlots    = 64
 	slotSize    = 32
 	slots       = 120
-	slotWaiting = 1
+	slotRunning = 0
+	slotLoop    = 1 // waiting in an event loop's wait (epoll, poll, select)
+	slotSleep   = 2 // in a sleep (nanosleep and its kin)
 )
 
 // Clock is the virtual clock of one build: a page of shared memory that
@@ -181,26 +183,31 @@ func (c *Clock) Set(t time.Time) error {
 	return nil
 }
 
-// slot reads the wait slot i: its thread, process, state, waits entered,
-// the sequence number it entered the last at, and its deadline.
-func (c *Clock) slot(i int) (tid, pid int32, waiting bool, gen uint32, seq uint64, deadline int64) {
+// slot reads the wait slot i: its thread, process, state (slotRunning,
+// slotLoop, slotSleep), waits entered, the sequence number it entered the
+// last at, and its deadline.
+func (c *Clock) slot(i int) (tid, pid int32, state uint32, gen uint32, seq uint64, deadline int64) {
 	off := offSlots + i*slotSize
 	tid = c.i32(off).Load()
 	pid = c.i32(off + 4).Load()
-	waiting = c.u32(off+8).Load() == slotWaiting
+	state = c.u32(off + 8).Load()
 	gen = c.u32(off + 12).Load()
 	seq = c.u64(off + 16).Load()
 	deadline = c.i64(off + 24).Load()
 	return
 }
 
-// Deadline is the earliest deadline a thread of the build waits for, on
-// the monotonic clock, and whether any waits with one.
-func (c *Clock) Deadline() (int64, bool) {
+// Deadline is the earliest deadline an event loop of the build waits
+// for, on the monotonic clock (its next timer), and whether any waits
+// with one. Sleeps do not count: a sleep is not a timer to run.
+func (c *Clock) Deadline() (int64, bool) { return c.earliest(false) }
+
+// earliest is the earliest deadline of a wait, sleeps included or not.
+func (c *Clock) earliest(sleeps bool) (int64, bool) {
 	earliest := int64(math.MaxInt64)
 	for i := range slots {
-		tid, pid, waiting, _, _, d := c.slot(i)
-		if tid != 0 && pid != 0 && waiting && d < earliest {
+		tid, pid, state, _, _, d := c.slot(i)
+		if tid != 0 && pid != 0 && (state == slotLoop || sleeps && state == slotSleep) && d < earliest {
 			earliest = d
 		}
 	}
@@ -215,7 +222,8 @@ func (c *Clock) Deadline() (int64, bool) {
 //
 // With pull, the build's timer is made to run even if the move crossed
 // no deadline: the monotonic clock is moved on to the earliest deadline
-// (never more than one timer period of the build; the wall clock stays),
+// of an event loop's wait (one timer period of the build at most; the
+// wall clock stays; a sleep's deadline is never pulled to),
 // for a service that refreshes what it caches of the wall clock only in
 // its timer (kavach.Abilities.Settle).
 //
@@ -241,8 +249,8 @@ func (c *Clock) Turn(pull bool, gone func() bool, bound time.Duration) bool {
 	}
 	var wait []woken
 	for i := range slots {
-		tid, pid, waiting, gen, _, d := c.slot(i)
-		if tid == 0 || pid == 0 || !waiting || d > c.mono {
+		tid, pid, state, gen, _, d := c.slot(i)
+		if tid == 0 || pid == 0 || state == slotRunning || d > c.mono {
 			continue
 		}
 		if err := syscall.Tgkill(int(pid), int(tid), syscall.Signal(signo)); errors.Is(err, syscall.ESRCH) {
@@ -257,8 +265,8 @@ func (c *Clock) Turn(pull bool, gone func() bool, bound time.Duration) bool {
 	for len(wait) > 0 {
 		left := wait[:0]
 		for _, w := range wait {
-			tid, _, waiting, gen, entered, d := c.slot(w.i)
-			if tid != w.tid || gen != w.gen && waiting && entered == seq && d > c.mono {
+			tid, _, state, gen, entered, d := c.slot(w.i)
+			if tid != w.tid || gen != w.gen && state != slotRunning && entered == seq && d > c.mono {
 				continue // waiting again on the new time, or its slot freed
 			}
 			if err := syscall.Tgkill(int(w.pid), int(w.tid), 0); errors.Is(err, syscall.ESRCH) {

@@ -151,7 +151,7 @@ func TestVirtualClock(t *testing.T) {
 	for n, want := range map[int]string{
 		2: "(nil)",
 		4: "(integer) 99",
-		5: `1) "` + strconv.FormatInt(unix+4, 10) + `" 2) "500499"`,
+		5: `1) "` + strconv.FormatInt(unix+4, 10) + `" 2) "500500"`,
 		6: "(integer) 60",
 		7: "(integer) -2",
 		8: `1) "` + strconv.FormatInt(unix+3600, 10) + `" 2) "500"`,
@@ -187,7 +187,7 @@ func TestVirtualClock(t *testing.T) {
 	if got := reply(shifted, 4); got != "(integer) -2" {
 		t.Errorf("TTL a day later = %s, want -2 (expired)", got)
 	}
-	if got, want := reply(shifted, 5), `1) "`+strconv.FormatInt(unix+4+86400, 10)+`" 2) "500499"`; got != want {
+	if got, want := reply(shifted, 5), `1) "`+strconv.FormatInt(unix+4+86400, 10)+`" 2) "500500"`; got != want {
 		t.Errorf("TIME a day later = %s, want %s", got, want)
 	}
 }

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Installs what Kavach's build, tests and demo need when it is missing:
-# Debian packages (Redis server and tools, libfaketime, nutcracker for the
-# benchmark, Chromium for the HTML report's test) and the Go modules. Safe to run again: it installs nothing
-# that is already there.
+# Debian packages (Redis server and tools, a C compiler for the replay's
+# clock library, nutcracker for the benchmark, Chromium for the HTML
+# report's test) and the Go modules, then builds the clock library into
+# Kavach's cache. Safe to run again: it installs nothing that is already
+# there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null || need+=(redis-tools)
-ls /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 >/dev/null 2>&1 || need+=(libfaketime)
+# The replay's clock library (replay/clocklib) is C, built with the
+# system's compiler.
+command -v cc >/dev/null || need+=(gcc)
+[ -e /usr/include/stdio.h ] || need+=(libc6-dev)
 command -v nutcracker >/dev/null || need+=(nutcracker)
 command -v zstd >/dev/null || need+=(zstd)
 # Tests replay under load: stress-ng saturates the cores beside them.
@@ -25,3 +30,5 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 # The packaged service is not needed running: tests start their own servers.
 go mod download
+# The clock library, built now rather than by the first replay.
+go run ./internal/clockbuild >/dev/null

@@ -7,8 +7,11 @@
 # the absolute path of the binary on stdout. Everything else goes to stderr.
 #
 # Meant for tests and demos with planted bugs (see internal/redisbuild). The
-# server is built with MALLOC=libc, so it also runs under libfaketime (the
-# packaged one, linked to the system jemalloc, deadlocks there).
+# server is built with MALLOC=libc by default (the quickest build); with
+# KAVACH_REDIS_MALLOC=jemalloc it is a plain `make`, with the jemalloc bundled
+# in the source, as Redis and Valkey ship on Linux. Kavach's replay clock
+# runs either (and Debian's packaged server, linked to the system's
+# jemalloc).
 #
 # Cache (KAVACH_CACHE_DIR, default $HOME/.cache/kavach):
 #   apt/                  private apt state: sources, lists, cache. The system's
@@ -49,10 +52,15 @@ redis) server=redis-server ;;
 valkey) server=valkey-server ;;
 *) echo "redis-build: KAVACH_REDIS_SOURCE=$source_pkg: want redis or valkey" >&2; exit 2 ;;
 esac
-make_args=(MALLOC=libc BUILD_TLS=no USE_SYSTEMD=no)
+case ${KAVACH_REDIS_MALLOC:-libc} in
+libc) make_args=(MALLOC=libc BUILD_TLS=no USE_SYSTEMD=no) ;;
+jemalloc) make_args=(BUILD_TLS=no USE_SYSTEMD=no) ;;
+*) echo "redis-build: KAVACH_REDIS_MALLOC=$KAVACH_REDIS_MALLOC: want libc or jemalloc" >&2; exit 2 ;;
+esac
 jobs=2
 # Part of every build key: change it when the way of building changes.
 recipe="kavach-redis-build/1 make -C src $server ${make_args[*]}"
+[ "${KAVACH_REDIS_MALLOC:-libc}" = libc ] || recipe="$recipe (Debian's USE_SYSTEM_JEMALLOC patch reversed)"
 
 [ -n "${HOME:-}" ] || die "HOME is not set"
 cache=${KAVACH_CACHE_DIR:-$HOME/.cache/kavach}
@@ -317,6 +325,17 @@ work=$(mktemp -d "$rdir/.tmp-build.XXXXXX")
 tmps+=("$work")
 log=$work/build.log
 cp -a "$src" "$work/tree"
+if [ "${KAVACH_REDIS_MALLOC:-libc}" = jemalloc ]; then
+	# Debian's patch for its system jemalloc breaks a build with the bundled
+	# one (its `#if USE_SYSTEM_JEMALLOC == yes` holds when the flag is unset):
+	# take it back out, so that the build is upstream's plain `make`.
+	for p in "$work"/tree/debian/patches/*USE_SYSTEM_JEMALLOC*.patch; do
+		[ -e "$p" ] || continue
+		echo "== patch -R -p1 < $p" >>"$log"
+		(cd "$work/tree" && patch -R -p1 --batch --no-backup-if-mismatch <"$p") >>"$log" 2>&1 ||
+			die "cannot take Debian's $(basename "$p") back out for a bundled-jemalloc build (log: $log)"
+	done
+fi
 applied=0
 for p in ${patches[@]+"${patches[@]}"}; do
 	say "applying $p"

@@ -51,13 +51,14 @@
 /* The page's layout; replay/clock.go holds the same offsets. */
 #define MAGIC 0x3143564bu /* "KVC1" */
 #define NSLOTS 120
-#define WAITING 1u
 #define RUNNING 0u
+#define WAITING 1u /* in an event loop's wait (epoll, poll, select) */
+#define SLEEPING 2u /* in a sleep (nanosleep and its kin) */
 
 struct slot {
 	int32_t tid;
 	int32_t pid;
-	uint32_t state;
+	uint32_t state; /* RUNNING, WAITING or SLEEPING */
 	uint32_t gen; /* waits entered */
 	uint64_t entry_seq; /* the page's seq when the wait was entered */
 	int64_t deadline; /* virtual monotonic ns; INT64_MAX: none */
@@ -353,7 +354,7 @@ typedef long (*waitfn)(void *arg, int64_t timeout_ns, const sigset_t *mask);
  * *deadline_out, when not NULL, gets the deadline (for nanosleep's
  * remainder).
  */
-static long vwait(int64_t timeout_ns, waitfn fn, void *arg, const sigset_t *caller_mask, int64_t *deadline_out)
+static long vwait(int64_t timeout_ns, waitfn fn, void *arg, const sigset_t *caller_mask, int64_t *deadline_out, uint32_t state)
 {
 	struct page *p = page();
 	int signo = kick_signo;
@@ -389,7 +390,7 @@ static long vwait(int64_t timeout_ns, waitfn fn, void *arg, const sigset_t *call
 		if (sl != NULL) {
 			__atomic_store_n(&sl->deadline, deadline, __ATOMIC_RELAXED);
 			__atomic_store_n(&sl->entry_seq, s, __ATOMIC_RELAXED);
-			__atomic_store_n(&sl->state, WAITING, __ATOMIC_RELAXED);
+			__atomic_store_n(&sl->state, state, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&sl->gen, 1, __ATOMIC_SEQ_CST);
 			if (__atomic_load_n(&p->seq, __ATOMIC_SEQ_CST) != s) {
 				/* The clock moved while this was published: the
@@ -449,7 +450,7 @@ static long epoll_fn(void *a, int64_t ns, const sigset_t *mask)
 EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask)
 {
 	struct epoll_args a = {epfd, events, maxevents};
-	return (int)vwait(timeout < 0 ? -1 : (int64_t)timeout * 1000000, epoll_fn, &a, sigmask, NULL);
+	return (int)vwait(timeout < 0 ? -1 : (int64_t)timeout * 1000000, epoll_fn, &a, sigmask, NULL, WAITING);
 }
 
 EXPORT int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
@@ -483,13 +484,13 @@ static int64_t timespec_ns(const struct timespec *ts)
 EXPORT int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo, const sigset_t *sigmask)
 {
 	struct poll_args a = {fds, nfds};
-	return (int)vwait(timespec_ns(tmo), poll_fn, &a, sigmask, NULL);
+	return (int)vwait(timespec_ns(tmo), poll_fn, &a, sigmask, NULL, WAITING);
 }
 
 EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	struct poll_args a = {fds, nfds};
-	return (int)vwait(timeout < 0 ? -1 : (int64_t)timeout * 1000000, poll_fn, &a, NULL, NULL);
+	return (int)vwait(timeout < 0 ? -1 : (int64_t)timeout * 1000000, poll_fn, &a, NULL, NULL, WAITING);
 }
 
 /* select: the sets are restored before each wait, since the kernel
@@ -527,7 +528,7 @@ static int vselect(int nfds, fd_set *r, fd_set *w, fd_set *x, int64_t timeout_ns
 		a.w0 = *w;
 	if (x)
 		a.x0 = *x;
-	int ret = (int)vwait(timeout_ns, select_fn, &a, mask, NULL);
+	int ret = (int)vwait(timeout_ns, select_fn, &a, mask, NULL, WAITING);
 	if (ret == 0) {
 		if (r)
 			FD_ZERO(r);
@@ -576,7 +577,7 @@ static int vsleep(int64_t ns, struct timespec *rem)
 	if (ns <= 0)
 		return 0;
 	int64_t deadline;
-	long ret = vwait(ns, sleep_fn, NULL, NULL, &deadline);
+	long ret = vwait(ns, sleep_fn, NULL, NULL, &deadline, SLEEPING);
 	if (ret == 0)
 		return 0;
 	if (ret > 0)
