@@ -371,16 +371,16 @@ type runner struct {
 	// that no reply will confirm (the codec expects none) or a connection
 	// was closed: only the build going idle says it was taken in.
 	unconfirmed bool
-	taken      int64         // frames (and ends) poll has taken from the readers
-	lostBatch  bool          // the build ended a connection with batched steps unanswered
-	shift      time.Duration // the clock variant's shift now in force
-	jump       bool          // the shift changed: the clock may go back
-	wake       chan struct{} // a reader framed a reply, or its connection ended
-	frames     atomic.Int64  // replies framed by readers so far
-	rng        *rand.Rand    // timing perturbation (Options.Perturb); nil: none
-	probe      kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
-	stop       bool
-	ctx        context.Context // done: a signal; every wait ends
+	taken       int64         // frames (and ends) poll has taken from the readers
+	lostBatch   bool          // the build ended a connection with batched steps unanswered
+	shift       time.Duration // the clock variant's shift now in force
+	jump        bool          // the shift changed: the clock may go back
+	wake        chan struct{} // a reader framed a reply, or its connection ended
+	frames      atomic.Int64  // replies framed by readers so far
+	rng         *rand.Rand    // timing perturbation (Options.Perturb); nil: none
+	probe       kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
+	stop        bool
+	ctx         context.Context // done: a signal; every wait ends
 	// contain withholds requests from a build that shares the machine's
 	// network (kavach.Abilities.NewContainment); nil: every request is sent.
 	contain kavach.Containment
