@@ -98,7 +98,7 @@ type Abilities struct {
 	// the next request (Redis caches its clock and fires blocked clients'
 	// timeouts in its timer); blocked says whether a step waits for a
 	// reply. The replay then waits for the build's event loop to turn
-	// (docs/replay.md, "Settled clocks"). Nil: the clock never needs it.
+	// (docs/replay.md, "The clock library"). Nil: the clock never needs it.
 	Settle func(from, to time.Time, blocked bool) bool
 	// NewContainment starts, for one replay of a build that cannot be
 	// given a network of its own, the decisions of which requests Kavach

@@ -353,7 +353,7 @@ func TestAfterStateChangedSilently(t *testing.T) { stateChangedSilently(t).run(t
 // the replay counted that connection's accept (left to a kernel thread
 // under load) as the turn of Redis's timer, one old replay in about fifty
 // stamped the old second, the access clock became noise, and the verdict
-// said diverged at the script (docs/replay.md, "Settled clocks").
+// said diverged at the script (docs/replay.md, "The clock library").
 func TestAfterSettledSecondsUnderLoad(t *testing.T) {
 	sh := stateChangedSilently(t)
 	c := sh.cases[1]

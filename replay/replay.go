@@ -843,7 +843,7 @@ func (r *runner) done() (done, stopped bool) {
 }
 
 // settle lets the build observe a clock move before anything else is
-// sent (docs/replay.md, "Settled clocks"): every thread whose wait the
+// sent (docs/replay.md, "The clock library"): every thread whose wait the
 // move ended (its deadline, published by the clock library, crossed) is
 // woken, and the replay waits until each waits again on the new time.
 // Where the integration says the build keeps time in a timer of its own
