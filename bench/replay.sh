@@ -9,12 +9,12 @@
 #    front of Redis built from source (scripts/redis-build.sh). That
 #    fixture is replayed with `kavach replay --runs 1`, and set against
 #    redis-benchmark with the same N straight to a fresh redis-server of
-#    the same build, once under libfaketime exactly as a replay starts it
-#    (timestamp file, no cache) and once without. The replay's rate is its
+#    the same build, once under the clock library exactly as a replay starts it
+#    (a frozen page) and once without. The replay's rate is its
 #    steps over its `wall` less the start-up (the `wall` of replaying a
 #    one-step fixture). Diagnostics, to see where the time goes: the same
 #    replay with its clock file on tmpfs (TMPDIR=/dev/shm) and with
-#    --real-time (no libfaketime at all). Every measurement is repeated
+#    --real-time (no virtual clock at all). Every measurement is repeated
 #    REPS times, interleaved, and the median is reported.
 #
 # 2. Speed-up. A session of 10 commands with PAUSE-second pauses between
@@ -31,7 +31,7 @@
 #    (it reproduces the crash at its last step), REPS times, interleaved
 #    with direct round trips measured in the same run (redis-benchmark -c 1
 #    -P 1 -t set,get, -n MS_STEPS/2 each, on a fresh server of the same
-#    build, with and without libfaketime) and with --real-time. The rate is
+#    build, with and without the clock library) and with --real-time. The rate is
 #    the steps over the replay's wall less the start-up (the wall of a
 #    two-step fixture of the same generator).
 #
@@ -58,7 +58,6 @@ KEEP=${KEEP:-0}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 KAVACH=$ROOT/bin/kavach
-LIBFAKETIME=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 
 for cmd in go redis-cli redis-benchmark python3; do
 	command -v "$cmd" >/dev/null || {
@@ -66,14 +65,10 @@ for cmd in go redis-cli redis-benchmark python3; do
 		exit 1
 	}
 done
-[ -f "$LIBFAKETIME" ] || {
-	echo "replay.sh: $LIBFAKETIME not found (apt-get install -y libfaketime)" >&2
-	exit 1
-}
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kavach-bench-replay.XXXXXX")
 PIDS=()      # redis-servers started here
-FAKED=()     # those of them under libfaketime (their /dev/shm leftovers are removed)
+FAKED=()     # those of them under the clock
 KPID=""      # the running kavach record, if any
 XPID=""      # the running kavach replay, if any
 
@@ -272,11 +267,10 @@ RESULTS=$TMP/results   # name status wall_s process_s | name set_rps get_rps
 : >"$RESULTS"
 bad=0
 
-FAKEFILE=$TMP/faketime-direct
-printf '%s\n' "2026-01-01 00:00:00.000000" >"$FAKEFILE.tmp"
-mv "$FAKEFILE.tmp" "$FAKEFILE"
-FAKEENV=(LD_PRELOAD="$LIBFAKETIME" FAKETIME_TIMESTAMP_FILE="$FAKEFILE" FAKETIME_NO_CACHE=1
-	FAKETIME_DONT_FAKE_MONOTONIC=1 TZ=UTC)
+# The build under the clock exactly as a replay runs it: Kavach's clock
+# library, a frozen page (internal/clockbuild writes one).
+CLOCKLIB=$(go run ./internal/clockbuild -page "$TMP/clock-direct" -at 2026-01-01T00:00:00Z)
+FAKEENV=(LD_PRELOAD="$CLOCKLIB" KAVACH_CLOCK="$TMP/clock-direct" TZ=UTC)
 
 # ---- part 1: the rate
 
@@ -302,7 +296,7 @@ for rep in $(seq "$REPS"); do
 	replay replay "$FX"
 	log "rep $rep/$REPS: kavach replay of a one-step fixture (start-up)"
 	replay startup "$TINY"
-	log "rep $rep/$REPS: direct, under libfaketime"
+	log "rep $rep/$REPS: direct, under the clock library"
 	start_redis "${FAKEENV[@]}"
 	figures=$(bench "$RPORT")
 	echo "direct-faketime $figures" >>"$RESULTS"
@@ -368,7 +362,7 @@ for rep in $(seq "$REPS"); do
 	REDIS=$OLD replay millis "$MFX"
 	log "rep $rep/$REPS: kavach replay of a two-step fixture of the same generator (start-up)"
 	REDIS=$OLD replay millis-startup "$MTINY"
-	log "rep $rep/$REPS: direct round trips ($MN SET + $MN GET), under libfaketime and without"
+	log "rep $rep/$REPS: direct round trips ($MN SET + $MN GET), under the clock library and without"
 	REDIS=$OLD start_redis "${FAKEENV[@]}"
 	figures=$(N=$MN bench "$RPORT")
 	echo "millis-direct-faketime $figures" >>"$RESULTS"
@@ -415,11 +409,11 @@ echo
 printf "%-44s %12s %12s\n" "" "steps/s" "µs per step"
 printf "%-44s %12s %12s\n" "kavach replay (wall less start-up)" "$REPLAY_RATE" "$(us "$REPLAY_RATE")"
 printf "%-44s %12s %12s\n" "kavach replay (wall, start-up included)" "$REPLAY_RATE_INCL" "$(us "$REPLAY_RATE_INCL")"
-printf "%-44s %12s %12s   [SET %.0f, GET %.0f]\n" "direct under libfaketime (redis-benchmark)" "$FAKED_RATE" "$(us "$FAKED_RATE")" "$FS" "$FG"
+printf "%-44s %12s %12s   [SET %.0f, GET %.0f]\n" "direct under the clock library (redis-benchmark)" "$FAKED_RATE" "$(us "$FAKED_RATE")" "$FS" "$FG"
 printf "%-44s %12s %12s   [SET %.0f, GET %.0f]\n" "direct (redis-benchmark)" "$DIRECT" "$(us "$DIRECT")" "$DS" "$DG"
 echo "  diagnostics (where the replay's time goes):"
 printf "%-44s %12s %12s\n" "  replay, clock file on tmpfs (/dev/shm)" "$SHM_RATE" "$(us "$SHM_RATE")"
-printf "%-44s %12s %12s\n" "  replay --real-time (no libfaketime)" "$REAL_RATE" "$(us "$REAL_RATE")"
+printf "%-44s %12s %12s\n" "  replay --real-time (no virtual clock)" "$REAL_RATE" "$(us "$REAL_RATE")"
 echo
 printf "replay wall %.3f s (the kavach process: %.3f s); start-up (one-step fixture) %.3f s\n" "$W" "$P" "$S"
 echo "the recording itself, through kavach record: SET $rec_set, GET $rec_get requests/s"
@@ -435,7 +429,7 @@ echo
 R1=$(calc "%.2f" "$REPLAY_RATE / $DIRECT")
 R2=$(calc "%.2f" "$REPLAY_RATE / $FAKED_RATE")
 echo "kavach replay / direct                  = $R1 (target ≥ 0.80) [$(verdict "$R1")]"
-echo "kavach replay / direct under libfaketime = $R2 (what the replay adds beyond the clock library) [$(verdict "$R2")]"
+echo "kavach replay / direct under the clock library = $R2 (what the replay adds beyond the clock library) [$(verdict "$R2")]"
 fi
 
 if part speedup; then
@@ -467,9 +461,9 @@ echo
 echo "distinct milliseconds: $MS_STEPS steps of one client, one event a millisecond (bench/scalegen -gap 1ms), median of $REPS interleaved runs"
 printf "%-44s %12s %12s\n" "" "steps/s" "µs per step"
 printf "%-44s %12s %12s\n" "kavach replay (wall less start-up)" "$M_RATE" "$([ "$M_RATE" = n/a ] && echo n/a || us "$M_RATE")"
-printf "%-44s %12s %12s   [SET %.0f, GET %.0f]\n" "direct under libfaketime (redis-benchmark)" "$M_FAKED" "$(us "$M_FAKED")" "$MFS" "$MFG"
+printf "%-44s %12s %12s   [SET %.0f, GET %.0f]\n" "direct under the clock library (redis-benchmark)" "$M_FAKED" "$(us "$M_FAKED")" "$MFS" "$MFG"
 printf "%-44s %12s %12s   [SET %.0f, GET %.0f]\n" "direct (redis-benchmark)" "$M_DIRECT" "$(us "$M_DIRECT")" "$MDS" "$MDG"
-printf "%-44s %12s %12s\n" "  replay --real-time (no libfaketime)" "$M_REAL" "$([ "$M_REAL" = n/a ] && echo n/a || us "$M_REAL")"
+printf "%-44s %12s %12s\n" "  replay --real-time (no virtual clock)" "$M_REAL" "$([ "$M_REAL" = n/a ] && echo n/a || us "$M_REAL")"
 printf "replay wall %.3f s; start-up (two-step fixture) %.3f s\n" "$MW" "$MS"
 printf "  %-24s %s\n" "millis wall s" "$(runs millis 3 %.3f)"
 printf "  %-24s %s\n" "millis-startup wall s" "$(runs millis-startup 3 %.3f)"
@@ -482,13 +476,13 @@ else
 	R3=$(calc "%.3f" "$M_RATE / $M_DIRECT")
 	R4=$(calc "%.3f" "$M_RATE / $M_FAKED")
 	echo "distinct ms: kavach replay / direct                   = $R3 (target ≥ 0.80) [$(verdict "$R3")]"
-	echo "distinct ms: kavach replay / direct under libfaketime = $R4"
+	echo "distinct ms: kavach replay / direct under the clock library = $R4"
 fi
-# The ceiling: the build itself under libfaketime (each clock read re-reads
-# the clock file), driven as fast as a client can, with no replay at all.
-# A replay that moves the build's clock with libfaketime cannot beat it.
+# The ceiling: the build itself under the clock library
+# (a frozen page), driven as fast as a client can, with no replay at all.
+# A replay that moves the build's clock with it cannot beat it.
 RC=$(calc "%.3f" "$M_FAKED / $M_DIRECT")
-echo "distinct ms: ceiling, direct under libfaketime / direct = $RC$(awk -v c="$RC" 'BEGIN { if (c < 0.8) print " (below 0.80: the target cannot be met by any replay under libfaketime on this run)" }')"
+echo "distinct ms: ceiling, direct under the clock library / direct = $RC$(awk -v c="$RC" 'BEGIN { if (c < 0.8) print " (below 0.80: the target cannot be met by any replay under this clock on this run)" }')"
 fi
 
 if [ "$bad" = 1 ]; then

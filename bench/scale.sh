@@ -26,7 +26,7 @@
 # average beside them: on a shared machine the wall figure moves with the
 # load and the CPU figure much less.
 #
-# Needs Go, /usr/bin/time, redis-cli, libfaketime, and the Redis builds of
+# Needs Go, /usr/bin/time, redis-cli, a C compiler (the clock library), and the Redis builds of
 # scripts/redis-build.sh (made on first use, a few minutes).
 #
 # Environment:
