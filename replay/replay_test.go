@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -193,10 +194,26 @@ func TestVirtualClock(t *testing.T) {
 }
 
 func TestRealTimeWhenTheBuildCannotBeFaked(t *testing.T) {
-	// A static binary cannot be faked: replayed in real time, and the
+	// A build whose clock cannot be virtual is refused before anything
+	// runs, saying why; --real-time replays it in real time, and the
 	// trace says so. Fakeable is what decides; check it on real files.
 	if ok, why := replay.Fakeable("/usr/local/go/bin/go"); ok || !strings.Contains(why, "Go binary") && !strings.Contains(why, "statically linked") {
 		t.Errorf("Fakeable(go) = %v, %q", ok, why)
+	}
+	dir := t.TempDir()
+	src, static := filepath.Join(dir, "s.c"), filepath.Join(dir, "static-server")
+	ran := filepath.Join(dir, "ran")
+	os.WriteFile(src, []byte("#include <stdio.h>\nint main(void){FILE *f = fopen(\""+ran+"\", \"w\"); if (f) fclose(f); return 0;}\n"), 0o644)
+	if out, err := exec.Command("cc", "-static", "-o", static, src).CombinedOutput(); err != nil {
+		t.Fatalf("cc -static: %v\n%s", err, out)
+	}
+	tl := &tracker{Integration: redis.Integration{}}
+	_, err := replay.Run(context.Background(), kavach.Launch{Path: static}, events(step{1, 0, args("PING"), "+PONG\r\n", false}), options(tl))
+	if err == nil || !strings.Contains(err.Error(), "statically linked") || !strings.Contains(err.Error(), static) || !strings.Contains(err.Error(), "--real-time") {
+		t.Errorf("replay of a static binary: %v, want a refusal naming it, saying why and what to do", err)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the static binary was started before the refusal")
 	}
 	build := redisbuild.MustBuild(t)
 	if ok, why := replay.Fakeable(build); !ok {
