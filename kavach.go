@@ -327,7 +327,7 @@ type Launch struct {
 	Path string   `json:"path"`
 	Args []string `json:"args,omitempty"`
 	// Env is added to Kavach's own environment for the build (a replay
-	// adds libfaketime's variables here).
+	// adds the clock library's variables here).
 	Env []string `json:"env,omitempty"`
 }
 

@@ -543,9 +543,10 @@ func (p *Spawned) Stop() *kavach.Exit {
 		// And what left the group (setsid, a daemon's double fork).
 		killAndReap(p.owner, pgid, pgid)
 		os.RemoveAll(p.dir)
-		// libfaketime leaves its shared memory behind when a process using
-		// it is killed, and a later process with the same pid then fails
-		// to start: on every path, a failed start included.
+		// libfaketime (which an older Kavach preloaded, and a build's own
+		// wrapper still may) leaves its shared memory behind when a process
+		// using it is killed, and a later process with the same pid then
+		// fails to start: on every path, a failed start included.
 		for _, name := range []string{"faketime_shm_", "sem.faketime_sem_"} {
 			os.Remove(filepath.Join("/dev/shm", name+strconv.Itoa(pgid)))
 		}

@@ -18,7 +18,7 @@ import (
 // /proc: the server is sent no request it could count); it is stopped
 // with SHUTDOWN NOSAVE, then SIGTERM, then SIGKILL of the process group.
 type Integration struct {
-	// Env is added to the build's environment (libfaketime's variables, say).
+	// Env is added to the build's environment (the clock library's variables, say).
 	Env []string
 	// StartTimeout bounds start-up; zero means 10 s.
 	StartTimeout time.Duration

@@ -343,7 +343,7 @@ func (in Integration) spawn(build kavach.Launch) launch.Spawn {
 // ready is ready when the port accepts a connection (closed at once,
 // nothing sent) and the server's main thread sleeps in epoll_wait: it has
 // finished starting and waits for work. A build that deadlocks while
-// starting (Debian's packaged server under libfaketime) never gets there.
+// starting never gets there.
 // Neither probe is a request the server counts: command statistics, the
 // keyspace and client lists are as if Kavach had not looked (only the
 // number of connections received moves, in INFO, which replays do not

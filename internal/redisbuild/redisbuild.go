@@ -2,8 +2,9 @@
 // planted-fault patches applied, through scripts/redis-build.sh.
 //
 // The script builds redis-server from the Debian source package of the
-// system's release (bookworm: 5:7.0.15-1~deb12u*) with MALLOC=libc, so the
-// binary also runs under libfaketime, unlike Debian's packaged server. Builds
+// system's release (bookworm: 5:7.0.15-1~deb12u*) with MALLOC=libc (the
+// quickest build; KAVACH_REDIS_MALLOC=jemalloc makes it a plain make with
+// the bundled jemalloc). Builds
 // are cached under $HOME/.cache/kavach/redis (KAVACH_CACHE_DIR overrides
 // $HOME/.cache/kavach), keyed by the source version and the contents of the
 // patches, in order.
