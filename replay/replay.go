@@ -773,12 +773,12 @@ func (r *runner) advance(t time.Time) {
 // step waits for a reply (a blocked client's timeout counts from when
 // the build took it in; one read after the move would count from the new
 // time), or a request that no reply confirms (or a close) went out since
-// the build was last idle; and when the move is settled in a plain
-// replay (the service keeps time in a timer of its own,
-// kavach.Abilities.Settle). A perturbed replay settles every move, but
-// its settling (turn) counts sleeps of the build that end a turn begun
-// after the move, whatever the build was doing at the move, so it waits
-// before one only where a plain replay would. Otherwise every request
+// the build was last idle; and when the move is settled (the service
+// keeps time in a timer of its own, kavach.Abilities.Settle): the
+// settling pulls the build's timer to run on the new time, which needs
+// its event loop in its wait, not still on the last request. A
+// perturbed replay settles every move, but waits before one only where
+// a plain replay would. Otherwise every request
 // sent has been answered, so it ran on the time it was sent at; what the
 // build still does before it sleeps (pushes to another connection, say)
 // is waited for without the idleness check's pauses (finishing).
@@ -790,7 +790,7 @@ func (r *runner) observable(from, to time.Time, blocked bool) bool {
 		return true
 	}
 	settle := r.opts.Integration.Abilities().Settle
-	return settle != nil && r.rng == nil && settle(from, to, blocked)
+	return settle != nil && settle(from, to, blocked)
 }
 
 // finishing waits until the build has sent everything it will send until

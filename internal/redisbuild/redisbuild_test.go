@@ -16,13 +16,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kavach-dev/kavach/replay"
 )
 
 // The planted faults, applied in this order: PING answers +PONG-PATCHED, and
 // ECHO boom writes through a NULL pointer (the server dies of SIGSEGV).
 var plantedPatches = []string{"testdata/ping-patched.patch", "testdata/echo-boom-crash.patch"}
 
-const libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 func TestPristine(t *testing.T) {
 	t.Parallel()
@@ -134,43 +135,44 @@ func TestPatchErrors(t *testing.T) {
 	t.Logf("failed in %v:\n%s", time.Since(start), msg)
 }
 
-func TestFaketime(t *testing.T) {
+// TestUnderTheClock: a build, plain (MALLOC=libc) and as make builds it
+// by default (the bundled jemalloc), starts under the replay's clock
+// library and reads its virtual time.
+func TestUnderTheClock(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat(libfaketime); err != nil {
-		t.Fatalf("libfaketime is not installed (%v): run scripts/deps.sh", err)
-	}
-	bin := MustBuild(t)
-
-	// Written to a temporary name and renamed: libfaketime must never read a
-	// half-written file.
-	dir := t.TempDir()
-	ts := filepath.Join(dir, "faketime")
-	if err := os.WriteFile(ts+".tmp", []byte("2030-01-01 00:00:00\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(ts+".tmp", ts); err != nil {
-		t.Fatal(err)
-	}
-	s := startServer(t, bin, []string{
-		"LD_PRELOAD=" + libfaketime,
-		"FAKETIME_TIMESTAMP_FILE=" + ts,
-		"FAKETIME_NO_CACHE=1",
-		"FAKETIME_DONT_FAKE_MONOTONIC=1",
-	})
-	r, err := s.dial(t).do("TIME")
+	lib, err := replay.ClockLibrary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.elems) != 2 {
-		t.Fatalf("TIME = %s, want two elements", r)
+	builds := map[string]string{"libc": MustBuild(t)}
+	if os.Getenv("KAVACH_REDIS_MALLOC") == "" {
+		// A plain make: the malloc of the build a user ships.
+		cmd := exec.Command("../../scripts/redis-build.sh")
+		cmd.Env = append(os.Environ(), "KAVACH_REDIS_MALLOC=jemalloc")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("jemalloc build: %v", err)
+		}
+		builds["jemalloc"] = strings.TrimSpace(string(out))
 	}
-	sec, err := strconv.ParseInt(r.elems[0].str, 10, 64)
-	if err != nil {
-		t.Fatalf("TIME = %s: %v", r, err)
-	}
-	if sec < 1893456000 || sec >= 1893542400 {
-		t.Errorf("TIME under libfaketime = %d (%s), want 2030-01-01 (1893456000 ≤ t < 1893542400)",
-			sec, time.Unix(sec, 0).UTC())
+	for name, bin := range builds {
+		c, err := replay.NewClock(t.TempDir(), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Freeze()
+		s := startServer(t, bin, c.Env(lib))
+		r, err := s.dial(t).do("TIME")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.elems) != 2 {
+			t.Fatalf("%s: TIME = %s, want two elements", name, r)
+		}
+		if r.elems[0].str != "1893456000" || r.elems[1].str != "500" {
+			t.Errorf("%s: TIME under the clock = %s, want 1893456000 and 500 µs", name, r)
+		}
 	}
 }
 
@@ -229,7 +231,7 @@ func startServer(t *testing.T, bin string, env []string) *server {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not answering PING on %s after 15s (a deadlock under libfaketime?)\n%s", bin, s.addr, s.output())
+			t.Fatalf("%s not answering PING on %s after 15s (a deadlock at start-up?)\n%s", bin, s.addr, s.output())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
