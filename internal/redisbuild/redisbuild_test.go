@@ -24,7 +24,6 @@ import (
 // ECHO boom writes through a NULL pointer (the server dies of SIGSEGV).
 var plantedPatches = []string{"testdata/ping-patched.patch", "testdata/echo-boom-crash.patch"}
 
-
 func TestPristine(t *testing.T) {
 	t.Parallel()
 	bin := MustBuild(t)
