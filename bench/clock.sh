@@ -28,7 +28,9 @@ start() { # start ENV... : the build under that environment
 	for _ in $(seq 200); do redis-cli -p "$port" ping >/dev/null 2>&1 && return; sleep 0.05; done
 	echo "the build did not start under: $*" >&2; cat "$work/log" >&2; exit 1
 }
-stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
+# SIGKILL: under a frozen clock Redis acts on SIGTERM only in its timer,
+# which a frozen clock never runs (a replay lets the clock run first).
+stop() { kill -9 "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
 rps() { # rps ENV... : requests per second of SET and GET round trips
 	start "$@"
 	redis-benchmark -p "$port" -c 1 -n "$N" -P 1 -t set,get --csv -q | awk -F'"' 'NR>1 {s+=$4; n++} END {printf "%d", s/n}'
