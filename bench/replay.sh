@@ -85,7 +85,7 @@ cleanup() {
 		wait "$XPID" 2>/dev/null
 	fi
 	for pid in "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null
+		kill -9 "$pid" 2>/dev/null # a build under a frozen clock acts on SIGTERM only in its timer
 	done
 	for pid in "${PIDS[@]}"; do
 		wait "$pid" 2>/dev/null
@@ -186,7 +186,7 @@ start_redis() {
 }
 
 stop_redis() {
-	kill "$RPID" 2>/dev/null || true
+	kill -9 "$RPID" 2>/dev/null || true # SIGTERM: acted on only in the timer, which a frozen clock never runs
 	wait "$RPID" 2>/dev/null || true
 	rm -f "/dev/shm/faketime_shm_$RPID" "/dev/shm/sem.faketime_sem_$RPID"
 }
