@@ -2,6 +2,8 @@ package kavach
 
 import (
 	"context"
+	"errors"
+	"io"
 	"time"
 )
 
@@ -106,6 +108,19 @@ type Abilities struct {
 	// connects nowhere and loads no code the fixture chooses
 	// (docs/security.md). Nil: nothing to withhold.
 	NewContainment func() Containment
+	// Restore writes keys captured from a running service into the
+	// build at addr, before a replay's first step (Redis: RESTORE ...
+	// ABSTTL in each key's database). Nil: a fixture's keys cannot be
+	// replayed, and a replay of one is refused.
+	Restore func(ctx context.Context, addr string, keys []KeyState) error
+	// State is how a recording takes the state a running service holds
+	// (docs/record.md, "State"). Nil: recordings in front of a running
+	// service hold none.
+	State *StateTaking
+	// DataFile is the name the build loads its data file from in its
+	// fresh directory (Redis: dump.rdb); "" when the integration cannot
+	// start a build from one.
+	DataFile string
 	// Variation splits requests into typed fields for variants. Nil: no
 	// variants are made.
 	Variation *Variation
@@ -251,3 +266,42 @@ type Variation struct {
 	// set to another recorded key.
 	KeyWords func() (missing, other string)
 }
+
+// StateTaking is how an integration takes the state of a running service
+// for a recording (Abilities.State).
+type StateTaking struct {
+	// Format names the data file Snapshot writes ("rdb").
+	Format string
+	// Snapshot streams a point-in-time copy of the service at addr, in
+	// its own data-file format, to dst; an error wrapping ErrRefused when
+	// the service refuses to give one.
+	Snapshot func(ctx context.Context, addr string, dst io.Writer) (int64, error)
+	// NewToucher follows the requests forwarded to the service at addr;
+	// with capture, it captures each key before the first request naming
+	// it.
+	NewToucher func(ctx context.Context, addr string, capture bool) (Toucher, error)
+	// Cut asks a build started from a snapshot, its clock at the
+	// snapshot's time (now), for the keys named: the snapshot cut to
+	// them.
+	Cut func(ctx context.Context, addr string, names [][]byte, now time.Time) ([]KeyState, error)
+	// Executable is the running service's executable as it names it
+	// itself, for a scratch instance of the same build; "" when it does
+	// not say.
+	Executable func(ctx context.Context, addr string) string
+}
+
+// Toucher follows the requests a recording forwards (StateTaking).
+type Toucher interface {
+	// Touch takes request n, forwarded on connection conn, before it is
+	// forwarded, and returns the keys it captured for it.
+	Touch(conn uint64, n int, request []byte) ([]KeyState, error)
+	// Names are the keys the requests named, in order of first touch.
+	Names() [][]byte
+	// Whole says why the keys named cannot hold what the recording read
+	// (the first step that read more), or "".
+	Whole() string
+	Close() error
+}
+
+// ErrRefused is a service refusing to give its state (StateTaking.Snapshot).
+var ErrRefused = errors.New("the service refused to give its state")

@@ -329,7 +329,34 @@ type Launch struct {
 	// Env is added to Kavach's own environment for the build (a replay
 	// adds the clock library's variables here).
 	Env []string `json:"env,omitempty"`
+	// Data, when set, is a data file in the service's own format that
+	// the build loads as its own at start-up (Redis: copied into its
+	// fresh directory as dump.rdb): the state a fixture recorded. Never
+	// written to a fixture.
+	Data string `json:"-"`
 }
+
+// KeyState is one key of the state a recording started from: its value
+// in the service's own serialization (Redis: the DUMP payload), its
+// database, and when it expires (Unix milliseconds; 0: never). A replay
+// restores it before the first step.
+type KeyState struct {
+	DB       int    `json:"db"`
+	Key      []byte `json:"key"`
+	ExpireAt int64  `json:"expire_at_ms,omitempty"`
+	Dump     []byte `json:"dump"`
+}
+
+// Seed is the state a replay starts each build from (docs/replay.md,
+// "State"): a data file the build loads at start-up, keys restored
+// before the first step, or both; nil or empty: an empty build.
+type Seed struct {
+	Data string     // a data file (Launch.Data); "" for none
+	Keys []KeyState // restored, in order, before the first step
+}
+
+// Empty reports whether the seed holds no state.
+func (s *Seed) Empty() bool { return s == nil || s.Data == "" && len(s.Keys) == 0 }
 
 // Process is a running build.
 type Process interface {

@@ -88,6 +88,12 @@ func Run(ctx context.Context, rec *fixtures.Recording, old, new kavach.Launch, o
 	if err != nil {
 		return nil, err
 	}
+	seed, removeSeed, err := d.fx.OpenSeed()
+	if err != nil {
+		return nil, err
+	}
+	defer removeSeed()
+	d.ropts.Seed = seed
 	if err := d.findKeys(ctx); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/record"
 )
 
@@ -27,6 +28,9 @@ func (r Recorded) PrintSummary(w io.Writer) {
 		fmt.Fprintf(w, "kavach: %s: %d requests, %d replies on %d connections (%s)\n",
 			out, res.Stats.Requests, res.Stats.Responses, res.Stats.Conns, res.Reason)
 	}
+	if st := res.State; st != nil {
+		fmt.Fprintf(w, "kavach: state: %s\n", StateLine(st))
+	}
 	if f := res.Failure; f != nil {
 		fmt.Fprintf(w, "kavach: failure at step %d: %s\n", f.Step, f.Signature)
 	} else if res.Reason != "" {
@@ -42,6 +46,7 @@ func (r Recorded) PrintJSON(w io.Writer) error {
 	if f := res.Failure; f != nil {
 		js.Failure = &recordFailure{Step: f.Step, Signature: f.Signature}
 	}
+	js.State = res.State
 	return jsonout.Print(w, js)
 }
 
@@ -53,6 +58,22 @@ type recordJSON struct {
 	Connections uint64         `json:"connections"`
 	Ended       string         `json:"ended"`   // why the recording ended
 	Failure     *recordFailure `json:"failure"` // null: none recorded; mark it with kavach mark
+	// State is what the fixture holds of the state the service held when
+	// the recording started; absent when Kavach started the build.
+	State *fixtures.State `json:"state,omitempty"`
+}
+
+// StateLine says on one line what a fixture holds of the state its
+// recording started from, for kavach record and kavach show.
+func StateLine(st *fixtures.State) string {
+	what := fmt.Sprintf("%s, %d keys, %d bytes", st.Mode, st.Keys, st.Bytes)
+	if st.Format != "" {
+		what = fmt.Sprintf("%s, a %s data file of %d bytes", st.Mode, st.Format, st.Bytes)
+	}
+	if st.Note != "" {
+		what += " (" + st.Note + ")"
+	}
+	return what
 }
 
 type recordFailure struct {

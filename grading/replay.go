@@ -88,6 +88,12 @@ func Replay(ctx context.Context, r ReplayRequest) (*ReplayResult, error) {
 		return nil, err
 	}
 	fx, sum := rec.Records(), rec.Summary()
+	seed, removeSeed, err := fx.OpenSeed()
+	if err != nil {
+		return nil, err
+	}
+	defer removeSeed()
+	opts.Seed = seed
 	res := &ReplayResult{runs: &replayRuns{sum: sum, codec: rec.Codec(), opts: opts}}
 	if err := res.run(ctx, rec.Launch(r.Build), fx, set, r); err != nil {
 		res.Close()

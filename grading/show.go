@@ -158,6 +158,20 @@ func (v *FixtureView) writeHeader(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "failure   none: a contract (no failure); kavach diff holds every step to the recording (or mark a failure: kavach mark FIXTURE --step N --oracle ...)\n")
 	}
+	switch st := v.fx.State; {
+	case st != nil:
+		fmt.Fprintf(w, "state     %s\n", safe(StateLine(st)))
+		if st.Keys > 0 || st.Bytes > 0 {
+			fmt.Fprintf(w, "          warning: it holds the service's data as it was (%s): treat the fixture as you treat that data\n",
+				map[bool]string{true: "its whole snapshot", false: "the keys the recording names"}[st.Whole])
+		}
+	case h.State == fixtures.StateNone:
+		fmt.Fprintf(w, "state     none (asked for none: replays start each build empty, and a read of data the service held differs)\n")
+	case h.State != "":
+		fmt.Fprintf(w, "state     %s, not written (the recording did not end cleanly)\n", safe(h.State))
+	case h.Upstream != "":
+		fmt.Fprintf(w, "state     none: recorded before fixtures held the service's state; its replays start each build empty\n")
+	}
 	if fl := h.Floor; fl != nil {
 		fmt.Fprintf(w, "floor     %s\n", FloorString(fl))
 	}

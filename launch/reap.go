@@ -112,6 +112,8 @@ func sweep() {
 				pidText, _, named = strings.Cut(strings.TrimPrefix(name, "kavach-build-"), "-")
 			case strings.HasPrefix(name, "kavach-clock-") && e.IsDir():
 				pidText, _, named = strings.Cut(strings.TrimPrefix(name, "kavach-clock-"), "-")
+			case strings.HasPrefix(name, "kavach-state-") && e.IsDir():
+				pidText, _, named = strings.Cut(strings.TrimPrefix(name, "kavach-state-"), "-")
 			case dir == "/dev/shm" && strings.HasPrefix(name, "faketime_shm_"):
 				pidText = strings.TrimPrefix(name, "faketime_shm_")
 			case dir == "/dev/shm" && strings.HasPrefix(name, "sem.faketime_sem_"):

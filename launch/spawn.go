@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -61,6 +62,10 @@ type Spawn struct {
 	StartTimeout time.Duration
 	// Dir is where the fresh directory is made; "" means os.TempDir().
 	Dir string
+	// DataFile is the name under which Launch.Data goes into the fresh
+	// directory, for the build to load at start-up; "" when the build
+	// cannot be given one (Launch.Data is then an error).
+	DataFile string
 }
 
 // Spawned is a build started by Spawn. It implements Process.
@@ -155,6 +160,10 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	dir, err := os.MkdirTemp(s.Dir, DirPattern("build"))
 	if err != nil {
 		return nil, fmt.Errorf("build %s: fresh directory: %w", path, err)
+	}
+	if err := s.seed(dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, &StartError{Path: path, Reason: "cannot be started: " + err.Error()}
 	}
 	isolated := Isolation() == "netns"
 	p := &Spawned{owner: ownerValue(dir), reserved: -1}
@@ -626,4 +635,35 @@ func (t *tailBuffer) notable() []string {
 		}
 	}
 	return out
+}
+
+// seed puts Launch.Data into dir under DataFile: a hard link where the
+// file system allows one (the build may rewrite its data file, and a link
+// is replaced, never written through, by a service that saves to a
+// temporary file and renames it), else a copy.
+func (s Spawn) seed(dir string) error {
+	if s.Launch.Data == "" {
+		return nil
+	}
+	if s.DataFile == "" {
+		return fmt.Errorf("the build cannot be started from a data file (%s)", s.Launch.Data)
+	}
+	dst := filepath.Join(dir, s.DataFile)
+	if os.Link(s.Launch.Data, dst) == nil {
+		return nil
+	}
+	in, err := os.Open(s.Launch.Data)
+	if err != nil {
+		return fmt.Errorf("data file: %w", err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("data file: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("data file %s: %w", s.Launch.Data, err)
+	}
+	return out.Close()
 }

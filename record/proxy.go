@@ -41,6 +41,10 @@ type Options struct {
 	Fixture *fixtures.Writer
 	// Logger gets one line per connection and per problem. Nil: discard.
 	Logger *slog.Logger
+	// Toucher, when set, is told every request before it is forwarded
+	// (kavach.StateTaking): the keys it captures are written to the
+	// fixture before the request's event. Nil: none.
+	Toucher kavach.Toucher
 	// MaxFrame bounds the bytes buffered while waiting for a whole
 	// message; past it the direction is recorded raw. Zero: 64 MiB less
 	// the event header.
@@ -67,6 +71,11 @@ type Proxy struct {
 	failure  *kavach.Failure
 	err      error // first fixture write error
 	stats    Stats
+	// captured counts the keys the Toucher captured; touchErr is its
+	// first error (the state is incomplete from there).
+	captured      int
+	capturedBytes int64
+	touchErr      error
 }
 
 // waitStep is a request still waiting for replies.
@@ -609,6 +618,9 @@ func (p *Proxy) record(c *proxyConn, dir kavach.Direction, batch []message) {
 	if red := p.opts.Redactor; red != nil && red.Reply != nil && dir == kavach.Response {
 		p.redactReplies(red, c, batch)
 	}
+	if t := p.opts.Toucher; t != nil && dir == kavach.Request {
+		p.touch(t, c, batch)
+	}
 	evs := make([]kavach.Event, len(batch))
 	for i, m := range batch {
 		evs[i] = kavach.Event{Conn: c.id, Dir: dir, Flags: m.flags, Data: m.data}
@@ -717,4 +729,37 @@ func (p *Proxy) setFailure(f kavach.Failure) {
 	p.failure = &f
 	p.write(fixtures.Record{Kind: fixtures.KindFailure, Failure: &f})
 	p.log.Info("failure recorded", "step", f.Step, "signature", f.Signature)
+}
+
+// touch tells the Toucher of each request of batch, in order, before any
+// is forwarded, and writes what it captures. p.mu must be held: it is what
+// orders a capture before every request naming its key, whatever the
+// connection. A capture that fails is logged and kept as the state's
+// note; the traffic goes on.
+func (p *Proxy) touch(t kavach.Toucher, c *proxyConn, batch []message) {
+	step := p.steps
+	for _, m := range batch {
+		step++
+		if m.flags&kavach.ParseError != 0 || p.touchErr != nil {
+			continue
+		}
+		keys, err := t.Touch(c.id, step, m.data)
+		for i := range keys {
+			p.write(fixtures.Record{Kind: fixtures.KindStateKey, StateKey: &keys[i]})
+			p.captured++
+			p.capturedBytes += int64(len(keys[i].Dump))
+		}
+		if err != nil {
+			p.touchErr = err
+			p.log.Error("state capture", "step", step, "err", err)
+		}
+	}
+}
+
+// Captured is how many keys the Toucher captured, their payloads' bytes,
+// and its first error.
+func (p *Proxy) Captured() (int, int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.captured, p.capturedBytes, p.touchErr
 }

@@ -36,6 +36,18 @@ type Session struct {
 	Volatile []string
 	// Redact is written into the fixture's header (fixtures.Header.Redact).
 	Redact []string
+	// State is how a recording in front of a running service takes the
+	// state it holds (docs/record.md, "State"): fixtures.StateSnapshot,
+	// StateFirstTouch, StateNone, or "" for the default (a snapshot, or
+	// first touch where the service refuses one).
+	State string
+	// StateWhole keeps the whole snapshot rather than cutting it to the
+	// keys the recording names.
+	StateWhole bool
+	// StateBuild is the build that cuts the snapshot (a scratch instance
+	// loads it); "" for the service's own executable, when it names one
+	// on this machine.
+	StateBuild string
 }
 
 // Result is what a finished recording holds.
@@ -44,6 +56,7 @@ type Result struct {
 	Failure *kavach.Failure
 	Reason  string // why the recording stopped
 	Build   *fixtures.Build
+	State   *fixtures.State // the state written, for a recording in front of a running service
 }
 
 // Run records until ctx is done (SIGINT, SIGTERM) or the launched build
@@ -96,6 +109,19 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	} else {
 		h.Upstream = upstream
 	}
+	var st *stateTaker
+	if s.Launch == nil {
+		var err error
+		if st, err = s.takeState(ctx, upstream); err != nil {
+			return res, err
+		}
+		if st != nil {
+			defer st.close()
+			h.State = st.mode
+		} else if s.State == fixtures.StateNone {
+			h.State = fixtures.StateNone
+		}
+	}
 	h.Start = time.Now().UTC()
 	w, err := fixtures.Create(s.Out, h)
 	if err != nil {
@@ -103,6 +129,9 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	}
 	opts := s.Proxy
 	opts.Fixture, opts.Upstream = w, upstream
+	if st != nil {
+		opts.Toucher = st.toucher
+	}
 	// A recording that fails before its proxy serves anyone leaves no
 	// file: there is nothing in it, and a rerun must not find it there.
 	abandon := func() {
@@ -144,7 +173,11 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	}
 	closeErr := p.Close()
 	res.Stats, res.Failure = p.Stats(), p.Failure()
-	err = errors.Join(closeErr, p.Err(), w.Close(fixtures.End{Duration: time.Since(h.Start), Reason: res.Reason}))
+	var stateErr error
+	if st != nil {
+		res.State, stateErr = st.finish(ctx, p, w, h.Start)
+	}
+	err = errors.Join(closeErr, p.Err(), stateErr, w.Close(fixtures.End{Duration: time.Since(h.Start), Reason: res.Reason}))
 	return res, err
 }
 

@@ -53,6 +53,9 @@ type Options struct {
 	Perturb bool
 	// Logger gets a line per problem. Nil: discard.
 	Logger *slog.Logger
+	// Seed is the state each build starts from (a fixture's snapshot or
+	// captured keys: docs/replay.md, "State"); nil: an empty build.
+	Seed *kavach.Seed
 	// Inputs, if set, fingerprints the state each step after the failing
 	// one is about to read, before it is sent (StepResult.Inputs). Nil:
 	// none.
@@ -207,7 +210,22 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		defer clock.Close()
 	}
 
+	restore := opts.Integration.Abilities().Restore
+	if seed := opts.Seed; !seed.Empty() {
+		if len(seed.Keys) > 0 && restore == nil {
+			return nil, false, fmt.Errorf("replay: the fixture holds keys of the state it started from, which the %s integration cannot restore", opts.Integration.Protocol())
+		}
+		build.Data = seed.Data
+	}
 	proc, err := opts.Integration.Start(ctx, build)
+	if err == nil && !opts.Seed.Empty() && len(opts.Seed.Keys) > 0 {
+		// Before the first step, with the clock at the recording's
+		// start: a key whose expiry has passed there is not restored.
+		if err = restore(ctx, proc.Addr(), opts.Seed.Keys); err != nil {
+			proc.Stop()
+			err = fmt.Errorf("replay: build %s: %w", build.Path, err)
+		}
+	}
 	if err != nil && ctx.Err() != nil {
 		// Stopped by a signal before the build was up: an interrupted
 		// replay with no step run, as one stopped later would be.

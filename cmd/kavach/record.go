@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grading"
 	"github.com/kavach-dev/kavach/record"
 )
@@ -39,6 +40,9 @@ func recordCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "redact-param", Usage: "the same as --redact (kept for scripts)"},
 			&cli.StringSliceFlag{Name: "volatile", Usage: "a response header `NAME` that changes on every response: not compared on replay (repeatable)"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
+			&cli.StringFlag{Name: "state", Usage: "with --upstream, how to take the state the service holds: `snapshot` (the default; first-touch where the service refuses it), first-touch or none"},
+			&cli.BoolFlag{Name: "state-whole", Usage: "keep the whole snapshot, not only the keys the recording names"},
+			&cli.StringFlag{Name: "state-build", Usage: "cut the snapshot with the build at `PATH` (default: the service's own executable)"},
 			&cli.BoolFlag{Name: "json", Usage: "print what was recorded as JSON on stdout when the recording ends"},
 		},
 		OnUsageError: onUsageError,
@@ -69,6 +73,15 @@ func recordCommand() *cli.Command {
 				if err := grading.CheckAddr(s.Upstream); err != nil {
 					return usagef("", "--upstream %q: %v: give the running service's HOST:PORT, such as 127.0.0.1:6379", s.Upstream, err)
 				}
+			}
+			s.State, s.StateWhole, s.StateBuild = c.String("state"), c.Bool("state-whole"), c.String("state-build")
+			switch s.State {
+			case "", fixtures.StateSnapshot, fixtures.StateFirstTouch, fixtures.StateNone:
+			default:
+				return usagef("", "--state %q: want snapshot, first-touch or none", s.State)
+			}
+			if (s.State != "" || s.StateWhole || s.StateBuild != "") && s.Upstream == "" {
+				return usagef("", "--state, --state-whole and --state-build take the state of a running service: give --upstream ADDR (a build Kavach starts starts empty)")
 			}
 			switch {
 			case s.Upstream != "" && c.NArg() > 0:

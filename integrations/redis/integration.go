@@ -89,6 +89,17 @@ var abilities = func() kavach.Abilities {
 			return out
 		},
 		Unredact: Unredact,
+		Restore:  in.Restore,
+		DataFile: DataFile,
+		State: &kavach.StateTaking{
+			Format:   "rdb",
+			Snapshot: Snapshot,
+			NewToucher: func(ctx context.Context, addr string, capture bool) (kavach.Toucher, error) {
+				return NewToucher(ctx, addr, capture)
+			},
+			Cut:        CutSnapshot,
+			Executable: Executable,
+		},
 	}
 }()
 

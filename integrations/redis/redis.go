@@ -324,10 +324,16 @@ func (in Integration) start(ctx context.Context, build kavach.Launch) (kavach.Pr
 }
 
 func (in Integration) spawn(build kavach.Launch) launch.Spawn {
+	safety := SafetyArgs
+	if build.Data != "" {
+		// The data file is loaded from its name whatever the launch says.
+		safety = append(slices.Clone(SafetyArgs), "--dbfilename", DataFile)
+	}
 	return launch.Spawn{
 		Launch:       build,
 		Defaults:     DefaultArgs,
-		Safety:       SafetyArgs,
+		Safety:       safety,
+		DataFile:     DataFile,
 		Shared:       SharedArgs,
 		Env:          in.Env,
 		StartTimeout: in.StartTimeout,

@@ -114,11 +114,16 @@ func learnTypes(ctx context.Context, addr string) []TypeWrite {
 // last and step, and the key specs, a subcommand's too), and which of
 // the commands the build has.
 func learnKeys(ctx context.Context, addr string, kinds []string) (map[string]KeyRange, map[string][]KeySpec, map[string]bool) {
-	out, specs, has := map[string]KeyRange{}, map[string][]KeySpec{}, map[string]bool{}
 	v, err := call(ctx, addr, append([]string{"COMMAND", "INFO"}, kinds...)...)
 	if err != nil || v.Kind == KindError {
-		return out, specs, has
+		return map[string]KeyRange{}, map[string][]KeySpec{}, map[string]bool{}
 	}
+	return readCommandInfo(v)
+}
+
+// readCommandInfo reads a COMMAND INFO reply as learnKeys gives it.
+func readCommandInfo(v Value) (map[string]KeyRange, map[string][]KeySpec, map[string]bool) {
+	out, specs, has := map[string]KeyRange{}, map[string][]KeySpec{}, map[string]bool{}
 	var read func(info Value, top bool)
 	read = func(info Value, top bool) {
 		if len(info.Elems) < 6 {

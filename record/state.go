@@ -1,0 +1,176 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/replay"
+)
+
+// stateTaker takes the state a running service holds for one recording
+// (docs/record.md, "State"): a snapshot taken before the proxy serves
+// anyone, and a Toucher told every request, which captures keys at first
+// touch or, beside a snapshot, learns which keys the recording names.
+type stateTaker struct {
+	s       Session
+	in      kavach.Integration
+	ab      *kavach.StateTaking
+	mode    string
+	note    string // why the mode is what it is
+	addr    string
+	data    string // the snapshot's temporary file; "" in first-touch mode
+	toucher kavach.Toucher
+}
+
+// takeState starts taking the state of the service at addr as s asks; nil
+// when it takes none.
+func (s Session) takeState(ctx context.Context, addr string) (*stateTaker, error) {
+	ab := s.Proxy.Codec.Abilities().State
+	mode := s.State
+	switch {
+	case mode == fixtures.StateNone:
+		return nil, nil
+	case ab == nil && mode != "":
+		return nil, fmt.Errorf("--state %s: the %s protocol's recordings hold no state of a running service", mode, s.Proxy.Codec.Protocol())
+	case ab == nil:
+		return nil, nil
+	}
+	st := &stateTaker{s: s, in: s.Proxy.Codec, ab: ab, mode: mode, addr: addr}
+	if mode == "" || mode == fixtures.StateSnapshot {
+		err := st.snapshot(ctx)
+		switch {
+		case err == nil:
+			st.mode = fixtures.StateSnapshot
+		case mode == "" && errors.Is(err, kavach.ErrRefused):
+			st.mode, st.note = fixtures.StateFirstTouch, err.Error()+": keys captured at first touch instead"
+		default:
+			st.close()
+			return nil, fmt.Errorf("record: state of %s: %w (--state first-touch captures keys as they are first named; --state none takes no state)", addr, err)
+		}
+	}
+	t, err := ab.NewToucher(ctx, addr, st.mode == fixtures.StateFirstTouch)
+	if err != nil {
+		st.close()
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	st.toucher = t
+	return st, nil
+}
+
+// snapshot streams the service's snapshot into a temporary file beside
+// the fixture (so a recording killed before it ends leaves it there, not
+// nowhere).
+func (st *stateTaker) snapshot(ctx context.Context) error {
+	f, err := os.CreateTemp(filepath.Dir(st.s.Out), "."+filepath.Base(st.s.Out)+".state-*")
+	if err != nil {
+		return err
+	}
+	st.data = f.Name()
+	_, err = st.ab.Snapshot(ctx, st.addr, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(st.data)
+		st.data = ""
+	}
+	return err
+}
+
+func (st *stateTaker) close() {
+	if st.toucher != nil {
+		st.toucher.Close()
+	}
+	if st.data != "" {
+		os.Remove(st.data)
+	}
+}
+
+// finish writes the state record (and the snapshot, whole or cut to the
+// keys the recording named) once the proxy is closed.
+func (st *stateTaker) finish(ctx context.Context, p *Proxy, w *fixtures.Writer, start time.Time) (*fixtures.State, error) {
+	state := fixtures.State{Mode: st.mode, Note: st.note}
+	if st.mode == fixtures.StateFirstTouch {
+		n, bytes, err := p.Captured()
+		if err != nil {
+			state.Note = join(state.Note, "incomplete: "+err.Error())
+		}
+		if why := st.toucher.Whole(); why != "" {
+			state.Note = join(state.Note, why+": first-touch state holds only the keys named (record with --state snapshot)")
+		}
+		state.Keys, state.Bytes = n, bytes
+		return &state, w.Write(fixtures.Record{Kind: fixtures.KindState, State: &state})
+	}
+	why := st.toucher.Whole()
+	if st.s.StateWhole {
+		why = "asked for the whole snapshot"
+	}
+	if why == "" {
+		keys, err := st.cut(context.WithoutCancel(ctx), start)
+		if err == nil {
+			state.Note = join(state.Note, fmt.Sprintf("cut to the keys the recording names (%d named, %d held)", len(st.toucher.Names()), len(keys)))
+			return &state, st.write(w, &state, nil, keys)
+		}
+		why = "not cut: " + err.Error()
+	}
+	f, err := os.Open(st.data)
+	if err != nil {
+		return nil, fmt.Errorf("record: snapshot: %w", err)
+	}
+	defer f.Close()
+	state.Format, state.Whole, state.Note = st.ab.Format, true, join(state.Note, "whole: "+why)
+	return &state, st.write(w, &state, f, nil)
+}
+
+func (st *stateTaker) write(w *fixtures.Writer, state *fixtures.State, data *os.File, keys []kavach.KeyState) error {
+	if data == nil {
+		return w.WriteState(state, nil, keys)
+	}
+	return w.WriteState(state, data, nil)
+}
+
+// cut starts a scratch instance of the build from the snapshot, its
+// clock at the recording's start, and asks it for the keys named.
+func (st *stateTaker) cut(ctx context.Context, start time.Time) ([]kavach.KeyState, error) {
+	names := st.toucher.Names()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	build := st.s.StateBuild
+	if build == "" && st.ab.Executable != nil {
+		build = st.ab.Executable(ctx, st.addr)
+	}
+	if build == "" {
+		return nil, errors.New("no build to cut it with: the service does not name its executable (give --state-build)")
+	}
+	if _, err := os.Stat(build); err != nil {
+		// Redis names its executable from its working directory and the
+		// name it was started by: a server started as "redis-server" is
+		// the one on PATH.
+		p, lerr := exec.LookPath(filepath.Base(build))
+		if st.s.StateBuild != "" || lerr != nil {
+			return nil, fmt.Errorf("no build to cut it with: %v (give --state-build)", err)
+		}
+		build = p
+	}
+	proc, stop, err := replay.StartAt(ctx, st.in, kavach.Launch{Path: build, Data: st.data}, start)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	return st.ab.Cut(ctx, proc.Addr(), names, start)
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
