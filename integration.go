@@ -117,6 +117,10 @@ type Abilities struct {
 	// (docs/record.md, "State"). Nil: recordings in front of a running
 	// service hold none.
 	State *StateTaking
+	// Held is how many keys each database of the build at addr holds
+	// (Redis: INFO keyspace), for checking a restored state. Nil: a
+	// restore is not checked.
+	Held func(ctx context.Context, addr string) (map[int]int, error)
 	// DataFile is the name the build loads its data file from in its
 	// fresh directory (Redis: dump.rdb); "" when the integration cannot
 	// start a build from one.

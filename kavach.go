@@ -353,6 +353,10 @@ type KeyState struct {
 type Seed struct {
 	Data string     // a data file (Launch.Data); "" for none
 	Keys []KeyState // restored, in order, before the first step
+	// Held is how many keys each database holds once the build has
+	// started from the seed, as the recording saw it; the replay checks
+	// it (Abilities.Held) before the first step. Nil: not checked.
+	Held map[int]int
 }
 
 // Empty reports whether the seed holds no state.

@@ -26,6 +26,7 @@ type stateTaker struct {
 	note    string // why the mode is what it is
 	addr    string
 	data    string // the snapshot's temporary file; "" in first-touch mode
+	exe     string // the service's executable as it named it when the snapshot was taken
 	toucher kavach.Toucher
 }
 
@@ -48,6 +49,11 @@ func (s Session) takeState(ctx context.Context, addr string) (*stateTaker, error
 		switch {
 		case err == nil:
 			st.mode = fixtures.StateSnapshot
+			if ab.Executable != nil {
+				// Asked now: a service that crashes in the incident
+				// cannot say it at the end.
+				st.exe = ab.Executable(ctx, addr)
+			}
 		case mode == "" && errors.Is(err, kavach.ErrRefused):
 			st.mode, st.note = fixtures.StateFirstTouch, err.Error()+": keys captured at first touch instead"
 		default:
@@ -112,43 +118,33 @@ func (st *stateTaker) finish(ctx context.Context, p *Proxy, w *fixtures.Writer, 
 	if st.s.StateWhole {
 		why = "asked for the whole snapshot"
 	}
-	if why == "" {
-		keys, err := st.cut(context.WithoutCancel(ctx), start)
-		if err == nil {
-			state.Note = join(state.Note, fmt.Sprintf("cut to the keys the recording names (%d named, %d held)", len(st.toucher.Names()), len(keys)))
-			return &state, st.write(w, &state, nil, keys)
-		}
-		why = "not cut: " + err.Error()
+	// A scratch instance of the build loads the snapshot, its clocks at
+	// the recording's start: it counts the keys (which every replay
+	// checks) and, unless the whole is kept, gives the named ones.
+	keys, held, err := st.scratch(context.WithoutCancel(ctx), start, why == "")
+	if err == nil && why == "" {
+		state.Note = join(state.Note, fmt.Sprintf("cut to the keys the recording names (%d named, %d held)", len(st.toucher.Names()), len(keys)))
+		return &state, w.WriteState(&state, nil, keys)
+	}
+	if err != nil {
+		why = join(why, "not counted or cut: "+err.Error())
 	}
 	f, err := os.Open(st.data)
 	if err != nil {
 		return nil, fmt.Errorf("record: snapshot: %w", err)
 	}
 	defer f.Close()
-	state.Format, state.Whole, state.Note = st.ab.Format, true, join(state.Note, "whole: "+why)
-	return &state, st.write(w, &state, f, nil)
+	state.Format, state.Whole, state.Databases, state.Note = st.ab.Format, true, held, join(state.Note, "whole: "+why)
+	return &state, w.WriteState(&state, f, nil)
 }
 
-func (st *stateTaker) write(w *fixtures.Writer, state *fixtures.State, data *os.File, keys []kavach.KeyState) error {
-	if data == nil {
-		return w.WriteState(state, nil, keys)
-	}
-	return w.WriteState(state, data, nil)
-}
-
-// cut starts a scratch instance of the build from the snapshot, its
-// clock at the recording's start, and asks it for the keys named.
-func (st *stateTaker) cut(ctx context.Context, start time.Time) ([]kavach.KeyState, error) {
-	names := st.toucher.Names()
-	if len(names) == 0 {
-		return nil, nil
-	}
-	build := st.s.StateBuild
-	if build == "" && st.ab.Executable != nil {
-		build = st.ab.Executable(ctx, st.addr)
-	}
+// scratch starts a scratch instance of the build from the snapshot, its
+// clock at the recording's start, and asks it how many keys each database
+// holds and, with cut, for the keys named.
+func (st *stateTaker) scratch(ctx context.Context, start time.Time, cut bool) ([]kavach.KeyState, map[int]int, error) {
+	build := cmpOr(st.s.StateBuild, st.exe)
 	if build == "" {
-		return nil, errors.New("no build to cut it with: the service does not name its executable (give --state-build)")
+		return nil, nil, errors.New("no build to load it: the service does not name its executable (give --state-build)")
 	}
 	if _, err := os.Stat(build); err != nil {
 		// Redis names its executable from its working directory and the
@@ -156,16 +152,33 @@ func (st *stateTaker) cut(ctx context.Context, start time.Time) ([]kavach.KeySta
 		// the one on PATH.
 		p, lerr := exec.LookPath(filepath.Base(build))
 		if st.s.StateBuild != "" || lerr != nil {
-			return nil, fmt.Errorf("no build to cut it with: %v (give --state-build)", err)
+			return nil, nil, fmt.Errorf("no build to load it: %v (give --state-build)", err)
 		}
 		build = p
 	}
 	proc, stop, err := replay.StartAt(ctx, st.in, kavach.Launch{Path: build, Data: st.data}, start)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer stop()
-	return st.ab.Cut(ctx, proc.Addr(), names, start)
+	var held map[int]int
+	if count := st.in.Abilities().Held; count != nil {
+		if held, err = count(ctx, proc.Addr()); err != nil {
+			return nil, nil, err
+		}
+	}
+	if !cut || len(st.toucher.Names()) == 0 {
+		return nil, held, nil
+	}
+	keys, err := st.ab.Cut(ctx, proc.Addr(), st.toucher.Names(), start)
+	return keys, held, err
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func join(a, b string) string {

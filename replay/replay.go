@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -222,6 +224,12 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		// Before the first step, with the clock at the recording's
 		// start: a key whose expiry has passed there is not restored.
 		if err = restore(ctx, proc.Addr(), opts.Seed.Keys); err != nil {
+			proc.Stop()
+			err = fmt.Errorf("replay: build %s: %w", build.Path, err)
+		}
+	}
+	if err == nil && !opts.Seed.Empty() {
+		if err = checkHeld(ctx, opts, proc.Addr()); err != nil {
 			proc.Stop()
 			err = fmt.Errorf("replay: build %s: %w", build.Path, err)
 		}
@@ -1560,4 +1568,32 @@ func (r *runner) closeAll() {
 			c.nc.Close()
 		}
 	}
+}
+
+// checkHeld checks, before the first step, that the build started from
+// the seed holds as many keys in each database as the recording's
+// service did (observed, not assumed: a restore that lost a key, a data
+// file the build read only in part).
+func checkHeld(ctx context.Context, opts Options, addr string) error {
+	held := opts.Integration.Abilities().Held
+	if opts.Seed.Held == nil || held == nil {
+		return nil
+	}
+	got, err := held(ctx, addr)
+	if err != nil {
+		return fmt.Errorf("state: counting the keys it holds: %w", err)
+	}
+	for _, db := range slices.Sorted(maps.Keys(mergeKeys(got, opts.Seed.Held))) {
+		if got[db] != opts.Seed.Held[db] {
+			return fmt.Errorf("started from the fixture's state, it holds %d keys in database %d where the fixture's state holds %d: the state was not restored whole", got[db], db, opts.Seed.Held[db])
+		}
+	}
+	return nil
+}
+
+func mergeKeys(a, b map[int]int) map[int]int {
+	out := map[int]int{}
+	maps.Copy(out, a)
+	maps.Copy(out, b)
+	return out
 }

@@ -90,6 +90,7 @@ var abilities = func() kavach.Abilities {
 		},
 		Unredact: Unredact,
 		Restore:  in.Restore,
+		Held:     in.Held,
 		DataFile: DataFile,
 		State: &kavach.StateTaking{
 			Format:   "rdb",

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"net"
 	"os"
 	"strconv"
@@ -38,6 +39,9 @@ type RefusedError struct{ Reply string }
 func (e *RefusedError) Error() string {
 	return "the service refused the replication handshake: " + e.Reply
 }
+
+// Is makes a RefusedError a kavach.ErrRefused.
+func (e *RefusedError) Is(target error) bool { return target == kavach.ErrRefused }
 
 // client is one connection to a running service for the state's own
 // questions, replies read one at a time with what follows kept.
@@ -330,9 +334,10 @@ func (Integration) Restore(ctx context.Context, addr string, keys []kavach.KeySt
 	return nil
 }
 
-// Keyspace is the databases of the build at addr that hold keys
-// (INFO keyspace).
-func keyspace(c *client) ([]int, error) {
+// keyspace is how many keys each database of the build holds (INFO
+// keyspace: "db0:keys=3,expires=1,avg_ttl=0"); a database with none is
+// not listed.
+func keyspace(c *client) (map[int]int, error) {
 	v, err := c.do("INFO", "keyspace")
 	if err != nil {
 		return nil, err
@@ -340,14 +345,38 @@ func keyspace(c *client) ([]int, error) {
 	if v.Kind == KindError {
 		return nil, errors.New("INFO keyspace: " + firstLine(v.Str))
 	}
-	var dbs []int
+	held := map[int]int{}
 	for _, line := range strings.Split(string(v.Str), "\n") {
-		name, _, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if n, err := strconv.Atoi(strings.TrimPrefix(name, "db")); ok && strings.HasPrefix(name, "db") && err == nil {
-			dbs = append(dbs, n)
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		db, err := strconv.Atoi(strings.TrimPrefix(name, "db"))
+		if !ok || !strings.HasPrefix(name, "db") || err != nil {
+			continue
+		}
+		for _, f := range strings.Split(fields, ",") {
+			if n, ok := strings.CutPrefix(f, "keys="); ok {
+				if k, err := strconv.Atoi(n); err == nil && k > 0 {
+					held[db] = k
+				}
+			}
 		}
 	}
-	return dbs, nil
+	return held, nil
+}
+
+// Held is how many keys each database of the build at addr holds.
+func (Integration) Held(ctx context.Context, addr string) (map[int]int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := launch.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &client{conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	return keyspace(c)
 }
 
 // CutSnapshot asks the build at addr, started from a snapshot (a scratch
@@ -366,10 +395,11 @@ func CutSnapshot(ctx context.Context, addr string, names [][]byte, now time.Time
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
 	}
-	dbs, err := keyspace(c)
+	held, err := keyspace(c)
 	if err != nil {
 		return nil, fmt.Errorf("cut snapshot: %w", err)
 	}
+	dbs := slices.Sorted(maps.Keys(held))
 	var out []kavach.KeyState
 	for _, db := range dbs {
 		for _, name := range names {
@@ -424,7 +454,8 @@ type Toucher struct {
 	specs   map[string][]KeySpec
 	asked   map[string]bool
 	db      map[uint64]int
-	seen    map[string]bool // key names touched
+	seen    map[string]bool // "DB:KEY" touched
+	named   map[string]bool // key names touched
 	names   [][]byte        // in order of first touch
 	whole   string          // why the keys named cannot hold what was read; "" when they can
 	step    int
@@ -439,7 +470,7 @@ func NewToucher(ctx context.Context, addr string, capture bool) (*Toucher, error
 	}
 	c.conn.SetDeadline(time.Time{})
 	return &Toucher{c: c, capture: capture, keys: map[string]KeyRange{}, specs: map[string][]KeySpec{},
-		asked: map[string]bool{}, db: map[uint64]int{}, seen: map[string]bool{}}, nil
+		asked: map[string]bool{}, db: map[uint64]int{}, seen: map[string]bool{}, named: map[string]bool{}}, nil
 }
 
 // Close closes the toucher's connection.
@@ -508,11 +539,17 @@ func (t *Toucher) Touch(conn uint64, step int, request []byte) ([]kavach.KeyStat
 			continue
 		}
 		key := c.Args[i+1]
-		if t.seen[string(key)] {
+		// Captured once per database; named once whatever the database
+		// (a cut asks every database for each name).
+		id := strconv.Itoa(t.db[conn]) + ":" + string(key)
+		if t.seen[id] {
 			continue
 		}
-		t.seen[string(key)] = true
-		t.names = append(t.names, append([]byte(nil), key...))
+		t.seen[id] = true
+		if !t.named[string(key)] {
+			t.named[string(key)] = true
+			t.names = append(t.names, append([]byte(nil), key...))
+		}
 		if !t.capture {
 			continue
 		}
