@@ -12,9 +12,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -370,6 +373,8 @@ var scriptCommands = map[string]func(){
 	"rclittl":  rclittlMain,
 	"noprocs":  noprocsMain,
 	"relaunch": relaunchMain,
+	"service":  serviceMain,
+	"withaddr": withaddrMain,
 
 	"jsonfile": jsonfileMain,
 	"status":   statusMain,
@@ -504,6 +509,70 @@ func jsonfileMain() {
 		err = fmt.Errorf("%s is not JSON:\n%s", os.Args[1], b)
 	}
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// serviceMain: service ADDRFILE [ARG...] — run Debian's redis-server as an
+// operator runs a service (a free loopback port, persisting nothing, in
+// the current directory), write its address to ADDRFILE once it answers,
+// and stop it when killed (or when this process dies).
+func serviceMain() {
+	port, err := launch.FreePort()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--logfile", "service.log"}, os.Args[2:]...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		cmd.Process.Kill()
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			fmt.Fprintln(os.Stderr, "service: redis-server not ready")
+			os.Exit(1)
+		}
+	}
+	os.WriteFile(os.Args[1]+".tmp", []byte(addr+"\n"), 0o644)
+	os.Rename(os.Args[1]+".tmp", os.Args[1])
+	cmd.Wait()
+}
+
+// withaddrMain: withaddr ADDRFILE CMD ARG... — run CMD with every ARG
+// that is "ADDR" replaced by the address in ADDRFILE.
+func withaddrMain() {
+	addr, err := os.ReadFile(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	args := slices.Clone(os.Args[2:])
+	for i, a := range args {
+		if a == "ADDR" {
+			args[i] = strings.TrimSpace(string(addr))
+		}
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := syscall.Exec(path, args, os.Environ()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
