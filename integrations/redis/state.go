@@ -144,13 +144,23 @@ func Snapshot(ctx context.Context, addr string, dst io.Writer) (int64, error) {
 	if _, err := c.conn.Write(AppendCommand(nil, []byte("SYNC"))); err != nil {
 		return 0, fmt.Errorf("snapshot of %s: %w", addr, err)
 	}
+	n, err := c.readSync(dst)
+	var refused *RefusedError
+	if err != nil && !errors.As(err, &refused) {
+		err = fmt.Errorf("snapshot of %s: %w", addr, err)
+	}
+	return n, err
+}
+
+// readSync reads the reply to SYNC, the copy streamed to dst.
+func (c *client) readSync(dst io.Writer) (int64, error) {
 	// While it writes the copy the service sends newlines to keep the
 	// link alive; then "$LEN\r\n" or "$EOF:MARK\r\n" and the bytes.
 	var line []byte
 	for {
-		line, err = c.line()
-		if err != nil {
-			return 0, fmt.Errorf("snapshot of %s: %w", addr, err)
+		var err error
+		if line, err = c.line(); err != nil {
+			return 0, err
 		}
 		if len(line) > 0 {
 			break
@@ -160,14 +170,17 @@ func Snapshot(ctx context.Context, addr string, dst io.Writer) (int64, error) {
 	case line[0] == '-':
 		return 0, &RefusedError{Reply: string(line[1:])}
 	case line[0] != '$':
-		return 0, fmt.Errorf("snapshot of %s: unexpected reply to SYNC: %q", addr, line)
+		return 0, fmt.Errorf("unexpected reply to SYNC: %q", head64(line))
 	}
 	if mark, ok := bytes.CutPrefix(line[1:], []byte("EOF:")); ok {
+		if len(mark) != 40 {
+			return 0, fmt.Errorf("bad end mark in %q", head64(line))
+		}
 		return c.copyUntil(dst, mark)
 	}
 	n, err := strconv.ParseInt(string(line[1:]), 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("snapshot of %s: bad length in %q", addr, line)
+		return 0, fmt.Errorf("bad length in %q", head64(line))
 	}
 	pre := min(int64(len(c.buf)), n)
 	if _, err := dst.Write(c.buf[:pre]); err != nil {
@@ -176,10 +189,12 @@ func Snapshot(ctx context.Context, addr string, dst io.Writer) (int64, error) {
 	c.buf = c.buf[pre:]
 	m, err := io.CopyN(dst, c.r, n-pre)
 	if err != nil {
-		return pre + m, fmt.Errorf("snapshot of %s: after %d of %d bytes: %w", addr, pre+m, n, err)
+		return pre + m, fmt.Errorf("cut short after %d of %d bytes: %w", pre+m, n, err)
 	}
 	return n, nil
 }
+
+func head64(b []byte) []byte { return b[:min(len(b), 64)] }
 
 // line reads one line, its "\r\n" or "\n" cut.
 func (c *client) line() ([]byte, error) {
@@ -188,6 +203,9 @@ func (c *client) line() ([]byte, error) {
 			l := bytes.TrimSuffix(c.buf[:i], []byte("\r"))
 			c.buf = c.buf[i+1:]
 			return l, nil
+		}
+		if len(c.buf) > 4096 {
+			return nil, fmt.Errorf("a line of more than 4096 bytes: %q…", head64(c.buf))
 		}
 		chunk := make([]byte, 4096)
 		n, err := c.r.Read(chunk)
@@ -219,7 +237,7 @@ func (c *client) copyUntil(dst io.Writer, mark []byte) (int64, error) {
 		m, err := c.r.Read(chunk)
 		c.buf = append(c.buf, chunk[:m]...)
 		if err != nil && m == 0 {
-			return n, fmt.Errorf("snapshot: cut short after %d bytes: %w", n, err)
+			return n, fmt.Errorf("cut short after %d bytes: %w", n, err)
 		}
 	}
 }
