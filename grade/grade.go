@@ -325,8 +325,9 @@ func (d *diff) gatherEvidence(rs *replays) (Evidence, *traces, error) {
 func (d *diff) newEvidence(rs *replays) Evidence {
 	o, n := rs.oldRuns[0], rs.newRun
 	ev := Evidence{
-		Failure:    d.failure,
-		Contract:   d.contract,
+		Failure:      d.failure,
+		Contract:     d.contract,
+		StateLacking: d.fx.StateLacking(),
 		Noise:      []replay.NoiseField{},
 		Old:        OldEvidence{Runs: d.opts.OldRuns, Clock: o.Clock, Stopped: o.Stopped},
 		New:        NewEvidence{Clock: n.Clock, Stopped: n.Stopped, Exit: n.Exit},

@@ -29,6 +29,7 @@ const (
 	reasonBelowFloor   = "below-floor"
 	reasonTooCostly    = "invariants-too-costly"
 	reasonContained    = "contained"
+	reasonMissingState = "missing-state"
 )
 
 // Report is what `kavach diff` writes: the verdict, every finding, and
@@ -173,6 +174,12 @@ type Evidence struct {
 	// request of one of them that both builds refuse, on the same inputs,
 	// is a changed refusal.
 	FailureFamily []string `json:"failure_family,omitempty"`
+	// StateLacking: the fixture was recorded in front of a running
+	// service and holds none of its state (recorded before fixtures held
+	// it, or with --state none), so a difference every replay of the old
+	// build agrees on is the state it lacks, not noise (docs/replay.md,
+	// "State").
+	StateLacking bool `json:"state_lacking,omitempty"`
 	// Omitted is how many steps of a long recording, before its variants'
 	// window (and before the failing step), are not listed in Old.Steps
 	// and New.Steps: each ran on both builds with the recorded outcome and

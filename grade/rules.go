@@ -31,6 +31,9 @@ func Derive(ev Evidence) (Verdict, []Finding) {
 	if reason := containedFailure(ev); reason != "" {
 		return Verdict{Kind: Unverified, Reason: reasonContained + ": " + reason}, nil
 	}
+	if f, ok := missingState(ev, ev.Failure.Step); ok {
+		return Verdict{Kind: Unverified, Reason: reasonMissingState + ": " + replay.MissingStateReason(f)}, nil
+	}
 	if reason := notReproduced(ev); reason != "" {
 		return Verdict{Kind: Unverified, Reason: reasonNotReproduce + ": " + reason}, nil
 	}
@@ -140,6 +143,18 @@ func notReproduced(ev Evidence) string {
 	return ""
 }
 
+// missingState is, for a fixture that lacks the state of the service it
+// was recorded in front of, the first field before step before (0: any)
+// where the old build's replays all gave one value the recording did not
+// have (replay.MissingState): the state it lacks, never noise, and never
+// a verdict that grades the new build on it. Observed: the replays agree.
+func missingState(ev Evidence, before int) (replay.NoiseField, bool) {
+	if !ev.StateLacking {
+		return replay.NoiseField{}, false
+	}
+	return replay.MissingState(ev.Noise, before)
+}
+
 // containedFailure says why the failing step was not compared, or "":
 // Kavach withheld it (or its reply was known to differ) on the old build's
 // replay or the new build's. Neither reproduced nor fixed can then be said.
@@ -173,6 +188,9 @@ func containedFailure(ev Evidence) string {
 func deriveContract(ev Evidence) (Verdict, []Finding) {
 	if reason := notReplayed(ev); reason != "" {
 		return Verdict{Kind: Unverified, Reason: "not-replayed: " + reason}, nil
+	}
+	if f, ok := missingState(ev, 0); ok {
+		return Verdict{Kind: Unverified, Reason: reasonMissingState + ": " + replay.MissingStateReason(f)}, nil
 	}
 	noise := noiseOf(ev)
 	oldViolated := map[int]bool{}

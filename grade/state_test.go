@@ -286,6 +286,12 @@ func TestStateOfARunningService(t *testing.T) {
 			} else if ok, _ := reproduces(t, fx, tr); ok {
 				t.Fatal("replayed from no state, the incident still reproduces: the test proves nothing")
 			}
+			// Graded without its state, the fixture is said to lack it,
+			// at the first read the old build's replays all answer
+			// otherwise: never noise, never a verdict on the new build.
+			if rep := diff(t, &empty, b.old, b.pristine, 10); !strings.HasPrefix(rep.Verdict, "unverified(missing-state: step ") {
+				t.Errorf("correct fix on the fixture without its state: %s, want unverified(missing-state: …)", rep.Verdict)
+			}
 
 			if rep := diff(t, fx, b.old, b.pristine, 10); rep.Verdict != "fixed" {
 				t.Errorf("correct fix: %s, want fixed\nfindings: %+v", rep.Verdict, rep.Findings)

@@ -50,6 +50,7 @@ type ReplayResult struct {
 	counts       map[string]int      // steps by status
 	violated     func(int) bool      // nil: no invariant failure
 	parts        *jsonParts          // with JSON
+	missing      string              // the state the fixture lacks, said; "" when none
 }
 
 // Reproduced reports whether the build reproduced the recording.
@@ -66,7 +67,13 @@ func (res *ReplayResult) Close() {
 // Print writes the table of kavach replay: the first run judged step by
 // step against the recording.
 func (res *ReplayResult) Print(w io.Writer) error {
-	return res.runs.print(w, res.Verification, res.noise, res.seen, res.counts, res.violated)
+	if err := res.runs.print(w, res.Verification, res.noise, res.seen, res.counts, res.violated); err != nil {
+		return err
+	}
+	if res.missing != "" {
+		fmt.Fprintf(w, "missing   %s\n", res.missing)
+	}
+	return nil
 }
 
 // PrintJSON writes {"noise", "traces", "verification"} as a JSON object;
@@ -154,7 +161,25 @@ func (res *ReplayResult) run(ctx context.Context, l kavach.Launch, fx *fixtures.
 	}
 	res.violated = violated
 	res.Verification, res.noise, res.seen, res.counts, err = runs.judge(fx.Failure, violated, res.parts)
-	return err
+	if err != nil {
+		return err
+	}
+	// A fixture without the state of the service it was recorded in
+	// front of: a difference every run agrees on is that state missing.
+	if fx.StateLacking() {
+		before := 0
+		if fx.Failure != nil {
+			before = fx.Failure.Step
+		}
+		if f, ok := replay.MissingState(res.seen, before); ok {
+			res.missing = replay.MissingStateReason(f)
+			res.Verification.Reproduced = false
+			if v := &res.Verification; v.FirstDifferent == 0 || f.Step < v.FirstDifferent {
+				v.FirstDifferent = f.Step
+			}
+		}
+	}
+	return nil
 }
 
 // replayInvariants reads the invariants file given (whether or not the

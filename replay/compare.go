@@ -486,3 +486,44 @@ func (n Noise) SeenStep(want StepResult, got ...StepResult) []NoiseField {
 	}
 	return out
 }
+
+// MissingState is the first field, at a step before before (0: any step),
+// where every replay of the old build differed from the recording and
+// all of them gave the same value: what a build started without the
+// state the recording's service held does (a read of data it never got),
+// which the old build's replays agree on. ok false: none. It is asked of
+// a fixture recorded in front of a running service that holds none of
+// its state (docs/replay.md, "State"): there such a difference is the
+// fixture lacking state, never noise.
+func MissingState(seen []NoiseField, before int) (f NoiseField, ok bool) {
+	for _, s := range seen {
+		if before > 0 && s.Step >= before {
+			continue
+		}
+		if s.Of > 0 && s.Differed == s.Of && len(s.Values) <= 2 && (!ok || s.Step < f.Step) {
+			f, ok = s, true
+		}
+	}
+	return f, ok
+}
+
+// MissingStateReason says what MissingState found, for a person: the
+// step, the values, and how to record the state.
+func MissingStateReason(f NoiseField) string {
+	want, got := "(missing)", "(missing)"
+	if len(f.Values) > 0 {
+		want = f.Values[0]
+	}
+	if len(f.Values) > 1 {
+		got = f.Values[1]
+	}
+	return fmt.Sprintf("step %d %s: every replay of the old build gives %s, the recording %s, and the fixture holds none of the state of the service it was recorded in front of; record it again (kavach record --upstream takes the service's state by default)",
+		f.Step, f.Path, cutValue(got), cutValue(want))
+}
+
+func cutValue(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}
