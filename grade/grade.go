@@ -328,12 +328,12 @@ func (d *diff) newEvidence(rs *replays) Evidence {
 		Failure:      d.failure,
 		Contract:     d.contract,
 		StateLacking: d.fx.StateLacking(),
-		Noise:      []replay.NoiseField{},
-		Old:        OldEvidence{Runs: d.opts.OldRuns, Clock: o.Clock, Stopped: o.Stopped},
-		New:        NewEvidence{Clock: n.Clock, Stopped: n.Stopped, Exit: n.Exit},
-		Variants:   VariantsEvidence{Min: d.opts.MinVariants, List: []VariantEvidence{}},
-		Invariants: []InvariantEvidence{},
-		Inputs:     rs.inputs,
+		Noise:        []replay.NoiseField{},
+		Old:          OldEvidence{Runs: d.opts.OldRuns, Clock: o.Clock, Stopped: o.Stopped},
+		New:          NewEvidence{Clock: n.Clock, Stopped: n.Stopped, Exit: n.Exit},
+		Variants:     VariantsEvidence{Min: d.opts.MinVariants, List: []VariantEvidence{}},
+		Invariants:   []InvariantEvidence{},
+		Inputs:       rs.inputs,
 	}
 	if fl := d.fx.Header.Floor; fl != nil {
 		ev.Floor = &FloorEvidence{Floor: *fl, Variants: d.opts.Variants, MinVariants: d.opts.MinVariants, Seed: d.opts.Seed}
