@@ -74,14 +74,8 @@ func recordCommand() *cli.Command {
 					return usagef("", "--upstream %q: %v: give the running service's HOST:PORT, such as 127.0.0.1:6379", s.Upstream, err)
 				}
 			}
-			s.State, s.StateWhole, s.StateBuild = c.String("state"), c.Bool("state-whole"), c.String("state-build")
-			switch s.State {
-			case "", fixtures.StateSnapshot, fixtures.StateFirstTouch, fixtures.StateNone:
-			default:
-				return usagef("", "--state %q: want snapshot, first-touch or none", s.State)
-			}
-			if (s.State != "" || s.StateWhole || s.StateBuild != "") && s.Upstream == "" {
-				return usagef("", "--state, --state-whole and --state-build take the state of a running service: give --upstream ADDR (a build Kavach starts starts empty)")
+			if err := stateFlags(c, &s); err != nil {
+				return err
 			}
 			switch {
 			case s.Upstream != "" && c.NArg() > 0:
@@ -120,4 +114,19 @@ func recordCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// stateFlags sets how the session takes the state of a running service
+// (docs/record.md, "State") from --state, --state-whole and --state-build.
+func stateFlags(c *cli.Context, s *record.Session) error {
+	s.State, s.StateWhole, s.StateBuild = c.String("state"), c.Bool("state-whole"), c.String("state-build")
+	switch s.State {
+	case "", fixtures.StateSnapshot, fixtures.StateFirstTouch, fixtures.StateNone:
+	default:
+		return usagef("", "--state %q: want snapshot, first-touch or none", s.State)
+	}
+	if (s.State != "" || s.StateWhole || s.StateBuild != "") && s.Upstream == "" {
+		return usagef("", "--state, --state-whole and --state-build take the state of a running service: give --upstream ADDR (a build Kavach starts starts empty)")
+	}
+	return nil
 }
