@@ -322,7 +322,8 @@ const RedactedRaw = "<redacted raw bytes>"
 
 // Launch is how to start one build: the executable and its arguments,
 // where "{port}" and "{dir}" are replaced by a free loopback port and a
-// fresh directory. No shell is involved.
+// fresh directory, and "{state}" by the build's copy of its state
+// directory (State). No shell is involved.
 type Launch struct {
 	Path string   `json:"path"`
 	Args []string `json:"args,omitempty"`
@@ -334,6 +335,14 @@ type Launch struct {
 	// fresh directory as dump.rdb): the state a fixture recorded. Never
 	// written to a fixture.
 	Data string `json:"-"`
+	// State, when set, is a directory of the files the service loads at
+	// start-up and writes back (a fixture's state directory, or the one
+	// a recording was given): each start copies it into the build's
+	// fresh directory, and "{state}" in the arguments and environment
+	// names that copy. The build never writes into State itself. A
+	// launch whose arguments name "{state}" without one is refused.
+	// Never written to a fixture.
+	State string `json:"-"`
 }
 
 // KeyState is one key of the state a recording started from: its value
@@ -349,10 +358,15 @@ type KeyState struct {
 
 // Seed is the state a replay starts each build from (docs/replay.md,
 // "State"): a data file the build loads at start-up, keys restored
-// before the first step, or both; nil or empty: an empty build.
+// before the first step, a state directory, or a mix; nil or empty: an
+// empty build.
 type Seed struct {
 	Data string     // a data file (Launch.Data); "" for none
 	Keys []KeyState // restored, in order, before the first step
+	// Dir is a state directory (Launch.State), extracted from the
+	// fixture and checked once: every build started copies it as
+	// "{state}". "" for none.
+	Dir string
 	// Held is how many keys each database holds once the build has
 	// started from the seed, as the recording saw it; the replay checks
 	// it (Abilities.Held) before the first step. Nil: not checked.
@@ -360,7 +374,7 @@ type Seed struct {
 }
 
 // Empty reports whether the seed holds no state.
-func (s *Seed) Empty() bool { return s == nil || s.Data == "" && len(s.Keys) == 0 }
+func (s *Seed) Empty() bool { return s == nil || s.Data == "" && s.Dir == "" && len(s.Keys) == 0 }
 
 // Process is a running build.
 type Process interface {

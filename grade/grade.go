@@ -94,6 +94,11 @@ func Run(ctx context.Context, rec *fixtures.Recording, old, new kavach.Launch, o
 	}
 	defer removeSeed()
 	d.ropts.Seed = seed
+	if seed != nil && seed.Dir != "" {
+		// Every start of a build, not only its replays' (the old build
+		// asked the steps' keys), gets a copy of the state directory.
+		d.old.State, d.new.State = seed.Dir, seed.Dir
+	}
 	if err := d.findKeys(ctx); err != nil {
 		return nil, err
 	}

@@ -21,6 +21,12 @@ func integrations() map[string]kavach.Integration {
 	}
 }
 
+// TakesStateDir reports whether protocol's launched builds can be given
+// a state directory (kavach record --state-dir): services whose state is
+// files they load at start-up and write back. A Redis build's state is
+// its data file, taken from a running service (--upstream, --state).
+func TakesStateDir(protocol string) bool { return protocol == axum.Protocol }
+
 // codecFor returns the integration of a fixture's protocol, or nil when
 // none knows it (show then prints printable bytes).
 func codecFor(protocol string) kavach.Integration {

@@ -67,7 +67,13 @@ type recordJSON struct {
 // recording started from, for kavach record and kavach show.
 func StateLine(st *fixtures.State) string {
 	what := fmt.Sprintf("%s, %d keys, %d bytes", st.Mode, st.Keys, st.Bytes)
-	if st.Format != "" {
+	if st.Mode == fixtures.StateDir {
+		files := "files"
+		if st.Files == 1 {
+			files = "file"
+		}
+		what = fmt.Sprintf("%s, %d %s, %d bytes", st.Mode, st.Files, files, st.Bytes)
+	} else if st.Format != "" {
 		what = fmt.Sprintf("%s, a %s data file of %d bytes", st.Mode, st.Format, st.Bytes)
 	}
 	if st.Note != "" {

@@ -161,7 +161,10 @@ func (v *FixtureView) writeHeader(w io.Writer) {
 	switch st := v.fx.State; {
 	case st != nil:
 		fmt.Fprintf(w, "state     %s\n", safe(StateLine(st)))
-		if st.Keys > 0 || st.Bytes > 0 {
+		switch {
+		case st.Mode == fixtures.StateDir:
+			fmt.Fprintf(w, "          warning: it holds the files of the build's state directory as they were: treat the fixture as you treat that data\n")
+		case st.Keys > 0 || st.Bytes > 0:
 			fmt.Fprintf(w, "          warning: it holds the service's data as it was (%s): treat the fixture as you treat that data\n",
 				map[bool]string{true: "its whole snapshot", false: "the keys the recording names"}[st.Whole])
 		}

@@ -34,20 +34,21 @@ import (
 type Spawn struct {
 	Launch kavach.Launch
 	// Defaults come before Launch.Args (so the user's arguments win where
-	// the service lets a later argument override an earlier one). "{port}"
-	// and "{dir}" are replaced in both.
+	// the service lets a later argument override an earlier one). "{port}",
+	// "{dir}" and "{state}" are replaced in both.
 	Defaults []string
 	// Safety come after Launch.Args, so that they always win: what keeps a
 	// build on the loopback interface, in its fresh directory, without
-	// persistence, whatever a fixture or a user asks. "{port}" and "{dir}"
-	// are replaced in them too.
+	// persistence, whatever a fixture or a user asks. "{port}", "{dir}"
+	// and "{state}" are replaced in them too.
 	Safety []string
 	// Shared come after Safety where the build shares Kavach's network
 	// (the kernel refused it a namespace of its own: Isolation): what the
 	// integration adds to keep such a build from reaching out.
 	Shared []string
 	// Env is added to the build's environment (which is otherwise Kavach's
-	// own); "{port}" and "{dir}" are replaced in it too (PORT={port}).
+	// own); "{port}", "{dir}" and "{state}" are replaced in it too
+	// (PORT={port}).
 	Env []string
 	// Ready probes the service at addr and returns nil once it answers.
 	// It is called every 20 ms until it succeeds or StartTimeout passes.
@@ -67,6 +68,14 @@ type Spawn struct {
 	// cannot be given one (Launch.Data is then an error).
 	DataFile string
 }
+
+// StateDir is the name of the copy of Launch.State in a build's fresh
+// directory: what "{state}" names.
+const StateDir = "state"
+
+// statePlaceholder names the build's copy of its state directory in its
+// arguments and environment.
+const statePlaceholder = "{state}"
 
 // Spawned is a build started by Spawn. It implements Process.
 type Spawned struct {
@@ -155,6 +164,9 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.Launch.State == "" && s.namesState() {
+		return nil, &StartError{Path: path, Reason: "cannot be started: its arguments name {state}, but it was given no state directory (record with --state-dir DIR)"}
+	}
 	Sweep()
 	Subreaper()
 	dir, err := os.MkdirTemp(s.Dir, DirPattern("build"))
@@ -162,6 +174,10 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 		return nil, fmt.Errorf("build %s: fresh directory: %w", path, err)
 	}
 	if err := s.seed(dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, &StartError{Path: path, Reason: "cannot be started: " + err.Error()}
+	}
+	if err := s.copyState(dir); err != nil {
 		os.RemoveAll(dir)
 		return nil, &StartError{Path: path, Reason: "cannot be started: " + err.Error()}
 	}
@@ -207,15 +223,21 @@ func executable(path string) (string, error) {
 }
 
 // command makes p's command, not yet started: the build at path run in
-// dir with its arguments ({port} and {dir} replaced), its environment and
-// its process group, its output kept, stopped by Stop once ctx is done.
+// dir with its arguments ({port}, {dir} and {state} replaced), its
+// environment and its process group, its output kept, stopped by Stop
+// once ctx is done.
 func (s Spawn) command(ctx context.Context, p *Spawned, path, dir string, port int, isolated bool) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	pairs := []string{"{port}", strconv.Itoa(port), "{dir}", dir}
+	if s.Launch.State != "" {
+		pairs = append(pairs, statePlaceholder, filepath.Join(dir, StateDir))
+	}
+	// One pass: a value put in is never replaced again.
+	r := strings.NewReplacer(pairs...)
 	expand := func(args []string) []string {
 		out := make([]string, len(args))
 		for i, a := range args {
-			a = strings.ReplaceAll(a, "{port}", strconv.Itoa(port))
-			out[i] = strings.ReplaceAll(a, "{dir}", dir)
+			out[i] = r.Replace(a)
 		}
 		return out
 	}
@@ -666,4 +688,86 @@ func (s Spawn) seed(dir string) error {
 		return fmt.Errorf("data file %s: %w", s.Launch.Data, err)
 	}
 	return out.Close()
+}
+
+// namesState reports whether the build's arguments or environment name
+// {state}.
+func (s Spawn) namesState() bool {
+	for _, list := range [][]string{s.Defaults, s.Launch.Args, s.Safety, s.Shared, s.Env, s.Launch.Env} {
+		for _, a := range list {
+			if strings.Contains(a, statePlaceholder) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// copyState copies Launch.State into dir as StateDir: the build's own
+// copy, which it may change; the original is never written. Regular files
+// and directories only (their permission bits and modification times
+// kept); anything else is refused.
+func (s Spawn) copyState(dir string) error {
+	if s.Launch.State == "" {
+		return nil
+	}
+	src := s.Launch.State
+	dst := filepath.Join(dir, StateDir)
+	st, err := os.Stat(src)
+	if err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("state directory %s: not a directory", src)
+	}
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("state directory: %w", err)
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return fmt.Errorf("state directory: %w", err)
+		}
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return fmt.Errorf("state directory: %w", err)
+		}
+		switch {
+		case d.IsDir():
+			if err := os.Mkdir(to, info.Mode().Perm()|0o700); err != nil {
+				return fmt.Errorf("state directory: %w", err)
+			}
+			return nil
+		case d.Type().IsRegular():
+			if err := copyFile(p, to, info); err != nil {
+				return fmt.Errorf("state directory %s: %w", src, err)
+			}
+			return nil
+		default:
+			return fmt.Errorf("state directory %s: %s is not a regular file or a directory (%s)", src, rel, d.Type())
+		}
+	})
+}
+
+// copyFile copies the regular file from to a new file to, with info's
+// permission bits and modification time.
+func copyFile(from, to string, info os.FileInfo) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode().Perm()|0o400)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chtimes(to, info.ModTime(), info.ModTime())
 }

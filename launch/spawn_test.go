@@ -460,3 +460,99 @@ func TestWrapperOrphansReaped(t *testing.T) {
 		t.Errorf("this process's own child's exit: %v, want its own status (killed)", err)
 	}
 }
+
+// TestSpawnStateDir: a build given a state directory (Launch.State) starts
+// with a copy of it in its fresh directory, named by {state} in its
+// arguments and environment; what it writes there never reaches the
+// original, the next start gets a fresh copy, and Stop removes it. A
+// launch naming {state} without one is refused before anything starts,
+// and a state directory holding a symbolic link is refused.
+func TestSpawnStateDir(t *testing.T) {
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "sub"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"items.json": "original", "sub/a.txt": "a"} {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	// It reports what it found, then writes into its copy.
+	path := script(t, `cat "$2/items.json" > "$OUT/seen"
+cat "$2/sub/a.txt" >> "$OUT/seen"
+stat -c %a "$2/items.json" > "$OUT/mode"
+echo "$STATE_ENV" > "$OUT/env"
+echo changed > "$2/items.json"
+touch "$2/new"
+echo "$2" > "$OUT/path.tmp" && mv "$OUT/path.tmp" "$OUT/path"
+exec python3 -m http.server --bind 127.0.0.1 "$4" >/dev/null 2>&1
+`)
+	ready := func(context.Context, string) error {
+		_, err := os.Stat(filepath.Join(out, "path"))
+		return err
+	}
+	spawn := Spawn{
+		Launch: kavach.Launch{Path: path, Args: []string{"--state", "{state}", "--port", "{port}"}, Env: []string{"OUT=" + out, "STATE_ENV={state}"}, State: src},
+		Ready:  ready,
+	}
+	for run := 1; run <= 2; run++ {
+		os.Remove(filepath.Join(out, "path"))
+		p, err := spawn.Start(context.Background())
+		for try := 1; try < 3 && err != nil && strings.Contains(err.Error(), "exited during start-up"); try++ {
+			// Another test's server took the free port (as in
+			// TestSpawnReadyAndStop).
+			p, err = spawn.Start(context.Background())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := func(name string) string {
+			b, _ := os.ReadFile(filepath.Join(out, name))
+			return strings.TrimSpace(string(b))
+		}
+		copyDir := filepath.Join(p.Dir(), StateDir)
+		if got := read("path"); got != copyDir {
+			t.Errorf("run %d: {state} in the arguments is %q, want %q", run, got, copyDir)
+		}
+		if got := read("env"); got != copyDir {
+			t.Errorf("run %d: {state} in the environment is %q, want %q", run, got, copyDir)
+		}
+		if got := read("seen"); got != "originala" {
+			t.Errorf("run %d: the build saw %q, want the original files", run, got)
+		}
+		if got := read("mode"); got != "640" {
+			t.Errorf("run %d: the copy's mode is %s, want 640", run, got)
+		}
+		p.Stop()
+		if _, err := os.Stat(copyDir); !os.IsNotExist(err) {
+			t.Errorf("run %d: the copy outlived the build: %v", run, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(src, "items.json")); string(b) != "original" {
+		t.Errorf("the original state directory was written: items.json is %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(src, "new")); !os.IsNotExist(err) {
+		t.Errorf("the build's new file reached the original: %v", err)
+	}
+
+	// {state} without a state directory: refused, in the arguments or
+	// the environment.
+	for _, l := range []kavach.Launch{
+		{Path: path, Args: []string{"--state", "{state}"}},
+		{Path: path, Env: []string{"DATA={state}/x"}},
+	} {
+		_, err := Spawn{Launch: l, Ready: ready}.Start(context.Background())
+		var se *StartError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), "name {state}, but it was given no state directory") {
+			t.Errorf("%+v: %v, want refused", l, err)
+		}
+	}
+	// A state directory holding a symbolic link.
+	if err := os.Symlink("/etc/passwd", filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spawn.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "link is not a regular file or a directory") {
+		t.Errorf("state directory with a symbolic link: %v, want refused", err)
+	}
+}

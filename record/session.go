@@ -48,6 +48,12 @@ type Session struct {
 	// loads it); "" for the service's own executable, when it names one
 	// on this machine.
 	StateBuild string
+	// StateDir, with Launch, is the directory of the files the build
+	// loads at start-up and writes back (--state-dir): copied before the
+	// build starts (the build is given a copy, as "{state}" in its
+	// arguments and environment, and never writes into StateDir), and
+	// written into the fixture as its state (fixtures.StateDir).
+	StateDir string
 }
 
 // Result is what a finished recording holds.
@@ -56,7 +62,7 @@ type Result struct {
 	Failure *kavach.Failure
 	Reason  string // why the recording stopped
 	Build   *fixtures.Build
-	State   *fixtures.State // the state written, for a recording in front of a running service
+	State   *fixtures.State // the state written: a running service's, or a launched build's state directory
 }
 
 // Run records until ctx is done (SIGINT, SIGTERM) or the launched build
@@ -67,6 +73,11 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	h := fixtures.Header{Protocol: protocol, Volatile: s.Volatile, Redact: s.Redact}
 	upstream := s.Upstream
 	var proc kavach.Process
+	sd, err := s.openStateDir()
+	if err != nil {
+		return res, err
+	}
+	defer sd.close()
 	if s.Launch != nil {
 		// Record the build as an absolute path, found on PATH like any
 		// command when it has no slash, so replays start the same file.
@@ -77,6 +88,7 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 		if p, err := filepath.Abs(build.Path); err == nil {
 			build.Path = p
 		}
+		build.State = sd.path()
 		s.Launch = &build
 		sum, err := fixtures.SHA256File(s.Launch.Path)
 		if err != nil {
@@ -97,7 +109,7 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 			version = s.Proxy.Codec.Version(ctx, upstream)
 		}
 		h.Build = &fixtures.Build{Path: s.Launch.Path, SHA256: sum, Version: version}
-		h.Launch = s.Launch
+		h.Launch, h.State = s.Launch, sd.mode()
 		// Redacting, the integration removes secrets from the launch
 		// arguments written to the header (the build gets them as given).
 		if redactArgs := s.Proxy.Codec.Abilities().RedactArgs; s.Proxy.Redactor != nil && redactArgs != nil {
@@ -137,6 +149,10 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	abandon := func() {
 		w.Close(fixtures.End{Reason: "did not start"})
 		os.Remove(s.Out)
+	}
+	if res.State, err = sd.write(w); err != nil {
+		abandon()
+		return res, err
 	}
 	p, err := Start(opts, h.Start)
 	if err != nil {

@@ -217,7 +217,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		if len(seed.Keys) > 0 && restore == nil {
 			return nil, false, fmt.Errorf("replay: the fixture holds keys of the state it started from, which the %s integration cannot restore", opts.Integration.Protocol())
 		}
-		build.Data = seed.Data
+		build.Data, build.State = seed.Data, seed.Dir // State: copied by each start, as {state}
 	}
 	proc, err := opts.Integration.Start(ctx, build)
 	if err == nil && !opts.Seed.Empty() && len(opts.Seed.Keys) > 0 {

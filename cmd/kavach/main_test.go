@@ -26,6 +26,7 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/axumbuild"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/launch"
@@ -68,6 +69,8 @@ func TestScripts(t *testing.T) {
 		"REDIS_SCRIPTS_FCALL":  redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsFcallOnly)...),
 		"REDIS_SAFE_OLD":       redisbuild.MustBuild(t, incidents.PatchPaths(incidents.SafeIntegerOld)...),
 		"REDIS_SAFE_EXPIRE":    redisbuild.MustBuild(t, incidents.PatchPaths(incidents.SafeIntegerExpireOnly)...),
+		// The axum service with its planted split bug (record_state_dir).
+		"AXUM_SPLIT_OLD": axumbuild.MustBuild(t, axumbuild.MustPatch(t, "split-panics.patch")),
 	}
 	// The GETRANGE incident, recorded once on the old build; each script
 	// gets a copy as getrange.kavach.

@@ -43,6 +43,7 @@ func recordCommand() *cli.Command {
 			&cli.StringFlag{Name: "state", Usage: "with --upstream, how to take the state the service holds: `snapshot` (the default; first-touch where the service refuses it), first-touch or none"},
 			&cli.BoolFlag{Name: "state-whole", Usage: "keep the whole snapshot, not only the keys the recording names"},
 			&cli.StringFlag{Name: "state-build", Usage: "cut the snapshot with the build at `PATH` (default: the service's own executable)"},
+			&cli.StringFlag{Name: "state-dir", Usage: "with -- BUILD ARGS (http), the directory `DIR` of the files the build loads at start-up and writes back: the build gets a copy, named {state} in its arguments, and the fixture keeps DIR's files for its replays"},
 			&cli.BoolFlag{Name: "json", Usage: "print what was recorded as JSON on stdout when the recording ends"},
 		},
 		OnUsageError: onUsageError,
@@ -117,7 +118,8 @@ func recordCommand() *cli.Command {
 }
 
 // stateFlags sets how the session takes the state of a running service
-// (docs/record.md, "State") from --state, --state-whole and --state-build.
+// (docs/record.md, "State") from --state, --state-whole and --state-build,
+// and a launched build's state directory from --state-dir (checkStateDir).
 func stateFlags(c *cli.Context, s *record.Session) error {
 	s.State, s.StateWhole, s.StateBuild = c.String("state"), c.Bool("state-whole"), c.String("state-build")
 	switch s.State {
@@ -128,5 +130,41 @@ func stateFlags(c *cli.Context, s *record.Session) error {
 	if (s.State != "" || s.StateWhole || s.StateBuild != "") && s.Upstream == "" {
 		return usagef("", "--state, --state-whole and --state-build take the state of a running service: give --upstream ADDR (a build Kavach starts starts empty)")
 	}
+	return checkStateDir(c, s)
+}
+
+// checkStateDir checks --state-dir against the rest of the command line
+// and sets it in s: a launched build's (not --upstream's), of a protocol
+// whose builds keep their state in files, an existing directory, and
+// named {state} in the build's arguments (-- BUILD ARGS); {state} without
+// it is refused. Nothing to record at all is said by the caller.
+func checkStateDir(c *cli.Context, s *record.Session) error {
+	dir := c.String("state-dir")
+	names := false
+	if c.NArg() > 0 {
+		for _, a := range c.Args().Tail() {
+			names = names || strings.Contains(a, "{state}")
+		}
+	}
+	switch {
+	case dir == "" && names:
+		return usagef("", "the build's arguments name {state}, but no state directory was given: give --state-dir DIR (the directory of the files it loads at start-up)")
+	case dir == "":
+		return nil
+	case s.Upstream != "":
+		return usagef("", "--state-dir gives a build Kavach starts its state directory: give -- BUILD ARGS, not --upstream (a running service's state is taken with --state)")
+	case !grading.TakesStateDir(c.String("protocol")):
+		return usagef("", "--state-dir: the %s protocol's builds keep their state in a data file: record in front of the running service (--upstream ADDR) to take it", c.String("protocol"))
+	}
+	if c.NArg() == 0 {
+		return nil
+	}
+	if err := record.CheckStateDir(dir); err != nil {
+		return usagef("", "--state-dir %q: %v: give the directory of the files the build loads at start-up and writes back", dir, err)
+	}
+	if !names {
+		return usagef("", "--state-dir %q: the build's arguments do not name {state}, the copy of it the build is given (for example: -- BUILD --state {state})", dir)
+	}
+	s.StateDir = dir
 	return nil
 }

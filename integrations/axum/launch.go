@@ -8,14 +8,19 @@ import (
 
 // CheckArgs checks the launch arguments a fixture recorded before a build
 // is started with them. An HTTP service's options are its own, so nothing
-// but the port Kavach gives it is allowed: "--port {port}" (or
-// "--port={port}"). Anything else is refused with the argument named.
+// but what Kavach gives it is allowed: the port, "--port {port}" (or
+// "--port={port}"), and the copy of the state directory the fixture
+// holds, "--state {state}" (or "--state={state}"). Anything else is
+// refused with the argument named.
 func CheckArgs(args []string) error {
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
-		case a == "--port={port}":
-		case a == "--port" && i+1 < len(args) && args[i+1] == "{port}":
+		case a == "--port={port}", a == "--state={state}":
+		case a == "--port" && i+1 < len(args) && args[i+1] == "{port}",
+			a == "--state" && i+1 < len(args) && args[i+1] == "{state}":
 			i++
+		case a == "--state" && i+1 < len(args):
+			return &launch.LaunchRefused{Arg: a + " " + args[i+1], Why: "a state directory, which Kavach gives the build itself ({state})"}
 		case a == "--port" && i+1 < len(args):
 			return &launch.LaunchRefused{Arg: a + " " + args[i+1], Why: "a network setting, which Kavach sets itself ({port})"}
 		default:

@@ -10,7 +10,7 @@ import (
 )
 
 func TestCheckArgs(t *testing.T) {
-	for _, args := range [][]string{nil, {"--port", "{port}"}, {"--port={port}"}} {
+	for _, args := range [][]string{nil, {"--port", "{port}"}, {"--port={port}"}, {"--port", "{port}", "--state", "{state}"}, {"--state={state}"}} {
 		if err := CheckArgs(args); err != nil {
 			t.Errorf("CheckArgs(%q) = %v, want allowed", args, err)
 		}
@@ -23,6 +23,9 @@ func TestCheckArgs(t *testing.T) {
 		{[]string{"--port", "{port}", "--bind", "0.0.0.0"}, "--bind"},
 		{[]string{"--config", "/etc/app.toml"}, "--config"},
 		{[]string{"--port"}, "--port"},
+		{[]string{"--state", "/etc"}, "--state /etc"},
+		{[]string{"--state={dir}"}, "--state={dir}"},
+		{[]string{"--data", "{state}"}, "--data"},
 	} {
 		var lr *launch.LaunchRefused
 		if err := CheckArgs(tc.args); !errors.As(err, &lr) || lr.Arg != tc.arg {

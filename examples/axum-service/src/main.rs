@@ -22,8 +22,14 @@
 //! Listens on 127.0.0.1:PORT, PORT from `--port N` or else from the PORT
 //! environment variable (else 3000; 0 picks a free port), and prints
 //! "listening on 127.0.0.1:N" to stderr once it accepts connections.
+//!
+//! Items live in memory only, unless `--state DIR` is given: then they are
+//! loaded from DIR/items.json at start-up (none when it is not there) and
+//! written back there after each change (to a temporary file, renamed), as
+//! {"last_id": N, "items": [...]}.
 
 use std::collections::BTreeMap;
+use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -38,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 const DEFAULT_PORT: u16 = 3000;
 
-#[derive(Clone, Serialize)]
+#[derive(Clone, Serialize, Deserialize)]
 struct Item {
     id: u64,
     name: String,
@@ -79,6 +85,62 @@ struct ErrorBody {
 struct Store {
     last_id: u64,
     items: BTreeMap<u64, Item>,
+    /// DIR/items.json, with `--state DIR`: written after each change.
+    file: Option<PathBuf>,
+}
+
+/// What DIR/items.json holds.
+#[derive(Serialize, Deserialize)]
+struct StoreFile {
+    last_id: u64,
+    items: Vec<Item>,
+}
+
+impl Store {
+    /// The store of `--state DIR`: DIR/items.json, or empty when the file
+    /// is not there.
+    fn load(dir: &FsPath) -> Result<Store, String> {
+        if !dir.is_dir() {
+            return Err(format!("--state {}: not a directory", dir.display()));
+        }
+        let file = dir.join("items.json");
+        let mut store = Store {
+            file: Some(file.clone()),
+            ..Store::default()
+        };
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(store),
+            Err(e) => return Err(format!("{}: {e}", file.display())),
+        };
+        let saved: StoreFile =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        store.last_id = saved.last_id;
+        store.items = saved
+            .items
+            .into_iter()
+            .map(|item| (item.id, item))
+            .collect();
+        Ok(store)
+    }
+
+    /// Writes the items back, with `--state DIR`: to a temporary file,
+    /// renamed over items.json, so that a reader never sees half of it.
+    fn save(&self) {
+        let Some(file) = &self.file else { return };
+        let saved = StoreFile {
+            last_id: self.last_id,
+            items: self.items.values().cloned().collect(),
+        };
+        let tmp = file.with_extension("json.tmp");
+        let written = serde_json::to_vec(&saved)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(&tmp, bytes))
+            .and_then(|()| std::fs::rename(&tmp, file));
+        if let Err(e) = written {
+            eprintln!("axum-service: cannot write {}: {e}", file.display());
+        }
+    }
 }
 
 /// What the metrics middleware counts.
@@ -104,6 +166,34 @@ impl AppState {
     /// done.
     fn store(&self) -> MutexGuard<'_, Store> {
         self.store.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The store, for a change: written back (with `--state DIR`) once the
+    /// change is done and the lock is let go.
+    fn change(&self) -> StoreChange<'_> {
+        StoreChange(self.store())
+    }
+}
+
+/// The store locked for a change (AppState::change): saved when dropped.
+struct StoreChange<'a>(MutexGuard<'a, Store>);
+
+impl std::ops::Deref for StoreChange<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for StoreChange<'_> {
+    fn deref_mut(&mut self) -> &mut Store {
+        &mut self.0
+    }
+}
+
+impl Drop for StoreChange<'_> {
+    fn drop(&mut self) {
+        self.0.save();
     }
 }
 
@@ -146,7 +236,7 @@ async fn create_item(
     if new.quantity < 1 {
         return Err(error(StatusCode::UNPROCESSABLE_ENTITY, "quantity must be at least 1"));
     }
-    let mut store = state.store();
+    let mut store = state.change();
     store.last_id += 1;
     let id = store.last_id;
     let item = Item {
@@ -180,7 +270,7 @@ async fn delete_item(
     id: Result<Path<u64>, PathRejection>,
 ) -> Result<StatusCode, ApiError> {
     let Path(id) = id.map_err(bad_path)?;
-    let removed = state.store().items.remove(&id);
+    let removed = state.change().items.remove(&id);
     removed.map(|_| StatusCode::NO_CONTENT).ok_or_else(|| not_found(id))
 }
 
@@ -274,45 +364,64 @@ fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// The port: `--port N` (or `--port=N`) wins over the PORT environment
-/// variable; neither gives DEFAULT_PORT.
-fn port_from(args: &[String], env: Option<String>) -> Result<u16, String> {
+/// The port and the state directory: `--port N` (or `--port=N`) wins over
+/// the PORT environment variable; neither gives DEFAULT_PORT. `--state DIR`
+/// (or `--state=DIR`) is optional.
+fn args_from(args: &[String], env: Option<String>) -> Result<(u16, Option<PathBuf>), String> {
     let parse = |what: &str, s: &str| {
         s.trim()
             .parse::<u16>()
             .map_err(|_| format!("{what}: not a port number: {s:?}"))
     };
     let mut port = None;
+    let mut state = None;
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
-        if arg == "--port" {
-            let value = args.get(i + 1).ok_or("--port needs a value")?;
-            port = Some(parse("--port", value)?);
+        if arg == "--port" || arg == "--state" {
+            let value = args.get(i + 1).ok_or(format!("{arg} needs a value"))?;
+            if arg == "--port" {
+                port = Some(parse("--port", value)?);
+            } else {
+                state = Some(PathBuf::from(value));
+            }
             i += 2;
             continue;
         }
         if let Some(value) = arg.strip_prefix("--port=") {
             port = Some(parse("--port", value)?);
+        } else if let Some(value) = arg.strip_prefix("--state=") {
+            state = Some(PathBuf::from(value));
         } else {
-            return Err(format!("unknown argument {arg:?} (usage: axum-service [--port N])"));
+            return Err(format!(
+                "unknown argument {arg:?} (usage: axum-service [--port N] [--state DIR])"
+            ));
         }
         i += 1;
     }
-    match (port, env) {
-        (Some(p), _) => Ok(p),
-        (None, Some(s)) if !s.is_empty() => parse("PORT", &s),
-        _ => Ok(DEFAULT_PORT),
-    }
+    let port = match (port, env) {
+        (Some(p), _) => p,
+        (None, Some(s)) if !s.is_empty() => parse("PORT", &s)?,
+        _ => DEFAULT_PORT,
+    };
+    Ok((port, state))
 }
 
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let port = port_from(&args, std::env::var("PORT").ok()).unwrap_or_else(|e| {
+    let (port, state_dir) = args_from(&args, std::env::var("PORT").ok()).unwrap_or_else(|e| {
         eprintln!("axum-service: {e}");
         std::process::exit(2);
     });
+    let mut state = AppState::default();
+    if let Some(dir) = state_dir {
+        let store = Store::load(&dir).unwrap_or_else(|e| {
+            eprintln!("axum-service: {e}");
+            std::process::exit(2);
+        });
+        state.store = Arc::new(Mutex::new(store));
+    }
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .unwrap_or_else(|e| {
@@ -321,7 +430,7 @@ async fn main() {
         });
     let addr = listener.local_addr().expect("local address of a bound socket");
     eprintln!("listening on {addr}");
-    if let Err(e) = axum::serve(listener, app(AppState::default())).await {
+    if let Err(e) = axum::serve(listener, app(state)).await {
         eprintln!("axum-service: {e}");
         std::process::exit(1);
     }
