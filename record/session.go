@@ -79,44 +79,12 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	}
 	defer sd.close()
 	if s.Launch != nil {
-		// Record the build as an absolute path, found on PATH like any
-		// command when it has no slash, so replays start the same file.
-		build := *s.Launch
-		if p, err := exec.LookPath(build.Path); err == nil {
-			build.Path = p
-		}
-		if p, err := filepath.Abs(build.Path); err == nil {
-			build.Path = p
-		}
-		build.State = sd.path()
-		s.Launch = &build
-		sum, err := fixtures.SHA256File(s.Launch.Path)
-		if err != nil {
-			return res, &launch.StartError{Path: s.Launch.Path, Reason: "cannot be started: " + err.Error()}
-		}
-		// The build outlives ctx: the recording stops first, and stops it
-		// once the proxy is closed.
-		proc, err = s.Proxy.Codec.Start(context.WithoutCancel(ctx), *s.Launch)
-		if err != nil {
+		var stop func() *kavach.Exit
+		if proc, stop, err = s.startBuild(ctx, &h, sd); err != nil {
 			return res, err
 		}
-		defer proc.Stop()
+		defer stop()
 		upstream = proc.Addr()
-		version := ""
-		if identify := s.Proxy.Codec.Abilities().Identify; identify != nil {
-			version = identify(ctx, *s.Launch)
-		} else {
-			version = s.Proxy.Codec.Version(ctx, upstream)
-		}
-		h.Build = &fixtures.Build{Path: s.Launch.Path, SHA256: sum, Version: version}
-		h.Launch, h.State = s.Launch, sd.mode()
-		// Redacting, the integration removes secrets from the launch
-		// arguments written to the header (the build gets them as given).
-		if redactArgs := s.Proxy.Codec.Abilities().RedactArgs; s.Proxy.Redactor != nil && redactArgs != nil {
-			hl := *s.Launch
-			hl.Args = redactArgs(hl.Args)
-			h.Launch = &hl
-		}
 		res.Build = h.Build
 	} else {
 		h.Upstream = upstream
@@ -195,6 +163,50 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	}
 	err = errors.Join(closeErr, p.Err(), stateErr, w.Close(fixtures.End{Duration: time.Since(h.Start), Reason: res.Reason}))
 	return res, err
+}
+
+// startBuild starts the launched build (s.Launch, made absolute, given
+// the state directory's copy) for the recording, and fills in what the
+// header says of it. The build outlives ctx; the caller stops it.
+func (s *Session) startBuild(ctx context.Context, h *fixtures.Header, sd *stateDir) (kavach.Process, func() *kavach.Exit, error) {
+	// Record the build as an absolute path, found on PATH like any
+	// command when it has no slash, so replays start the same file.
+	build := *s.Launch
+	if p, err := exec.LookPath(build.Path); err == nil {
+		build.Path = p
+	}
+	if p, err := filepath.Abs(build.Path); err == nil {
+		build.Path = p
+	}
+	build.State = sd.path()
+	s.Launch = &build
+	sum, err := fixtures.SHA256File(s.Launch.Path)
+	if err != nil {
+		return nil, nil, &launch.StartError{Path: s.Launch.Path, Reason: "cannot be started: " + err.Error()}
+	}
+	// The build outlives ctx: the recording stops first, and stops it
+	// once the proxy is closed.
+	proc, err := s.Proxy.Codec.Start(context.WithoutCancel(ctx), *s.Launch)
+	if err != nil {
+		return nil, nil, err
+	}
+	upstream := proc.Addr()
+	version := ""
+	if identify := s.Proxy.Codec.Abilities().Identify; identify != nil {
+		version = identify(ctx, *s.Launch)
+	} else {
+		version = s.Proxy.Codec.Version(ctx, upstream)
+	}
+	h.Build = &fixtures.Build{Path: s.Launch.Path, SHA256: sum, Version: version}
+	h.Launch, h.State = s.Launch, sd.mode()
+	// Redacting, the integration removes secrets from the launch
+	// arguments written to the header (the build gets them as given).
+	if redactArgs := s.Proxy.Codec.Abilities().RedactArgs; s.Proxy.Redactor != nil && redactArgs != nil {
+		hl := *s.Launch
+		hl.Args = redactArgs(hl.Args)
+		h.Launch = &hl
+	}
+	return proc, proc.Stop, nil
 }
 
 func writeAtomic(path, content string) error {

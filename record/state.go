@@ -156,7 +156,10 @@ func (st *stateTaker) scratch(ctx context.Context, start time.Time, cut bool) ([
 		}
 		build = p
 	}
-	proc, stop, err := replay.StartAt(ctx, st.in, kavach.Launch{Path: build, Data: st.data}, start)
+	// A large snapshot takes the scratch instance a while to load (a
+	// gigabyte: about six seconds idle, more under load): it is given
+	// minutes, not the ten seconds a build's start usually gets.
+	proc, stop, err := replay.StartAt(ctx, st.in.WithStartTimeout(scratchStartTimeout), kavach.Launch{Path: build, Data: st.data}, start)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -173,6 +176,10 @@ func (st *stateTaker) scratch(ctx context.Context, start time.Time, cut bool) ([
 	keys, err := st.ab.Cut(ctx, proc.Addr(), st.toucher.Names(), start)
 	return keys, held, err
 }
+
+// scratchStartTimeout bounds the start of the scratch instance that loads
+// a snapshot.
+const scratchStartTimeout = 10 * time.Minute
 
 func cmpOr(a, b string) string {
 	if a != "" {

@@ -489,7 +489,8 @@ func (n Noise) SeenStep(want StepResult, got ...StepResult) []NoiseField {
 
 // MissingState is the first field, at a step before before (0: any step),
 // where every replay of the old build differed from the recording and
-// all of them gave the same value: what a build started without the
+// all of them gave the same value, one that says the data is not there
+// (absent): what a build started without the
 // state the recording's service held does (a read of data it never got),
 // which the old build's replays agree on. ok false: none. It is asked of
 // a fixture recorded in front of a running service that holds none of
@@ -500,11 +501,28 @@ func MissingState(seen []NoiseField, before int) (f NoiseField, ok bool) {
 		if before > 0 && s.Step >= before {
 			continue
 		}
-		if s.Of > 0 && s.Differed == s.Of && len(s.Values) <= 2 && (!ok || s.Step < f.Step) {
+		if s.Of > 0 && s.Differed == s.Of && len(s.Values) <= 2 && absent(s.Values) && (!ok || s.Step < f.Step) {
 			f, ok = s, true
 		}
 	}
 	return f, ok
+}
+
+// absent reports whether the replays' one value (values[1]; none when
+// the field was missing in them) is what a service answers for data it
+// does not hold: nothing, an empty string or collection, a zero count, a
+// time to live of a missing key (-2), where the recording had something
+// else. A consistent difference of another kind (an idle time, a
+// server's age) is not missing data: it stays noise.
+func absent(values []string) bool {
+	if len(values) < 2 {
+		return true
+	}
+	switch values[1] {
+	case "null", "[]", "{}", `""`, "0", "-2":
+		return true
+	}
+	return false
 }
 
 // MissingStateReason says what MissingState found, for a person: the

@@ -212,28 +212,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		defer clock.Close()
 	}
 
-	restore := opts.Integration.Abilities().Restore
-	if seed := opts.Seed; !seed.Empty() {
-		if len(seed.Keys) > 0 && restore == nil {
-			return nil, false, fmt.Errorf("replay: the fixture holds keys of the state it started from, which the %s integration cannot restore", opts.Integration.Protocol())
-		}
-		build.Data, build.State = seed.Data, seed.Dir // State: copied by each start, as {state}
-	}
-	proc, err := opts.Integration.Start(ctx, build)
-	if err == nil && !opts.Seed.Empty() && len(opts.Seed.Keys) > 0 {
-		// Before the first step, with the clock at the recording's
-		// start: a key whose expiry has passed there is not restored.
-		if err = restore(ctx, proc.Addr(), opts.Seed.Keys); err != nil {
-			proc.Stop()
-			err = fmt.Errorf("replay: build %s: %w", build.Path, err)
-		}
-	}
-	if err == nil && !opts.Seed.Empty() {
-		if err = checkHeld(ctx, opts, proc.Addr()); err != nil {
-			proc.Stop()
-			err = fmt.Errorf("replay: build %s: %w", build.Path, err)
-		}
-	}
+	proc, err := startSeeded(ctx, build, opts)
 	if err != nil && ctx.Err() != nil {
 		// Stopped by a signal before the build was up: an interrupted
 		// replay with no step run, as one stopped later would be.
@@ -1568,6 +1547,39 @@ func (r *runner) closeAll() {
 			c.nc.Close()
 		}
 	}
+}
+
+// startSeeded starts build from the state opts.Seed holds (docs/replay.md,
+// "State"): its data file given to the build, its state directory copied
+// by each start as {state}, its keys restored, and what the build then
+// holds checked, all before the first step, with the clock at the
+// recording's start (a key whose expiry has passed there is not
+// restored).
+func startSeeded(ctx context.Context, build kavach.Launch, opts Options) (kavach.Process, error) {
+	seed := opts.Seed
+	if seed.Empty() {
+		return opts.Integration.Start(ctx, build)
+	}
+	restore := opts.Integration.Abilities().Restore
+	if len(seed.Keys) > 0 && restore == nil {
+		return nil, fmt.Errorf("replay: the fixture holds keys of the state it started from, which the %s integration cannot restore", opts.Integration.Protocol())
+	}
+	build.Data, build.State = seed.Data, seed.Dir
+	proc, err := opts.Integration.Start(ctx, build)
+	if err != nil {
+		return nil, err
+	}
+	if len(seed.Keys) > 0 {
+		err = restore(ctx, proc.Addr(), seed.Keys)
+	}
+	if err == nil {
+		err = checkHeld(ctx, opts, proc.Addr())
+	}
+	if err != nil {
+		proc.Stop()
+		return nil, fmt.Errorf("replay: build %s: %w", build.Path, err)
+	}
+	return proc, nil
 }
 
 // checkHeld checks, before the first step, that the build started from

@@ -27,25 +27,7 @@ func recordCommand() *cli.Command {
 			"a request unanswered, or the build dies, that step is recorded as the failure (a crash).\n"+
 			"Secrets (AUTH passwords and the like) are redacted unless --keep-secrets.",
 			"kavach record --protocol resp --out incident.kavach --ready-file addr -- ./redis-server-old"),
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "protocol", Required: true, Usage: "the service's protocol: `resp` or http"},
-			&cli.StringFlag{Name: "out", Required: true, Usage: "write the fixture to `FIXTURE` (must not exist)"},
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:0", Usage: "accept clients on `ADDR` (port 0: any free port)"},
-			&cli.StringFlag{Name: "upstream", Usage: "record in front of the running service at `ADDR`"},
-			&cli.StringFlag{Name: "fail-on", Usage: "make the first reply this oracle fires on the failure: error or error:`CLASS`"},
-			&cli.BoolFlag{Name: "keep-secrets", Usage: "do not redact passwords"},
-			&cli.StringFlag{Name: "ready-file", Usage: "write the listening address to `FILE` once ready"},
-			&cli.BoolFlag{Name: "verbose", Usage: "log every connection"},
-			&cli.StringSliceFlag{Name: "redact", Usage: "also redact the HTTP header, query parameter or JSON member `NAME` (repeatable; docs/security.md lists those always redacted)"},
-			&cli.StringSliceFlag{Name: "redact-param", Usage: "the same as --redact (kept for scripts)"},
-			&cli.StringSliceFlag{Name: "volatile", Usage: "a response header `NAME` that changes on every response: not compared on replay (repeatable)"},
-			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
-			&cli.StringFlag{Name: "state", Usage: "with --upstream, how to take the state the service holds: `snapshot` (the default; first-touch where the service refuses it), first-touch or none"},
-			&cli.BoolFlag{Name: "state-whole", Usage: "keep the whole snapshot, not only the keys the recording names"},
-			&cli.StringFlag{Name: "state-build", Usage: "cut the snapshot with the build at `PATH` (default: the service's own executable)"},
-			&cli.StringFlag{Name: "state-dir", Usage: "with -- BUILD ARGS (http), the directory `DIR` of the files the build loads at start-up and writes back: the build gets a copy, named {state} in its arguments, and the fixture keeps DIR's files for its replays"},
-			&cli.BoolFlag{Name: "json", Usage: "print what was recorded as JSON on stdout when the recording ends"},
-		},
+		Flags:        recordFlags(),
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if !grading.Speaks(c.String("protocol")) {
@@ -167,4 +149,27 @@ func checkStateDir(c *cli.Context, s *record.Session) error {
 	}
 	s.StateDir = dir
 	return nil
+}
+
+// recordFlags are kavach record's flags.
+func recordFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "protocol", Required: true, Usage: "the service's protocol: `resp` or http"},
+		&cli.StringFlag{Name: "out", Required: true, Usage: "write the fixture to `FIXTURE` (must not exist)"},
+		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:0", Usage: "accept clients on `ADDR` (port 0: any free port)"},
+		&cli.StringFlag{Name: "upstream", Usage: "record in front of the running service at `ADDR`"},
+		&cli.StringFlag{Name: "fail-on", Usage: "make the first reply this oracle fires on the failure: error or error:`CLASS`"},
+		&cli.BoolFlag{Name: "keep-secrets", Usage: "do not redact passwords"},
+		&cli.StringFlag{Name: "ready-file", Usage: "write the listening address to `FILE` once ready"},
+		&cli.BoolFlag{Name: "verbose", Usage: "log every connection"},
+		&cli.StringSliceFlag{Name: "redact", Usage: "also redact the HTTP header, query parameter or JSON member `NAME` (repeatable; docs/security.md lists those always redacted)"},
+		&cli.StringSliceFlag{Name: "redact-param", Usage: "the same as --redact (kept for scripts)"},
+		&cli.StringSliceFlag{Name: "volatile", Usage: "a response header `NAME` that changes on every response: not compared on replay (repeatable)"},
+		&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
+		&cli.StringFlag{Name: "state", Usage: "with --upstream, how to take the state the service holds: `snapshot` (the default; first-touch where the service refuses it), first-touch or none"},
+		&cli.BoolFlag{Name: "state-whole", Usage: "keep the whole snapshot, not only the keys the recording names"},
+		&cli.StringFlag{Name: "state-build", Usage: "cut the snapshot with the build at `PATH` (default: the service's own executable)"},
+		&cli.StringFlag{Name: "state-dir", Usage: "with -- BUILD ARGS (http), the directory `DIR` of the files the build loads at start-up and writes back: the build gets a copy, named {state} in its arguments, and the fixture keeps DIR's files for its replays"},
+		&cli.BoolFlag{Name: "json", Usage: "print what was recorded as JSON on stdout when the recording ends"},
+	}
 }
