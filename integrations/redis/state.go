@@ -598,7 +598,12 @@ func (t *Toucher) learn(name string, argv []string) error {
 		return fmt.Errorf("COMMAND INFO %s: %w", name, err)
 	}
 	if v.Kind == KindError {
-		return nil // a build before COMMAND INFO: keys unknown
+		// Where the keys are is unknown: the keys named cannot be said
+		// to hold what the recording read.
+		if t.whole == "" {
+			t.whole = fmt.Sprintf("the service did not say where the keys of %s are (COMMAND INFO: %s)", name, firstLine(v.Str))
+		}
+		return nil
 	}
 	keys, specs, _ := readCommandInfo(v)
 	maps.Copy(t.keys, keys)
