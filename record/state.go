@@ -1,6 +1,7 @@
 package record
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -142,7 +143,7 @@ func (st *stateTaker) finish(ctx context.Context, p *Proxy, w *fixtures.Writer, 
 // clock at the recording's start, and asks it how many keys each database
 // holds and, with cut, for the keys named.
 func (st *stateTaker) scratch(ctx context.Context, start time.Time, cut bool) ([]kavach.KeyState, map[int]int, error) {
-	build := cmpOr(st.s.StateBuild, st.exe)
+	build := cmp.Or(st.s.StateBuild, st.exe)
 	if build == "" {
 		return nil, nil, errors.New("no build to load it: the service does not name its executable (give --state-build)")
 	}
@@ -180,13 +181,6 @@ func (st *stateTaker) scratch(ctx context.Context, start time.Time, cut bool) ([
 // scratchStartTimeout bounds the start of the scratch instance that loads
 // a snapshot.
 const scratchStartTimeout = 10 * time.Minute
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
 
 func join(a, b string) string {
 	if a == "" {

@@ -51,17 +51,27 @@ type client struct {
 	buf  []byte
 }
 
-// dial connects to addr and authenticates with the environment's
-// credentials, if any.
-func dial(ctx context.Context, addr string) (*client, error) {
+// connect connects to addr, the connection bounded by ctx's deadline:
+// a build Kavach started (no credentials), or the start of dial.
+func connect(ctx context.Context, addr string) (*client, error) {
 	conn, err := launch.Dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	c := &client{conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
 	}
+	return &client{conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}, nil
+}
+
+// dial connects to addr and authenticates with the environment's
+// credentials, if any.
+func dial(ctx context.Context, addr string) (*client, error) {
+	c, err := connect(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	conn := c.conn
 	if pass := os.Getenv(EnvPassword); pass != "" {
 		args := []string{"AUTH", pass}
 		if user := os.Getenv(EnvUser); user != "" {
@@ -313,15 +323,11 @@ func (Integration) Restore(ctx context.Context, addr string, keys []kavach.KeySt
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	conn, err := launch.Dial(ctx, addr)
+	c, err := connect(ctx, addr)
 	if err != nil {
 		return fmt.Errorf("restore state: %w", err)
 	}
-	c := &client{conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}
 	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
 	const chunk = 256
 	db := 0
 	for start := 0; start < len(keys); start += chunk {
@@ -336,7 +342,7 @@ func (Integration) Restore(ctx context.Context, addr string, keys []kavach.KeySt
 			req = AppendCommand(req, []byte("RESTORE"), k.Key, []byte(strconv.FormatInt(k.ExpireAt, 10)), k.Dump, []byte("REPLACE"), []byte("ABSTTL"))
 			sent++
 		}
-		if _, err := conn.Write(req); err != nil {
+		if _, err := c.conn.Write(req); err != nil {
 			return fmt.Errorf("restore state: %w", err)
 		}
 		for range sent {
@@ -385,15 +391,11 @@ func keyspace(c *client) (map[int]int, error) {
 func (Integration) Held(ctx context.Context, addr string) (map[int]int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := launch.Dial(ctx, addr)
+	c, err := connect(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	c := &client{conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}
 	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
 	return keyspace(c)
 }
 
@@ -404,15 +406,11 @@ func (Integration) Held(ctx context.Context, addr string) (map[int]int, error) {
 func CutSnapshot(ctx context.Context, addr string, names [][]byte, now time.Time) ([]kavach.KeyState, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	conn, err := launch.Dial(ctx, addr)
+	c, err := connect(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("cut snapshot: %w", err)
 	}
-	c := &client{conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}
 	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
 	held, err := keyspace(c)
 	if err != nil {
 		return nil, fmt.Errorf("cut snapshot: %w", err)
