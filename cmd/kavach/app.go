@@ -29,8 +29,13 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		// urfave/cli's own help command answers "No help topic" for a verb
 		// it does not know, and exit 0: kavach has its own (helpCommand).
 		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {},
-		OnUsageError:    onUsageError,
+		// urfave/cli adds its --help/-h flag only to an app without a help
+		// command of its own; kavach has one (helpCommand), so the flag is
+		// given here. Without it, the flag package answers --help and -h
+		// with "flag: help requested" and exit 2.
+		Flags:          []cli.Flag{helpFlag()},
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:   onUsageError,
 		// Run with no verb, kavach shows its help; with one it does not
 		// know, it says so (the verbs are commands: a known one never
 		// reaches here).
@@ -55,6 +60,19 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			helpCommand(),
 			versionCommand(),
 		},
+	}
+}
+
+// helpFlag is kavach's --help, -h: the flag urfave/cli looks for to show
+// the help (its names are cli.HelpFlag's), one per app so that no app
+// shares a flag's parsed state with another. Given first, it is the help
+// verb (helpAsVerb).
+func helpFlag() cli.Flag {
+	return &cli.BoolFlag{
+		Name:               "help",
+		Aliases:            []string{"h"},
+		Usage:              "show the verbs, or with a verb its help (as kavach help does)",
+		DisableDefaultText: true,
 	}
 }
 

@@ -80,6 +80,17 @@ func oneArg(c *cli.Context, name string) (string, error) {
 	return a[0], nil
 }
 
+// helpAsVerb turns `kavach --help [VERB]` (or -h, -help) into `kavach
+// help [VERB]`, so that the flag answers as the verb does: a verb kavach
+// does not have is named with the nearest one, where urfave/cli's own
+// help would say "No help topic". A verb's own -h is left to the verb.
+func helpAsVerb(args []string) []string {
+	if len(args) < 2 || !slices.Contains([]string{"-h", "-help", "--help"}, args[1]) {
+		return args
+	}
+	return append([]string{args[0], "help"}, args[2:]...)
+}
+
 // interspersed moves a command's flags before its positional arguments,
 // so that `kavach show FIX --step 3` works as `kavach show --step 3 FIX`
 // does (urfave/cli v2 stops at the first positional argument). Nothing

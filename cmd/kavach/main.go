@@ -47,7 +47,7 @@ func (e *interrupted) Error() string {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	errw := newProgressLine(stderr)
 	app := newApp(stdin, stdout, errw)
-	err := app.RunContext(ctx, interspersed(app, args))
+	err := app.RunContext(ctx, interspersed(app, helpAsVerb(args)))
 	code := exitCode(err)
 	var sig *interrupted
 	if code == exitCannot && errors.As(context.Cause(ctx), &sig) {
