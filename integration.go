@@ -292,6 +292,48 @@ type StateTaking struct {
 	// itself, for a scratch instance of the same build; "" when it does
 	// not say.
 	Executable func(ctx context.Context, addr string) string
+	// Watch follows every command the service at addr runs, whatever
+	// client sent it (Redis: MONITOR), so that a recording keeps the
+	// writes that did not come through the proxy. Nil: not watched.
+	Watch func(ctx context.Context, addr string) (Watcher, error)
+}
+
+// Watcher follows the commands a running service runs, in the order it
+// runs them (StateTaking.Watch).
+type Watcher interface {
+	// Next blocks for the next command the service ran.
+	Next() (Ran, error)
+	// Keys are the keys a request names, and whether the service said
+	// where its keys are (false: it may touch any).
+	Keys(request []byte) ([][]byte, bool)
+	// Close ends the watch; a Next in progress returns an error.
+	Close() error
+}
+
+// Ran is one command a running service ran, as a Watcher saw it.
+type Ran struct {
+	Time time.Time // by the service's clock
+	DB   int
+	// Origin is the client's address as the service names it (the
+	// address a proxied connection dials from); for a command a script
+	// ran, its caller's.
+	Origin  string
+	Request []byte // the command, as a request of the protocol
+	Keys    [][]byte
+	// KeysKnown: the service said where its keys are.
+	KeysKnown bool
+	// Write: it may change the data (the service's own flags), or the
+	// scripts a later request runs.
+	Write bool
+	// Script: a script ran it; Caller: the command is a script's call
+	// (EVAL, FCALL), whose writes come as commands of their own.
+	Script, Caller bool
+	// Blocking: it may wait for another client.
+	Blocking bool
+	// Mark: the point a snapshot was taken at (Snapshot's own command).
+	Mark bool
+	// Same reports whether request, as a client sent it, is this command.
+	Same func(request []byte) bool
 }
 
 // Toucher follows the requests a recording forwards (StateTaking).
@@ -304,6 +346,9 @@ type Toucher interface {
 	// Whole says why the keys named cannot hold what the recording read
 	// (the first step that read more), or "".
 	Whole() string
+	// Origin is the address the service sees the captures come from
+	// (a Watcher's Ran.Origin), "" when none is captured.
+	Origin() string
 	Close() error
 }
 

@@ -61,6 +61,16 @@ const (
 	// connection's next event, and no recorded reply is matched to it.
 	// Never written by the recorder.
 	Inserted
+	// Foreign marks a write that did not come through the proxy: another
+	// client's, seen by the recorder's watch of the service, on a
+	// connection of its own (one per client address), where the service
+	// ran it. Its reply was not recorded. A replay sends it, waits for its
+	// reply before anything else, and compares nothing of it.
+	Foreign
+	// Unordered marks a Foreign write whose order relative to a proxied
+	// request naming one of its keys could not be known: a difference at
+	// a step reading its keys is that, not noise, not a regression.
+	Unordered
 )
 
 // Event is one thing that crossed the recording proxy.
@@ -68,7 +78,7 @@ type Event struct {
 	Seq    uint64        // position in the recording's one global order, from 1
 	Conn   uint64        // client connection id, from 1, in order of opening
 	Dir    Direction     // what the event is
-	Flags  EventFlags    // ParseError, Redacted, Inserted
+	Flags  EventFlags    // ParseError, Redacted, Inserted, Foreign, Unordered
 	Offset time.Duration // time since the recording started
 	Data   []byte        // exact wire bytes (for Open/Close: see Direction)
 }

@@ -60,7 +60,7 @@ func (g *StepGrouper) Add(ev Event) (step int, closed []int) {
 		}
 		g.n++
 		g.last[ev.Conn] = g.n
-		if n > 0 && ev.Flags&Inserted == 0 {
+		if n > 0 && ev.Flags&(Inserted|Foreign) == 0 {
 			g.pending[ev.Conn] = append(g.pending[ev.Conn], stepWait{g.n, n})
 		}
 		return g.n, nil

@@ -71,7 +71,7 @@ func (rep *Report) Checked() Checked {
 		for _, s := range ev.New.Steps {
 			if s.Contained != "" {
 				ck.Contained = append(ck.Contained, s.Step)
-			} else if s.Ran {
+			} else if s.Ran && !s.Foreign {
 				ck.StepsCompared++
 			}
 		}
@@ -88,12 +88,12 @@ func (rep *Report) Checked() Checked {
 		if s.Contained != "" {
 			ck.Contained = append(ck.Contained, s.Step)
 		}
-		if s.Step < ev.Failure.Step && s.Ran && s.Contained == "" {
+		if s.Step < ev.Failure.Step && s.Ran && !s.uncompared() {
 			ck.StepsCompared++
 		}
 		if s.Step > ev.Failure.Step {
 			ck.StepsAfterFailure++
-			if s.Ran && s.Contained == "" {
+			if s.Ran && !s.uncompared() {
 				ck.StepsAfterCompared++
 			}
 		}

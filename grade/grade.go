@@ -333,6 +333,7 @@ func (d *diff) newEvidence(rs *replays) Evidence {
 		Failure:      d.failure,
 		Contract:     d.contract,
 		StateLacking: d.fx.StateLacking(),
+		OrderUnknown: d.fx.OrderUnknown(),
 		Noise:        []replay.NoiseField{},
 		Old:          OldEvidence{Runs: d.opts.OldRuns, Clock: o.Clock, Stopped: o.Stopped},
 		New:          NewEvidence{Clock: n.Clock, Stopped: n.Stopped, Exit: n.Exit},
@@ -365,9 +366,9 @@ func (d *diff) addStep(ev *Evidence, s kavach.Step, noise replay.Noise, olds []r
 		return
 	}
 	req := d.opts.Integration.DescribeRequest(s.Request.Data, 200)
-	oe := StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: want.Outcome, Outcome: o.Outcome, Contained: o.Contained}
+	oe := StepEvidence{Step: s.N, Request: req, Ran: o.Ran, Recorded: want.Outcome, Outcome: o.Outcome, Contained: o.Contained, Foreign: want.Foreign}
 	se := StepEvidence{Step: s.N, Request: req, Ran: got.Ran, Recorded: want.Outcome, Outcome: got.Outcome, Output: got.Output,
-		Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds(), Contained: got.Contained}
+		Conn: s.Conn(), AtUS: s.Request.Offset.Microseconds(), Contained: got.Contained, Foreign: want.Foreign}
 	if kin := d.opts.Integration.Abilities().Kin; kin != nil && !contract && s.N >= f {
 		var family []string
 		se.Command, family = kin(s.Request.Data)
@@ -392,7 +393,7 @@ func (d *diff) addStep(ev *Evidence, s kavach.Step, noise replay.Noise, olds []r
 	if !contract && s.N >= f {
 		d.addKeys(&se)
 	}
-	if got.Ran && got.Contained == "" {
+	if got.Ran && got.Contained == "" && !want.Foreign {
 		se.Diffs = replay.Compare(want, got)
 		if len(se.Diffs) > 0 && len(want.Output) > 0 {
 			se.RecordedOutput = want.Output

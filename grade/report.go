@@ -30,6 +30,7 @@ const (
 	reasonTooCostly    = "invariants-too-costly"
 	reasonContained    = "contained"
 	reasonMissingState = "missing-state"
+	reasonOrderUnknown = "order-unknown"
 )
 
 // Report is what `kavach diff` writes: the verdict, every finding, and
@@ -180,6 +181,11 @@ type Evidence struct {
 	// build agrees on is the state it lacks, not noise (docs/replay.md,
 	// "State").
 	StateLacking bool `json:"state_lacking,omitempty"`
+	// OrderUnknown are the steps whose answer may depend on the order of
+	// a write of another client and a proxied request, which the
+	// recording could not know (fixtures.State.OrderUnknown): a
+	// difference there is that, never noise, never a regression.
+	OrderUnknown []int `json:"order_unknown,omitempty"`
 	// Omitted is how many steps of a long recording, before its variants'
 	// window (and before the failing step), are not listed in Old.Steps
 	// and New.Steps: each ran on both builds with the recorded outcome and
@@ -278,6 +284,10 @@ type StepEvidence struct {
 	// A contained step is neither a divergence nor a failure; a contained
 	// failing step leaves the verdict unverified(contained: ...).
 	Contained string `json:"contained,omitempty"`
+	// Foreign: the step is a write of another client that did not come
+	// through the recording's proxy (replay.StepResult.Foreign): applied
+	// where the service ran it, not compared.
+	Foreign bool `json:"foreign,omitempty"`
 }
 
 // VariantsEvidence is the variants generated and what each did.
@@ -435,3 +445,8 @@ func (ve VariantsEvidence) Spent() string {
 func OldUnmetNote(name string) string {
 	return fmt.Sprintf("the old build does not meet %s: expected for a feature", name)
 }
+
+// uncompared reports whether the step is not compared with the
+// recording: Kavach answered it (Contained), or it is a write of another
+// client (Foreign).
+func (s StepEvidence) uncompared() bool { return s.Contained != "" || s.Foreign }

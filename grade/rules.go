@@ -34,6 +34,9 @@ func Derive(ev Evidence) (Verdict, []Finding) {
 	if f, ok := missingState(ev, ev.Failure.Step); ok {
 		return Verdict{Kind: Unverified, Reason: reasonMissingState + ": " + replay.MissingStateReason(f)}, nil
 	}
+	if reason := orderUnknown(ev); reason != "" {
+		return Verdict{Kind: Unverified, Reason: reasonOrderUnknown + ": " + reason}, nil
+	}
 	if reason := notReproduced(ev); reason != "" {
 		return Verdict{Kind: Unverified, Reason: reasonNotReproduce + ": " + reason}, nil
 	}
@@ -41,7 +44,7 @@ func Derive(ev Evidence) (Verdict, []Finding) {
 	F := ev.Failure.Step
 	var findings []Finding
 	for _, s := range ev.New.Steps {
-		if !s.Ran || s.Contained != "" {
+		if !s.Ran || s.uncompared() {
 			continue
 		}
 		if s.Step < F {
@@ -123,7 +126,7 @@ func notReproduced(ev Evidence) string {
 			return ""
 		case !s.Ran:
 			return fmt.Sprintf("the old build's replay stopped before step %d: %s", s.Step, ev.Old.Stopped)
-		case s.Contained != "":
+		case s.uncompared():
 			// Not compared (containedFailure has the failing step's case).
 		case s.Step < F && (s.Outcome.Kind != s.Recorded.Kind || s.Outcome.Class != s.Recorded.Class):
 			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", s.Step, s.Outcome, s.Recorded)
@@ -153,6 +156,44 @@ func missingState(ev Evidence, before int) (replay.NoiseField, bool) {
 		return replay.NoiseField{}, false
 	}
 	return replay.MissingState(ev.Noise, before)
+}
+
+// orderUnknown says where a build's answer differs from the recording at
+// a step whose answer may depend on an order the recording could not know
+// (Evidence.OrderUnknown), or "": a replay of the old build that differs
+// there (noise included: the order may be what varies), or the new build
+// differing there, the outcome or the output. Neither a regression nor a
+// fix can be told from it.
+func orderUnknown(ev Evidence) string {
+	if len(ev.OrderUnknown) == 0 {
+		return ""
+	}
+	at := func(n int) bool { _, ok := slices.BinarySearch(ev.OrderUnknown, n); return ok }
+	first, who := 0, ""
+	note := func(n int, build string) {
+		if first == 0 || n < first {
+			first, who = n, build
+		}
+	}
+	for _, f := range ev.Noise {
+		if at(f.Step) {
+			note(f.Step, "the old build's replays")
+		}
+	}
+	for _, s := range ev.Old.Steps {
+		if at(s.Step) && s.Ran && !s.uncompared() && !sameKind(s.Outcome, s.Recorded) {
+			note(s.Step, "the old build")
+		}
+	}
+	for _, s := range ev.New.Steps {
+		if at(s.Step) && s.Ran && !s.uncompared() && (!sameKind(s.Outcome, s.Recorded) || len(s.Diffs) > 0) {
+			note(s.Step, "the new build")
+		}
+	}
+	if first == 0 {
+		return ""
+	}
+	return fmt.Sprintf("step %d differs from the recording on %s, and it may read what another client wrote in an order the recording could not know (kavach show lists the writes of other clients)", first, who)
 }
 
 // containedFailure says why the failing step was not compared, or "":
@@ -192,6 +233,9 @@ func deriveContract(ev Evidence) (Verdict, []Finding) {
 	if f, ok := missingState(ev, 0); ok {
 		return Verdict{Kind: Unverified, Reason: reasonMissingState + ": " + replay.MissingStateReason(f)}, nil
 	}
+	if reason := orderUnknown(ev); reason != "" {
+		return Verdict{Kind: Unverified, Reason: reasonOrderUnknown + ": " + reason}, nil
+	}
 	noise := noiseOf(ev)
 	oldViolated := map[int]bool{}
 	for _, s := range ev.Old.Steps {
@@ -208,8 +252,8 @@ func deriveContract(ev Evidence) (Verdict, []Finding) {
 			}
 			break
 		}
-		if s.Contained != "" {
-			continue // not compared: Kavach answered it, or its reply was known to differ
+		if s.uncompared() {
+			continue // not compared: Kavach answered it, its reply was known to differ, or another client sent it
 		}
 		if broken(s.Outcome) && s.Outcome.Kind != s.Recorded.Kind {
 			findings = append(findings, Finding{Verdict: Verdict{Kind: Diverged, Step: s.Step}, Request: s.Request, Expected: s.Recorded,
@@ -246,7 +290,7 @@ func notReplayed(ev Evidence) string {
 		switch {
 		case !s.Ran:
 			return fmt.Sprintf("the old build's replay stopped before step %d: %s", s.Step, ev.Old.Stopped)
-		case s.Contained != "":
+		case s.uncompared():
 			// not compared
 		case s.Outcome.Kind != s.Recorded.Kind || s.Outcome.Class != s.Recorded.Class:
 			return fmt.Sprintf("step %d gave %s on the old build, recorded %s", s.Step, s.Outcome, s.Recorded)

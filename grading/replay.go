@@ -51,6 +51,7 @@ type ReplayResult struct {
 	violated     func(int) bool      // nil: no invariant failure
 	parts        *jsonParts          // with JSON
 	missing      string              // the state the fixture lacks, said; "" when none
+	order        string              // a difference at a step of an order not known, said; "" when none
 }
 
 // Reproduced reports whether the build reproduced the recording.
@@ -69,6 +70,9 @@ func (res *ReplayResult) Close() {
 func (res *ReplayResult) Print(w io.Writer) error {
 	if err := res.runs.print(w, res.Verification, res.noise, res.seen, res.counts, res.violated); err != nil {
 		return err
+	}
+	if res.order != "" {
+		fmt.Fprintf(w, "order     %s\n", res.order)
 	}
 	if res.missing != "" {
 		fmt.Fprintf(w, "missing   %s\n", res.missing)
@@ -178,6 +182,21 @@ func (res *ReplayResult) run(ctx context.Context, l kavach.Launch, fx *fixtures.
 				v.FirstDifferent = f.Step
 			}
 		}
+	}
+	// A difference, noise included, at a step whose answer may depend on
+	// the order of another client's write: said as that.
+	for _, f := range res.seen {
+		if fx.State.OrderUnknownAt(f.Step) {
+			res.order = fmt.Sprintf("step %d %s differs from the recording, and it may read what another client wrote in an order the recording could not know", f.Step, f.Path)
+			res.Verification.Reproduced = false
+			if v := &res.Verification; v.FirstDifferent == 0 || f.Step < v.FirstDifferent {
+				v.FirstDifferent = f.Step
+			}
+			break
+		}
+	}
+	if v := &res.Verification; res.order == "" && v.FirstDifferent > 0 && fx.State.OrderUnknownAt(v.FirstDifferent) {
+		res.order = fmt.Sprintf("step %d differs from the recording, and it may read what another client wrote in an order the recording could not know", v.FirstDifferent)
 	}
 	return nil
 }
@@ -346,6 +365,9 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 		if c.Status == replay.StatusNotRun {
 			out = "-"
 		}
+		if c.Status == replay.StatusForeign {
+			recd = "-" // another client's: its reply was not recorded
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, c.Status, recd, out, r.codec.DescribeRequest(st.Request.Data, 48))
 		for _, d := range c.Diffs {
 			// Under REQUEST, the last column: a line with fewer cells
@@ -369,7 +391,7 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 	tw.Flush()
 	fmt.Fprintln(w)
 	var parts []string
-	for _, s := range []string{replay.StatusEqual, replay.StatusNoise, replay.StatusReproduced, replay.StatusDifferent, replay.StatusNotFailed, replay.StatusNotRun, replay.StatusAfterFailed, replay.StatusContained} {
+	for _, s := range []string{replay.StatusEqual, replay.StatusNoise, replay.StatusReproduced, replay.StatusDifferent, replay.StatusNotFailed, replay.StatusNotRun, replay.StatusAfterFailed, replay.StatusContained, replay.StatusForeign} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

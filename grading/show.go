@@ -91,6 +91,8 @@ func (v *FixtureView) outcome(s kavach.Step) string {
 		return string(kavach.OK)
 	case s.Closed:
 		return string(kavach.Crash)
+	case s.Request.Flags&kavach.Foreign != 0:
+		return "-"
 	}
 	return "no-reply"
 }
@@ -110,6 +112,9 @@ func (v *FixtureView) summarize(s kavach.Step, described []string) string {
 	case 0:
 		if s.Closed {
 			return "(connection closed)"
+		}
+		if s.Request.Flags&kavach.Foreign != 0 {
+			return "(another client's write, not through the proxy)"
 		}
 		return "(none)"
 	case 1:

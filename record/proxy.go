@@ -76,6 +76,8 @@ type Proxy struct {
 	captured      int
 	capturedBytes int64
 	touchErr      error
+	// watch, when set, holds events for the service's feed (foreign.go).
+	watch *watchState
 }
 
 // waitStep is a request still waiting for replies.
@@ -140,7 +142,12 @@ func (p *Proxy) Addr() net.Addr { return p.ln.Addr() }
 func (p *Proxy) Failure() *kavach.Failure {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.failure
+	if p.failure == nil || p.watch == nil {
+		return p.failure
+	}
+	f := *p.failure
+	f.Step = p.step(f.Step)
+	return &f
 }
 
 // Stats returns what was recorded so far.
@@ -186,6 +193,7 @@ func (p *Proxy) Close() error {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+	p.endWatch()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
@@ -247,6 +255,7 @@ type proxyConn struct {
 	id             uint64
 	client, server net.Conn
 	pending        []waitStep // requests waiting for replies; guarded by Proxy.mu
+	fed            []*fedReq  // requests the watch's feed has not shown; guarded by Proxy.mu
 }
 
 func (p *Proxy) serve(client net.Conn) {
@@ -280,6 +289,9 @@ func (p *Proxy) serve(client net.Conn) {
 	p.nextConn++
 	c := &proxyConn{id: p.nextConn, client: client, server: server}
 	p.conns[c.id] = c
+	if p.watch != nil {
+		p.watch.origins[server.LocalAddr().String()] = c
+	}
 	p.stats.Conns++
 	p.event(kavach.Event{Conn: c.id, Dir: kavach.Open})
 	p.mu.Unlock()
@@ -629,18 +641,11 @@ func (p *Proxy) record(c *proxyConn, dir kavach.Direction, batch []message) {
 	for i := range evs {
 		evs[i].Offset = now
 	}
-	first, err := p.opts.Fixture.Events(evs)
-	if err != nil && p.err == nil {
-		p.err = err
-		p.log.Error("write fixture", "err", err)
-	}
-	for i, m := range batch {
+	p.writeEvents(c, evs, batch)
+	for _, m := range batch {
 		if m.flags&kavach.ParseError != 0 {
 			p.stats.Unparsed++
 			m.replies = 1
-		}
-		if m.note != "" && err == nil {
-			p.write(fixtures.Record{Kind: fixtures.KindRedaction, Redaction: &fixtures.Redaction{Seq: first + uint64(i), Note: m.note}})
 		}
 		if dir == kavach.Request {
 			p.stats.Requests++
@@ -706,18 +711,61 @@ func (p *Proxy) redactReplies(red *kavach.Redaction, c *proxyConn, batch []messa
 	}
 }
 
-// event writes an event stamped with the time now. p.mu must be held.
-func (p *Proxy) event(ev kavach.Event) uint64 {
+// event writes an event stamped with the time now (a close is held for
+// a watch's feed; an open is not: opening early changes nothing). p.mu
+// must be held.
+func (p *Proxy) event(ev kavach.Event) {
 	ev.Offset = time.Since(p.start)
-	seq, err := p.opts.Fixture.Event(ev)
+	if p.watch != nil && ev.Dir != kavach.Open {
+		p.hold(heldRec{rec: fixtures.Record{Kind: fixtures.KindEvent, Event: &ev}})
+		return
+	}
+	p.writeEvent(ev)
+}
+
+// writeEvents writes the events of one read (batch's messages), with the
+// redaction notes of their messages, or holds them for a watch's feed.
+// p.mu must be held.
+func (p *Proxy) writeEvents(c *proxyConn, evs []kavach.Event, batch []message) {
+	if ws := p.watch; ws != nil {
+		prov := p.steps
+		for i := range evs {
+			h := heldRec{rec: fixtures.Record{Kind: fixtures.KindEvent, Event: &evs[i]}, note: batch[i].note}
+			if evs[i].Dir == kavach.Request {
+				prov++
+				h.prov = prov
+				if evs[i].Flags&kavach.ParseError == 0 {
+					keys, known := ws.w.Watcher.Keys(evs[i].Data)
+					h.fed = &fedReq{data: bytes.Clone(evs[i].Data), keys: keys, known: known, at: time.Now()}
+					c.fed = append(c.fed, h.fed)
+				}
+			}
+			p.hold(h)
+		}
+		return
+	}
+	first, err := p.opts.Fixture.Events(evs)
 	if err != nil && p.err == nil {
 		p.err = err
 		p.log.Error("write fixture", "err", err)
 	}
-	return seq
+	for i, m := range batch {
+		if m.note != "" && err == nil {
+			p.writeNow(fixtures.Record{Kind: fixtures.KindRedaction, Redaction: &fixtures.Redaction{Seq: first + uint64(i), Note: m.note}})
+		}
+	}
 }
 
+// write writes rec, or holds it for a watch's feed. p.mu must be held.
 func (p *Proxy) write(rec fixtures.Record) {
+	if p.watch != nil {
+		p.hold(heldRec{rec: rec})
+		return
+	}
+	p.writeNow(rec)
+}
+
+func (p *Proxy) writeNow(rec fixtures.Record) {
 	if err := p.opts.Fixture.Write(rec); err != nil && p.err == nil {
 		p.err = err
 		p.log.Error("write fixture", "err", err)

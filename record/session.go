@@ -44,6 +44,9 @@ type Session struct {
 	// StateWhole keeps the whole snapshot rather than cutting it to the
 	// keys the recording names.
 	StateWhole bool
+	// NoWatch leaves the writes of other clients unwatched (docs/record.md,
+	// "Writes by other clients"): a replay then never applies them.
+	NoWatch bool
 	// StateBuild is the build that cuts the snapshot (a scratch instance
 	// loads it); "" for the service's own executable, when it names one
 	// on this machine.
@@ -126,6 +129,10 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	if err != nil {
 		abandon()
 		return res, err
+	}
+	if st != nil && st.watcher != nil {
+		p.Watch(WatchOptions{Watcher: st.watcher, AfterMark: st.mode == fixtures.StateSnapshot, Capture: st.toucher.Origin()})
+		st.watcher = nil // the proxy closes it
 	}
 	if s.ReadyFile != "" {
 		if err := writeAtomic(s.ReadyFile, p.Addr().String()+"\n"); err != nil {

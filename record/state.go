@@ -29,6 +29,11 @@ type stateTaker struct {
 	data    string // the snapshot's temporary file; "" in first-touch mode
 	exe     string // the service's executable as it named it when the snapshot was taken
 	toucher kavach.Toucher
+	// watcher follows the service's feed for the writes of other clients
+	// (foreign.go), started before the snapshot so that it sees its mark;
+	// nil when not watched (watchNote says why).
+	watcher   kavach.Watcher
+	watchNote string
 }
 
 // takeState starts taking the state of the service at addr as s asks; nil
@@ -45,6 +50,7 @@ func (s Session) takeState(ctx context.Context, addr string) (*stateTaker, error
 		return nil, nil
 	}
 	st := &stateTaker{s: s, in: s.Proxy.Codec, ab: ab, mode: mode, addr: addr}
+	st.watch(ctx)
 	if mode == "" || mode == fixtures.StateSnapshot {
 		err := st.snapshot(ctx)
 		switch {
@@ -91,9 +97,30 @@ func (st *stateTaker) snapshot(ctx context.Context) error {
 	return err
 }
 
+// watch starts following the service's feed, unless asked not to; a
+// service that refuses it is recorded without (the note says so).
+func (st *stateTaker) watch(ctx context.Context) {
+	switch {
+	case st.s.NoWatch:
+		st.watchNote = "writes of other clients not watched (--no-watch)"
+	case st.ab.Watch == nil:
+		st.watchNote = "writes of other clients not watched: the protocol cannot"
+	default:
+		w, err := st.ab.Watch(ctx, st.addr)
+		if err != nil {
+			st.watchNote = "writes of other clients not watched: " + err.Error()
+			return
+		}
+		st.watcher = w
+	}
+}
+
 func (st *stateTaker) close() {
 	if st.toucher != nil {
 		st.toucher.Close()
+	}
+	if st.watcher != nil {
+		st.watcher.Close()
 	}
 	if st.data != "" {
 		os.Remove(st.data)
@@ -104,6 +131,7 @@ func (st *stateTaker) close() {
 // keys the recording named) once the proxy is closed.
 func (st *stateTaker) finish(ctx context.Context, p *Proxy, w *fixtures.Writer, start time.Time) (*fixtures.State, error) {
 	state := fixtures.State{Mode: st.mode, Note: st.note}
+	st.foreign(p, &state)
 	if st.mode == fixtures.StateFirstTouch {
 		n, bytes, err := p.Captured()
 		if err != nil {
@@ -187,4 +215,29 @@ func join(a, b string) string {
 		return b
 	}
 	return a + "; " + b
+}
+
+// foreign says in state what the watch of other clients' writes saw.
+func (st *stateTaker) foreign(p *Proxy, state *fixtures.State) {
+	if st.watchNote != "" {
+		state.Note = join(state.Note, st.watchNote)
+		return
+	}
+	fs, ended := p.Foreign()
+	state.Foreign, state.Unordered, state.OrderUnknown = fs.Written, fs.Unordered, p.OrderUnknown()
+	if fs.Written > 0 {
+		state.Note = join(state.Note, fmt.Sprintf("%d writes of other clients replayed where the service ran them", fs.Written))
+	}
+	if fs.Unordered > 0 {
+		state.Note = join(state.Note, fmt.Sprintf("%d of them in an order not known against a proxied request naming the same key", fs.Unordered))
+	}
+	if fs.Absorbed > 0 {
+		state.Note = join(state.Note, fmt.Sprintf("%d writes of other clients before the first touch of their keys, in the captures", fs.Absorbed))
+	}
+	if fs.Blocking > 0 {
+		state.Note = join(state.Note, fmt.Sprintf("%d blocking commands of other clients not replayed (what they took is not in the feed)", fs.Blocking))
+	}
+	if ended != "" {
+		state.Note = join(state.Note, "the watch of other clients' writes ended early: "+ended)
+	}
 }

@@ -26,7 +26,8 @@ func Recorded(events []kavach.Event, in kavach.Integration) []StepResult {
 
 // RecordedStep is what the recording shows of one step, as Recorded.
 func RecordedStep(s kavach.Step, in kavach.Integration) StepResult {
-	r := StepResult{N: s.N, Conn: s.Conn(), Ran: true, Responses: [][]byte{}, Output: []any{}, Request: s.Request.Data}
+	r := StepResult{N: s.N, Conn: s.Conn(), Ran: true, Responses: [][]byte{}, Output: []any{}, Request: s.Request.Data,
+		Foreign: s.Request.Flags&kavach.Foreign != 0}
 	for _, ev := range s.Responses {
 		r.Responses = append(r.Responses, ev.Data)
 		r.Output = append(r.Output, in.Normalize(s.Request.Data, ev.Data))
@@ -393,7 +394,7 @@ type Noise map[int]map[string]bool
 // differences are never noise.
 func (n Noise) AddStep(want StepResult, got ...StepResult) {
 	for _, g := range got {
-		if !g.Ran || g.Contained != "" {
+		if !g.Ran || g.Contained != "" || g.Foreign {
 			continue
 		}
 		for _, d := range Compare(want, g) {

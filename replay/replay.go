@@ -123,6 +123,10 @@ type StepResult struct {
 	// itself (Responses holds that answer), or sent it with its reply
 	// known to differ (kavach.Containment). Empty: sent and compared.
 	Contained string `json:"contained,omitempty"`
+	// Foreign: the step is a write of another client that did not come
+	// through the recording's proxy (kavach.Foreign): sent, its reply
+	// awaited before anything else, not compared.
+	Foreign bool `json:"foreign,omitempty"`
 	// Request is the request as sent (before Prepare).
 	Request []byte `json:"-"`
 	// Wall is the real time at which the request was sent.
@@ -477,7 +481,8 @@ func (r *runner) readEvent() {
 	if ev.Dir == kavach.Request {
 		e.step = r.nsteps
 		r.nsteps++
-		r.steps = append(r.steps, StepResult{N: r.nsteps, Conn: ev.Conn, Responses: [][]byte{}, Output: []any{}, Request: ev.Data})
+		r.steps = append(r.steps, StepResult{N: r.nsteps, Conn: ev.Conn, Responses: [][]byte{}, Output: []any{}, Request: ev.Data,
+			Foreign: ev.Flags&kavach.Foreign != 0})
 		r.maxWin = max(r.maxWin, len(r.steps))
 	}
 	r.evs = append(r.evs, e)
@@ -640,6 +645,10 @@ func (r *runner) process(i int) {
 		}
 	}
 	r.send(ev, e.step, true)
+	if ev.Flags&kavach.Foreign != 0 {
+		// Where the service ran it, before whatever follows it.
+		r.answered(c, c.finished+len(c.pending))
+	}
 }
 
 // response plays event i, a reply (or push) the recording had: the

@@ -256,7 +256,7 @@ func (o *oweCounter) add(ev kavach.Event) (owed, push int) {
 			n = codec.Replies(ev.Data)
 		}
 		switch {
-		case n > 0 && ev.Flags&kavach.Inserted != 0:
+		case n > 0 && ev.Flags&(kavach.Inserted|kavach.Foreign) != 0:
 			// No reply of it was recorded: its client waits for it
 			// before the connection's next event.
 			o.done[ev.Conn]++

@@ -36,6 +36,7 @@ type spilled struct {
 	Inputs      map[string]string
 	InputsError string
 	Contained   string // StepResult's
+	Foreign     bool   `json:",omitempty"`
 }
 
 // NewSpill makes an empty spill in dir ("" for the system's temporary
@@ -55,7 +56,7 @@ func NewSpill(dir string) (*Spill, error) {
 func (s *Spill) Step(st StepResult) error {
 	s.n++
 	if err := s.enc.Encode(spilled{N: st.N, Conn: st.Conn, Ran: st.Ran, Outcome: st.Outcome, Responses: st.Responses, Virtual: st.Virtual, Answered: st.Answered,
-		Inputs: st.Inputs, InputsError: st.InputsError, Contained: st.Contained}); err != nil {
+		Inputs: st.Inputs, InputsError: st.InputsError, Contained: st.Contained, Foreign: st.Foreign}); err != nil {
 		return fmt.Errorf("replay: spill: %w", err)
 	}
 	return nil
@@ -107,7 +108,7 @@ func (r *SpillReader) Next(request []byte, in kavach.Integration) (StepResult, e
 		return StepResult{}, err
 	}
 	s := StepResult{N: sp.N, Conn: sp.Conn, Ran: sp.Ran, Outcome: sp.Outcome, Responses: sp.Responses,
-		Virtual: sp.Virtual, Answered: sp.Answered, Inputs: sp.Inputs, InputsError: sp.InputsError, Contained: sp.Contained, Request: request, Output: []any{}}
+		Virtual: sp.Virtual, Answered: sp.Answered, Inputs: sp.Inputs, InputsError: sp.InputsError, Contained: sp.Contained, Foreign: sp.Foreign, Request: request, Output: []any{}}
 	if s.Responses == nil {
 		s.Responses = [][]byte{}
 	}

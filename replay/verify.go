@@ -15,6 +15,7 @@ const (
 	StatusAfterFailed = "after-failure" // after the failing step: shown, not judged
 	StatusUnjudged    = "not-judged"    // the failing step of an invariant failure, with no invariants to judge it
 	StatusContained   = "contained"     // withheld from a build sharing the machine's network (or its reply known to differ): not compared
+	StatusForeign     = "foreign"       // a write of another client, applied where the service ran it: not compared
 )
 
 // The network modes of a trace (Trace.Network): each build in a network
@@ -83,6 +84,8 @@ func (v *Verification) Count(c StepCheck) {
 func CheckStep(want, got StepResult, failure *kavach.Failure, noise Noise, violated func(step int) bool) StepCheck {
 	c := StepCheck{Step: want.N, Recorded: want.Outcome, Outcome: got.Outcome}
 	switch {
+	case want.Foreign && got.Ran:
+		c.Status = StatusForeign
 	case got.Contained != "":
 		// Not compared; the failing step contained does not reproduce
 		// (Count): Kavach, not the build, answered it.

@@ -103,14 +103,14 @@ func recordCommand() *cli.Command {
 // (docs/record.md, "State") from --state, --state-whole and --state-build,
 // and a launched build's state directory from --state-dir (checkStateDir).
 func stateFlags(c *cli.Context, s *record.Session) error {
-	s.State, s.StateWhole, s.StateBuild = c.String("state"), c.Bool("state-whole"), c.String("state-build")
+	s.State, s.StateWhole, s.StateBuild, s.NoWatch = c.String("state"), c.Bool("state-whole"), c.String("state-build"), c.Bool("no-watch")
 	switch s.State {
 	case "", fixtures.StateSnapshot, fixtures.StateFirstTouch, fixtures.StateNone:
 	default:
 		return usagef("", "--state %q: want snapshot, first-touch or none", s.State)
 	}
-	if (s.State != "" || s.StateWhole || s.StateBuild != "") && s.Upstream == "" {
-		return usagef("", "--state, --state-whole and --state-build take the state of a running service: give --upstream ADDR (a build Kavach starts starts empty)")
+	if (s.State != "" || s.StateWhole || s.StateBuild != "" || s.NoWatch) && s.Upstream == "" {
+		return usagef("", "--state, --state-whole, --state-build and --no-watch take the state of a running service: give --upstream ADDR (a build Kavach starts starts empty)")
 	}
 	return checkStateDir(c, s)
 }
@@ -168,6 +168,7 @@ func recordFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` is an error"},
 		&cli.StringFlag{Name: "state", Usage: "with --upstream, how to take the state the service holds: `snapshot` (the default; first-touch where the service refuses it), first-touch or none"},
 		&cli.BoolFlag{Name: "state-whole", Usage: "keep the whole snapshot, not only the keys the recording names"},
+		&cli.BoolFlag{Name: "no-watch", Usage: "with --upstream, do not watch the service for writes of other clients (MONITOR) to replay where they ran"},
 		&cli.StringFlag{Name: "state-build", Usage: "cut the snapshot with the build at `PATH` (default: the service's own executable)"},
 		&cli.StringFlag{Name: "state-dir", Usage: "with -- BUILD ARGS (http), the directory `DIR` of the files the build loads at start-up and writes back: the build gets a copy, named {state} in its arguments, and the fixture keeps DIR's files for its replays"},
 		&cli.BoolFlag{Name: "json", Usage: "print what was recorded as JSON on stdout when the recording ends"},

@@ -100,6 +100,9 @@ var abilities = func() kavach.Abilities {
 			},
 			Cut:        CutSnapshot,
 			Executable: Executable,
+			Watch: func(ctx context.Context, addr string) (kavach.Watcher, error) {
+				return NewWatcher(ctx, addr)
+			},
 		},
 	}
 }()

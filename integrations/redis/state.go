@@ -151,7 +151,13 @@ func Snapshot(ctx context.Context, addr string, dst io.Writer) (int64, error) {
 	// Keep the link to the copy alone where the build knows how
 	// (REPLCONF rdb-only, Redis 7.0): no replication stream follows it.
 	c.do("REPLCONF", "rdb-only", "1")
-	if _, err := c.conn.Write(AppendCommand(nil, []byte("SYNC"))); err != nil {
+	// The mark and SYNC in one write: the service runs no other client's
+	// command between them, so a watch of the service sees where the
+	// snapshot was taken (SnapshotMark). The mark's reply is skipped: the
+	// service refuses SYNC on a connection with a reply pending.
+	cmds := AppendCommand(nil, []byte("CLIENT"), []byte("REPLY"), []byte("SKIP"))
+	cmds = AppendCommand(cmds, []byte("ECHO"), []byte(SnapshotMark))
+	if _, err := c.conn.Write(AppendCommand(cmds, []byte("SYNC"))); err != nil {
 		return 0, fmt.Errorf("snapshot of %s: %w", addr, err)
 	}
 	n, err := c.readSync(dst)
@@ -491,6 +497,15 @@ func NewToucher(ctx context.Context, addr string, capture bool) (*Toucher, error
 
 // Close closes the toucher's connection.
 func (t *Toucher) Close() error { return t.c.Close() }
+
+// Origin is the address the service sees the captures come from; "" when
+// the toucher captures nothing.
+func (t *Toucher) Origin() string {
+	if !t.capture {
+		return ""
+	}
+	return t.c.conn.LocalAddr().String()
+}
 
 // Names are the key names the requests named, in order of first touch.
 func (t *Toucher) Names() [][]byte { return t.names }
