@@ -275,3 +275,105 @@ func TestSecretCorpusHTTP(t *testing.T) {
 		t.Errorf("kavach replay exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 }
+
+// TestSeenSecretRedactedEverywhere records, through the real proxy in
+// front of a real redis-server started with a password, clients that
+// authenticate (AUTH, HELLO ... AUTH), give a user a password (ACL
+// SETUSER) and later send those passwords as data: ECHO, a value holding
+// one (SET, GET), on the connection that presented it and on another; and
+// a value holding the KAVACH_REDIS_SECRET the recorder was run with. No
+// password is anywhere in the fixture, and a replay of it on the same
+// build (KAVACH_REDIS_SECRET set) finds every step as recorded.
+func TestSeenSecretRedactedEverywhere(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	const (
+		pw        = "planted-seen-pw-6b2e"
+		alicePw   = "planted-seen-alice-3d9f"
+		envSecret = "planted-seen-env-8a1c"
+	)
+	t.Setenv("KAVACH_REDIS_SECRET", envSecret)
+	rec := startRecordingCmd(t, "resp", "--", build, "--requirepass", pw)
+	dial := func() (func(args ...string) string, func()) {
+		conn, err := net.DialTimeout("tcp", rec.addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(30 * time.Second))
+		var pending []byte
+		return func(args ...string) string {
+			t.Helper()
+			b := make([][]byte, len(args))
+			for i, a := range args {
+				b[i] = []byte(a)
+			}
+			if _, err := conn.Write(redis.AppendCommand(nil, b...)); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 64<<10)
+			for {
+				if n, err := redis.Split(pending); err == nil && n > 0 {
+					reply := string(pending[:n])
+					pending = pending[n:]
+					return reply
+				}
+				n, err := conn.Read(buf)
+				pending = append(pending, buf[:n]...)
+				if err != nil {
+					t.Fatalf("%q: %v (read %q)", args, err, pending)
+				}
+			}
+		}, func() { conn.Close() }
+	}
+	expect := func(got, want string) {
+		t.Helper()
+		if !strings.Contains(got, want) {
+			t.Errorf("reply %q, want it to hold %q", got, want)
+		}
+	}
+	// The service answers with the passwords: only the redaction keeps
+	// them out of the fixture.
+	first, closeFirst := dial()
+	expect(first("AUTH", pw), "+OK")
+	expect(first("ECHO", pw), pw)
+	expect(first("SET", "greeting", "hello "+pw+"!"), "+OK")
+	expect(first("GET", "greeting"), "hello "+pw+"!")
+	expect(first("ACL", "SETUSER", "alice", "on", ">"+alicePw, "~*", "+@all"), "+OK")
+	expect(first("SET", "env", "y"+envSecret), "+OK")
+	expect(first("GET", "env"), "y"+envSecret)
+	closeFirst()
+	// Another connection: alice's password was seen on the first only.
+	second, closeSecond := dial()
+	expect(second("HELLO", "3", "AUTH", "default", pw), "proto")
+	expect(second("ECHO", alicePw), alicePw)
+	expect(second("SET", "k2", "x"+alicePw+"x"), "+OK")
+	expect(second("GET", "k2"), "x"+alicePw+"x")
+	expect(second("GETRANGE", "greeting", "0", "4"), "hello")
+	closeSecond()
+	rec.stop(t)
+
+	plain := assertNoSecret(t, rec.fixture, map[string]string{"password": pw, "ACL password": alicePw, "KAVACH_REDIS_SECRET": envSecret})
+	for _, want := range []string{"hello <redacted>!", "x<redacted>x", "y<redacted>"} {
+		if !bytes.Contains(plain, []byte(want)) {
+			t.Errorf("the fixture lacks %q: the value around the secret was not kept", want)
+		}
+	}
+
+	t.Setenv("KAVACH_REDIS_SECRET", pw)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"kavach", "replay", build, rec.fixture}, nil, &stdout, &stderr)
+	t.Logf("kavach replay: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	if code != 0 || !strings.Contains(stdout.String(), "result    reproduced (12 equal)\n") {
+		t.Errorf("kavach replay exited %d, want every step equal:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	// The steps whose request or reply was redacted, each as recorded.
+	for _, step := range []string{`2     equal   ok        ok        ECHO "<redacted>"`,
+		`3     equal   ok        ok        SET "greeting" "hello <redacted>!"`,
+		`4     equal   ok        ok        GET "greeting"`,
+		`7     equal   ok        ok        GET "env"`,
+		`9     equal   ok        ok        ECHO "<redacted>"`,
+		`11    equal   ok        ok        GET "k2"`} {
+		if !strings.Contains(stdout.String(), "\n"+step+"\n") {
+			t.Errorf("kavach replay lacks the line %q", step)
+		}
+	}
+}

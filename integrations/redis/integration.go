@@ -53,24 +53,21 @@ func (Integration) CheckArgs(args []string) error { return CheckArgs(args) }
 
 // Abilities are everything Redis offers beyond framing: all but the
 // HTTP-only ones (Volatile, SecretParams, the variants' own wording). None
-// depends on the Integration's fields, so they are made once; each call
-// gets its own copies of the structs they point to.
-func (Integration) Abilities() kavach.Abilities {
+// but the Redaction depends on the Integration's fields, so they are made
+// once; each call gets its own copies of the structs they point to. Each
+// call gets a Redaction of its own, which remembers the secrets it sees
+// (one per recording: newRedaction), Secret among them.
+func (in Integration) Abilities() kavach.Abilities {
 	ab := abilities
-	red, v, fp := *ab.Redaction, *ab.Variation, *ab.Fingerprint
-	ab.Redaction, ab.Variation, ab.Fingerprint = &red, &v, &fp
+	v, fp := *ab.Variation, *ab.Fingerprint
+	ab.Variation, ab.Fingerprint = &v, &fp
+	ab.Redaction = newRedaction(in.Secret)
 	return ab
 }
 
 var abilities = func() kavach.Abilities {
 	var in Integration
 	return kavach.Abilities{
-		Redaction: &kavach.Redaction{
-			Request:            in.Redact,
-			ReplyMayHoldSecret: in.ReplyMayHoldSecret,
-			Reply:              in.RedactReply,
-			Raw:                in.RedactRaw,
-		},
 		Resync:         in.Resync,
 		MinFrameLen:    in.MinFrameLen,
 		Identify:       in.Identify,
