@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,15 +98,28 @@ func fillService(t *testing.T, addr string) {
 
 // stateSession is what a stock client does during the incident: reads 25
 // keys of every type and writes 25 others, then the GETRANGE that crashes
-// the old build.
-func stateSession(t *testing.T, addr string) {
+// the old build. With direct (the service's own address), a second client
+// meanwhile writes to the service directly, not through the proxy: a key
+// the session read before and reads again at the end, and the incident's
+// string, which the session reads only after it.
+func stateSession(t *testing.T, addr, direct string) {
 	t.Helper()
 	ctx := context.Background()
 	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, Protocol: 2})
 	defer c.Close()
+	greeting := "hello"
 	for j := range 25 {
 		i, w := 7*j+j%7, 7*(j+100)+j%7
 		k, wk := stateKey(i), stateKey(w)
+		if direct != "" && j == 9 {
+			other := goredis.NewClient(&goredis.Options{Addr: direct, MaxRetries: -1})
+			err := firstErr(other.HIncrBy(ctx, stateKey(16), "f1", 1000).Err(), other.Set(ctx, "greeting", "howdy world!", 0).Err())
+			other.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			greeting = "howdy"
+		}
 		var err error
 		switch i % 7 {
 		case 0:
@@ -134,7 +148,15 @@ func stateSession(t *testing.T, addr string) {
 			t.Fatalf("%s, %s: %v", k, wk, err)
 		}
 	}
-	if got, err := c.GetRange(ctx, "greeting", 0, 4).Result(); err != nil || got != "hello" {
+	// The hash of step 2 (hash:16, f1 = 16), once more.
+	f1 := "16"
+	if greeting != "hello" {
+		f1 = "1016"
+	}
+	if got, err := c.HGet(ctx, stateKey(16), "f1").Result(); err != nil || got != f1 {
+		t.Fatalf("HGET %s f1: %q, %v; want %s", stateKey(16), got, err, f1)
+	}
+	if got, err := c.GetRange(ctx, "greeting", 0, 4).Result(); err != nil || got != greeting {
 		t.Fatalf("GETRANGE greeting 0 4: %q, %v", got, err)
 	}
 	if err := c.GetRange(ctx, "greeting", -100, -1).Err(); err == nil {
@@ -151,7 +173,7 @@ func firstErr(a, b error) error {
 
 // recordRunning records the session through the proxy in front of the
 // running service at addr, with its state taken as mode asks.
-func recordRunning(t *testing.T, addr, mode string) *fixtures.Fixture {
+func recordRunning(t *testing.T, addr, mode string, direct bool) *fixtures.Fixture {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "state.kavach")
 	s := record.Session{Out: out, Upstream: addr, State: mode}
@@ -160,7 +182,11 @@ func recordRunning(t *testing.T, addr, mode string) *fixtures.Fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stateSession(t, rec.Addr)
+	other := ""
+	if direct {
+		other = addr
+	}
+	stateSession(t, rec.Addr, other)
 	time.Sleep(100 * time.Millisecond) // the crash's close reaches the proxy
 	res, err := rec.Stop()
 	if err != nil {
@@ -202,11 +228,74 @@ func reproduces(t *testing.T, fx *fixtures.Fixture, tr *replay.Trace) (bool, str
 		}
 		c := replay.CheckStep(want, got, fx.Failure, replay.Noise{}, nil)
 		v.Count(c)
-		if c.Status != replay.StatusEqual && c.Status != replay.StatusReproduced && c.Status != replay.StatusAfterFailed {
+		if c.Status != replay.StatusEqual && c.Status != replay.StatusReproduced && c.Status != replay.StatusAfterFailed && c.Status != replay.StatusForeign {
 			return false, fmt.Sprintf("step %d %s: %+v", c.Step, c.Status, c.Diffs)
 		}
 	}
 	return v.Reproduced, ""
+}
+
+// checkForeign checks the writes of another client in fx: with direct,
+// the two writes as Foreign steps of one connection of their own, in the
+// order the service ran them, between the proxied steps the service ran
+// them between, none marked Unordered; without, none. Where the keys are
+// captured at first touch, the write to the string read only after it is
+// in its capture, not a step.
+func checkForeign(t *testing.T, fx *fixtures.Fixture, direct bool) {
+	t.Helper()
+	steps := kavach.Steps(fx.Events, redis.Integration{})
+	var foreign []kavach.Step
+	for _, s := range steps {
+		if s.Request.Flags&kavach.Foreign != 0 {
+			foreign = append(foreign, s)
+		}
+	}
+	if !direct {
+		if len(foreign) != 0 || fx.State.Foreign != 0 {
+			t.Fatalf("%d foreign steps (state says %d), want none", len(foreign), fx.State.Foreign)
+		}
+		return
+	}
+	desc := func(s kavach.Step) string { return redis.Integration{}.DescribeRequest(s.Request.Data, 100) }
+	want := []string{`HINCRBY "hash:16" "f1" "1000"`, `SET "greeting" "howdy world!"`}
+	if fx.State.Mode == fixtures.StateFirstTouch {
+		want = want[:1]
+		if !strings.Contains(fx.State.Note, "1 writes of other clients before the first touch of their keys") {
+			t.Errorf("state note %q: want the write to greeting said to be in its capture", fx.State.Note)
+		}
+	}
+	ok := len(foreign) == len(want) && fx.State.Foreign == len(want) && fx.State.Unordered == 0
+	for i := 0; ok && i < len(want); i++ {
+		ok = desc(foreign[i]) == want[i] && foreign[i].Conn() == foreign[0].Conn()
+	}
+	if !ok {
+		for _, s := range foreign {
+			t.Logf("step %d conn %d flags %d: %s", s.N, s.Conn(), s.Request.Flags, desc(s))
+		}
+		t.Fatalf("state %+v: want %q, in order, on one connection, none unordered", fx.State, want)
+	}
+	first, last := foreign[0].N, foreign[len(foreign)-1].N
+	if before, after := desc(steps[first-2]), desc(steps[last]); before != `RPUSH "list:757" "d"` || after != `HGETALL "hash:65"` {
+		t.Errorf("the other client's writes between %s and %s, want between the proxied RPUSH \"list:757\" and HGETALL \"hash:65\" the service ran them between", before, after)
+	}
+	for _, s := range foreign {
+		if s.Request.Offset < 0 || s.Request.Offset > steps[len(steps)-1].Request.Offset {
+			t.Errorf("step %d at %v: outside the recording", s.N, s.Request.Offset)
+		}
+	}
+}
+
+// withoutForeign is events with each write of another client replaced by
+// a PING on its connection: the steps keep their numbers, the writes are
+// gone.
+func withoutForeign(events []kavach.Event) []kavach.Event {
+	out := slices.Clone(events)
+	for i, ev := range out {
+		if ev.Dir == kavach.Request && ev.Flags&kavach.Foreign != 0 {
+			out[i].Data = []byte("*1\r\n$4\r\nPING\r\n")
+		}
+	}
+	return out
 }
 
 // droppingIntegration is Redis with a planted fault in the restore: the
@@ -235,10 +324,13 @@ func TestStateOfARunningService(t *testing.T) {
 	for _, tc := range []struct {
 		name, mode string
 		acl        bool // the recorder's user may not SYNC
+		direct     bool // a second client writes to the service directly
 		wantMode   string
 	}{
 		{name: "snapshot", wantMode: fixtures.StateSnapshot},
 		{name: "handshake refused", acl: true, wantMode: fixtures.StateFirstTouch},
+		{name: "writes of another client", direct: true, wantMode: fixtures.StateSnapshot},
+		{name: "writes of another client, handshake refused", direct: true, acl: true, wantMode: fixtures.StateFirstTouch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := runningService(t, b.old)
@@ -253,7 +345,7 @@ func TestStateOfARunningService(t *testing.T) {
 				t.Setenv(redis.EnvUser, "recorder")
 				t.Setenv(redis.EnvPassword, "rec-pass")
 			}
-			fx := recordRunning(t, addr, tc.mode)
+			fx := recordRunning(t, addr, tc.mode, tc.direct)
 			st := fx.State
 			if st == nil || st.Mode != tc.wantMode || st.Whole || fx.Header.State != tc.wantMode {
 				t.Fatalf("state %+v (header %q): want %s, cut to the keys named", st, fx.Header.State, tc.wantMode)
@@ -265,6 +357,7 @@ func TestStateOfARunningService(t *testing.T) {
 			if tc.acl && !strings.Contains(st.Note, "refused") {
 				t.Errorf("state note %q: want the refusal said", st.Note)
 			}
+			checkForeign(t, fx, tc.direct)
 
 			tr, err := replayOld(t, fx, b.old, redis.Integration{})
 			if err != nil {
@@ -272,6 +365,17 @@ func TestStateOfARunningService(t *testing.T) {
 			}
 			if ok, why := reproduces(t, fx, tr); !ok {
 				t.Fatalf("the old build from the fixture's state does not reproduce: %s", why)
+			}
+			if tc.direct {
+				// Planted: the other client's writes left out of the
+				// replay (their steps sent as nothing).
+				blind := *fx
+				blind.Events = withoutForeign(fx.Events)
+				if tr, err := replayOld(t, &blind, b.old, redis.Integration{}); err != nil {
+					t.Fatal(err)
+				} else if ok, _ := reproduces(t, fx, tr); ok {
+					t.Fatal("replayed without the other client's writes, the incident still reproduces: the test proves nothing")
+				}
 			}
 			// Planted: a restore that loses one key is caught before any
 			// step runs.

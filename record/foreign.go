@@ -2,10 +2,13 @@ package record
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kavach-dev/kavach"
@@ -132,6 +135,12 @@ func (p *Proxy) Watch(o WatchOptions) {
 				select {
 				case <-ws.stop:
 				default:
+					if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+						// The service ended (the incident's crash, say):
+						// the feed with it.
+						p.mu.Unlock()
+						return
+					}
 					ws.ended = err
 					p.log.Error("watch of the service ended", "err", err)
 				}

@@ -32,6 +32,7 @@ func syncServer(t *testing.T, reply string) string {
 		defer c.Close()
 		r := bufio.NewReader(c)
 		var buf []byte
+		skip := 0 // CLIENT REPLY SKIP: no reply to it, nor to the next command
 		for {
 			b, err := r.ReadByte()
 			if err != nil {
@@ -44,6 +45,13 @@ func syncServer(t *testing.T, reply string) string {
 				if cmd.Name == "SYNC" {
 					c.Write([]byte(reply))
 					return
+				}
+				if cmd.Name == "CLIENT" && len(cmd.Args) == 3 && strings.EqualFold(string(cmd.Args[2]), "SKIP") {
+					skip = 2
+				}
+				if skip > 0 {
+					skip--
+					continue
 				}
 				c.Write([]byte("+OK\r\n"))
 			}
