@@ -253,7 +253,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 		tr.Version = opts.Integration.Version(ctx, proc.Addr())
 	}
 	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, plan: pl, sink: sink, owe: newOweCounter(opts.Integration),
-		conns: map[uint64]*conn{}, batch: batch, ctx: ctx, contain: contain}
+		conns: map[uint64]*conn{}, batch: batch, ctx: ctx, contain: contain, settleFn: opts.Integration.Abilities().Settle}
 	if r.src, err = src.Open(); err != nil {
 		return nil, false, err
 	}
@@ -344,6 +344,9 @@ type runner struct {
 	opts  Options
 	proc  kavach.Process
 	watch watch
+	// settleFn is the integration's Settle, asked once (Abilities makes
+	// a fresh set on every call).
+	settleFn func(from, to time.Time, blocked bool) bool
 	// standing is the build's process tree as last seen whole and alive:
 	// a connection the build closes while that tree still stands, none of
 	// it exiting, was closed on purpose (docs/replay.md, "Closed
@@ -801,8 +804,7 @@ func (r *runner) observable(from, to time.Time, blocked bool) bool {
 	if blocked || r.unconfirmed || r.watch.pid <= 0 {
 		return true
 	}
-	settle := r.opts.Integration.Abilities().Settle
-	return settle != nil && settle(from, to, blocked)
+	return r.settleFn != nil && r.settleFn(from, to, blocked)
 }
 
 // finishing waits until the build has sent everything it will send until
@@ -866,15 +868,14 @@ func (r *runner) settle(from, to time.Time, blocked bool) {
 	if from.Equal(to) || r.clock == nil {
 		return
 	}
-	settle := r.opts.Integration.Abilities().Settle
-	need := settle != nil && settle(from, to, blocked)
+	need := r.settleFn != nil && r.settleFn(from, to, blocked)
 	if r.rng != nil {
 		// A perturbed replay: time passes between some moves as on a
 		// loaded machine, and every move is settled.
 		if r.rng.IntN(4) == 0 {
 			pause(time.Duration(r.rng.IntN(2000)) * time.Microsecond)
 		}
-		need = settle != nil
+		need = r.settleFn != nil
 	}
 	r.clock.Turn(need, func() bool { return r.proc.Exited() != nil || r.ctx.Err() != nil }, min(r.opts.StepTimeout, 2*time.Second))
 }
