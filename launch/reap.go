@@ -77,8 +77,9 @@ func marked() map[int]string {
 	return out
 }
 
-// Sweep removes what an earlier Kavach that could not clean up (kill -9)
-// left: processes its builds started, still running; the builds' fresh
+// Sweep removes what an earlier Kavach that could not clean up (kill -9,
+// its watcher killed too) left: processes its builds started, still
+// running (marked, or written down by its watcher); the builds' fresh
 // directories (kavach-build-PID-*) and the clocks' (kavach-clock-PID-*) in
 // the temporary directory and /dev/shm; and libfaketime's files in
 // /dev/shm (faketime_shm_PID, sem.faketime_sem_PID) of processes gone.
@@ -100,6 +101,28 @@ func sweep() {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+	// What the watcher of a Kavach that is gone last saw of its builds,
+	// should it have been killed too (a server that rewrote its
+	// environment, and so its mark, for its process title is found so).
+	uid := os.Getuid()
+	for _, dir := range []string{os.TempDir(), "/dev/shm"} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), seenPrefix))
+			if !strings.HasPrefix(e.Name(), seenPrefix) || err != nil || pid <= 0 || processExists(pid) {
+				continue
+			}
+			if st, err := os.Lstat(filepath.Join(dir, e.Name())); err == nil && st.Mode().IsRegular() && ownedBy(st, uid) {
+				killSeen(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	sweepFiles(func(pid int) bool { return !processExists(pid) })
+}
+
+// sweepFiles removes the directories and files Sweep removes, of the
+// processes for which gone is true: those of this user named for them.
+func sweepFiles(gone func(pid int) bool) {
 	uid := os.Getuid()
 	for _, dir := range []string{os.TempDir(), "/dev/shm"} {
 		entries, _ := os.ReadDir(dir)
@@ -114,6 +137,9 @@ func sweep() {
 				pidText, _, named = strings.Cut(strings.TrimPrefix(name, "kavach-clock-"), "-")
 			case strings.HasPrefix(name, "kavach-state-") && e.IsDir():
 				pidText, _, named = strings.Cut(strings.TrimPrefix(name, "kavach-state-"), "-")
+			case strings.HasPrefix(name, seenPrefix):
+				// kavach-watch-PID, and its temporary kavach-watch-PID-*.tmp
+				pidText, _, _ = strings.Cut(strings.TrimPrefix(name, seenPrefix), "-")
 			case dir == "/dev/shm" && strings.HasPrefix(name, "faketime_shm_"):
 				pidText = strings.TrimPrefix(name, "faketime_shm_")
 			case dir == "/dev/shm" && strings.HasPrefix(name, "sem.faketime_sem_"):
@@ -122,7 +148,7 @@ func sweep() {
 				continue
 			}
 			pid, err := strconv.Atoi(pidText)
-			if !named || err != nil || pid <= 0 || processExists(pid) {
+			if !named || err != nil || pid <= 0 || !gone(pid) {
 				continue
 			}
 			path := filepath.Join(dir, name)
@@ -159,6 +185,9 @@ const prSetChildSubreaper = 36
 // Kavach rather than to init, so it stays in reach until Stop kills and
 // reaps it (killAndReap). It reports whether the kernel agreed.
 var Subreaper = sync.OnceValue(func() bool {
+	// The watcher first: started after, it would be re-parented to this
+	// process when its intermediate exits (watch.go).
+	watcher()
 	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	return errno == 0
 })
@@ -206,8 +235,12 @@ func killAndReap(value string, pgid, leader int) {
 	}
 }
 
-// procStat is what killAndReap reads of /proc/PID/stat.
-type procStat struct{ pid, ppid, pgrp int }
+// procStat is what killAndReap and the watcher read of /proc/PID/stat.
+type procStat struct {
+	pid, ppid, pgrp, session int
+	state                    byte   // R, S, D, Z...
+	start                    string // clock ticks since boot (procOwner)
+}
 
 func readStat(pid int) (procStat, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -219,15 +252,16 @@ func readStat(pid int) (procStat, bool) {
 		return procStat{}, false
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 3 {
+	if len(f) < 20 || len(f[0]) == 0 {
 		return procStat{}, false
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	pgrp, err2 := strconv.Atoi(f[2])
-	if err1 != nil || err2 != nil {
+	session, err3 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil || err3 != nil {
 		return procStat{}, false
 	}
-	return procStat{pid: pid, ppid: ppid, pgrp: pgrp}, true
+	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, session: session, state: f[0][0], start: f[19]}, true
 }
 
 // children lists the processes whose parent is pid (zombies included).

@@ -199,6 +199,8 @@ func (s Spawn) start(ctx context.Context) (*Spawned, error) {
 		os.RemoveAll(dir)
 		return nil, &StartError{Path: path, Reason: "cannot be started: " + err.Error()}
 	}
+	// Its process group, for the watcher to kill should Kavach die first.
+	tellWatcher('+', p.cmd.Process.Pid)
 	go p.wait()
 	return s.awaitReady(ctx, p, path, port)
 }
@@ -371,6 +373,7 @@ func (p *Spawned) wait() {
 	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	err := p.cmd.Wait()
 	p.reaped = true
+	tellWatcher('-', p.cmd.Process.Pid)
 	p.reap.Unlock()
 	e := &kavach.Exit{Status: p.cmd.ProcessState.ExitCode(), LogTail: p.log.String(), Notable: p.log.notable()}
 	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -401,9 +404,13 @@ func InEventLoop(pid int) bool {
 
 // ProcessTree is the process pid and its descendants, pid first (at most
 // 64), read from /proc: a build may be a script that runs the service.
-func ProcessTree(pid int) []int {
+func ProcessTree(pid int) []int { return processTree(pid, 64) }
+
+// processTree is ProcessTree with the children of at most limit processes
+// read.
+func processTree(pid, limit int) []int {
 	pids := []int{pid}
-	for i := 0; i < len(pids) && i < 64; i++ {
+	for i := 0; i < len(pids) && i < limit; i++ {
 		p := strconv.Itoa(pids[i])
 		d, err := os.Open("/proc/" + p + "/task")
 		if err != nil {

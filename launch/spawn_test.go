@@ -346,10 +346,12 @@ func TestStopKillsWhatLeftTheGroup(t *testing.T) {
 	}
 }
 
-// TestSweepAfterKill9: what a Kavach killed with kill -9 left — a
-// wrapper script's server still running, its build directory, its clock
-// directory, libfaketime's files — is removed by the next one's Sweep;
-// what belongs to a running Kavach is not.
+// TestSweepAfterKill9: what a Kavach killed with kill -9, its watcher
+// with it, left — a wrapper script's servers still running (one marked,
+// one that left the group and lost its mark, written down by the
+// watcher), its build directory, its clock directory, libfaketime's files
+// — is removed by the next one's Sweep; what belongs to a running Kavach
+// is not.
 func TestSweepAfterKill9(t *testing.T) {
 	if os.Getenv("KAVACH_SWEEP_HELPER") != "" {
 		// The Kavach to be killed: starts a wrapper build (a script whose
@@ -365,8 +367,11 @@ func TestSweepAfterKill9(t *testing.T) {
 		os.Exit(0)
 	}
 	dir := t.TempDir()
-	server := filepath.Join(dir, "server.pid")
-	wrapper := script(t, "python3 -m http.server --bind 127.0.0.1 \"$2\" >/dev/null 2>&1 &\necho $! > "+server+"\nwait\n")
+	server, redis := filepath.Join(dir, "server.pid"), filepath.Join(dir, "redis.pid")
+	// A server that keeps its mark, and one that leaves the group and
+	// rewrites its environment (and so its mark) for its process title.
+	wrapper := script(t, "python3 -m http.server --bind 127.0.0.1 \"$2\" >/dev/null 2>&1 &\necho $! > "+server+"\n"+
+		"setsid "+redisServer(t)+" --port 0 --unixsocket \"$PWD/r.sock\" --save '' --appendonly no >/dev/null 2>&1 &\necho $! > "+redis+".tmp\nmv "+redis+".tmp "+redis+"\nwait\n")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSweepAfterKill9$")
 	cmd.Env = append(os.Environ(), "KAVACH_SWEEP_HELPER="+wrapper)
 	out, err := cmd.StdoutPipe()
@@ -385,6 +390,18 @@ func TestSweepAfterKill9(t *testing.T) {
 	}
 	b, _ := os.ReadFile(server)
 	serverPid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for i := 0; i < 500 && func() bool { _, err := os.Stat(redis); return err != nil }(); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	b, _ = os.ReadFile(redis)
+	redisPid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if redisPid <= 0 || !alive(redisPid) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the setsid redis-server is not running (pid %d)", redisPid)
+	}
+	// Seen and written down by the watcher.
+	time.Sleep(3 * lookEvery)
 	// What the dead Kavach's clock and libfaketime left, beside.
 	gone := cmd.Process.Pid
 	clock := filepath.Join(os.TempDir(), "kavach-clock-"+strconv.Itoa(gone)+"-123")
@@ -392,19 +409,37 @@ func TestSweepAfterKill9(t *testing.T) {
 	ours := filepath.Join(os.TempDir(), DirPattern("clock")+"456")
 	os.Mkdir(ours, 0o755)
 	defer os.Remove(ours)
+	// Its watcher killed first (pkill -9 -f kavach, say), so that what
+	// the sweep is for is left: the watcher's own test is
+	// TestWatcherAfterKill9.
+	w := watcherOf(t, gone)
+	if w <= 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("the helper Kavach has no watcher")
+	}
+	syscall.Kill(w, syscall.SIGKILL)
+	for i := 0; i < 100 && alive(w); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	if !alive(serverPid) {
 		t.Fatalf("the wrapper's server (pid %d) died with Kavach: nothing to sweep", serverPid)
 	}
+	if !alive(redisPid) {
+		t.Fatalf("the setsid redis-server (pid %d) died with Kavach: nothing to sweep", redisPid)
+	}
 	sweepOnce = sync.OnceFunc(sweep) // a new Kavach
 	Sweep()
-	for i := 0; i < 100 && alive(serverPid); i++ {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if alive(serverPid) {
-		syscall.Kill(serverPid, syscall.SIGKILL)
-		t.Errorf("the wrapper's server outlived the sweep")
+	for name, pid := range map[string]int{"server": serverPid, "setsid redis-server": redisPid} {
+		for i := 0; i < 100 && alive(pid); i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("the wrapper's %s outlived the sweep", name)
+		}
 	}
 	for _, d := range []string{buildDir, clock} {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
