@@ -60,8 +60,9 @@ type watchState struct {
 	uncertainAll bool
 	orderUnknown []int
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop    chan struct{}
+	closing sync.Once
+	wg      sync.WaitGroup
 }
 
 // WatchOptions start a watch of the service (Options.Watch).
@@ -176,7 +177,7 @@ func (p *Proxy) endWatch() {
 	if ws == nil {
 		return
 	}
-	close(ws.stop)
+	ws.closing.Do(func() { close(ws.stop) })
 	ws.w.Watcher.Close()
 	ws.wg.Wait()
 	p.mu.Lock()
