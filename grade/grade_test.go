@@ -265,6 +265,22 @@ func TestDeriveHeadlineOrder(t *testing.T) {
 			e.New.Steps[2].Outcome = crash
 			e.New.Steps[1].Diffs = []replay.Diff{{Step: 2, Path: "reply[0]", Want: "1", Got: "2"}}
 		}, "diverged@2"},
+		{"a difference at a step of an order not known is that, not a regression", func(e *grade.Evidence) {
+			e.New.Steps[1].Diffs = []replay.Diff{{Step: 2, Path: "reply[0]", Want: "1", Got: "2"}}
+			e.OrderUnknown = []int{2}
+		}, "unverified(order-unknown: step 2 differs from the recording on the new build, and it may read what another client wrote in an order the recording could not know (kavach show lists the writes of other clients))"},
+		{"noise at a step of an order not known is not noise", func(e *grade.Evidence) {
+			e.Noise = []replay.NoiseField{{Step: 2, Path: "reply[0]"}}
+			e.OrderUnknown = []int{1, 2}
+		}, "unverified(order-unknown: step 2 differs from the recording on the old build's replays, and it may read what another client wrote in an order the recording could not know (kavach show lists the writes of other clients))"},
+		{"a step of an order not known that agrees is graded", func(e *grade.Evidence) {
+			e.OrderUnknown = []int{2}
+		}, "fixed"},
+		{"another client's write is not compared", func(e *grade.Evidence) {
+			e.Old.Steps[1].Foreign, e.New.Steps[1].Foreign = true, true
+			e.Old.Steps[1].Outcome, e.New.Steps[1].Outcome = kavach.Outcome{Kind: kavach.Hang}, kavach.Outcome{Kind: kavach.Hang}
+			e.New.Steps[1].Diffs = []replay.Diff{{Step: 2, Path: "reply[0]", Want: "1", Got: "2"}}
+		}, "fixed"},
 		{"noise does not count", func(e *grade.Evidence) {
 			e.New.Steps[1].Diffs = []replay.Diff{{Step: 2, Path: "reply[0][1]", Want: "1", Got: "2"}}
 			e.Noise = []replay.NoiseField{{Step: 2, Path: "reply[0]"}}

@@ -367,7 +367,17 @@ func (p *Proxy) writeOther(r kavach.Ran, unordered bool) {
 		p.otherStep()
 		oc.db = r.DB
 	}
-	p.writeEvent(kavach.Event{Conn: oc.id, Dir: kavach.Request, Flags: flags, Offset: off, Data: r.Request})
+	data, note := r.Request, ""
+	if red := p.opts.Redactor; red != nil {
+		// Another client's secrets are redacted as a proxied client's.
+		if data, note = red.Request(data); note != "" {
+			flags |= kavach.Redacted
+		}
+	}
+	seq := p.writeEvent(kavach.Event{Conn: oc.id, Dir: kavach.Request, Flags: flags, Offset: off, Data: data})
+	if note != "" && seq > 0 {
+		p.writeNow(fixtures.Record{Kind: fixtures.KindRedaction, Redaction: &fixtures.Redaction{Seq: seq, Note: note}})
+	}
 	p.otherStep()
 	ws.stats.Written++
 }
