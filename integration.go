@@ -319,8 +319,9 @@ type Ran struct {
 	// ran, its caller's.
 	Origin  string
 	Request []byte // the command, as a request of the protocol
-	Keys    [][]byte
-	// KeysKnown: the service said where its keys are.
+	// Keys are the keys of a write (and of a capture's read); KeysKnown:
+	// the service said where they are. A read's are not asked.
+	Keys      [][]byte
 	KeysKnown bool
 	// Write: it may change the data (the service's own flags), or the
 	// scripts a later request runs.

@@ -17,8 +17,9 @@
 #    redis-server the recorder starts and reaps), the fixture's size and
 #    its state line.
 # 2. Proxied traffic. redis-benchmark -c 1 -P 1 -t set,get -n N through
-#    bench/plainproxy, `kavach record --state none` and `kavach record`
-#    (default mode, after its snapshot), all in front of the filled
+#    bench/plainproxy, `kavach record --state none`, `kavach record`
+#    (default mode, after its snapshot, watching the service's feed) and
+#    `kavach record --no-watch`, all in front of the filled
 #    service; and how long the proxy serves nobody (a client connecting
 #    1 s after the start, and from then on every 0.05 s until served).
 # 3. Replay start. `kavach replay --runs 1` of the 2-step fixture cut from
@@ -420,7 +421,7 @@ if part traffic; then
 	PIDS+=("$!")
 	while ! (exec 3<>"/dev/tcp/127.0.0.1/$PPORT") 2>/dev/null; do sleep 0.05; done
 	for rep in $(seq "$REPS"); do
-		for path in plain none snapshot; do
+		for path in plain none snapshot nowatch; do
 			log "rep $rep/$REPS, traffic: $path"
 			case $path in
 			plain)
@@ -460,6 +461,13 @@ if part traffic; then
 					fail "a default-mode recording was not cut (it kept the whole data file): $STATE"
 				fi
 				rm -f "$TMP/traffic-snap-$rep.kavach"
+				;;
+			nowatch)
+				record_start "traffic-nowatch-$rep" --no-watch
+				record_ready "traffic-nowatch-$rep"
+				figures=$(bench "$KPORT")
+				record_stop "traffic-nowatch-$rep"
+				rm -f "$TMP/traffic-nowatch-$rep.kavach"
 				;;
 			esac
 			echo "$path $figures" >>"$B"
@@ -606,22 +614,23 @@ fi
 if part traffic; then
 	echo
 	echo "2. proxied traffic after the snapshot: redis-benchmark -c 1 -P 1 -t set,get -n $N, median of $REPS, interleaved"
-	printf "   %-34s %9s %9s   %s\n" path "SET rps" "GET rps" "vs plain SET/GET (combined)"
-	for path in plain none snapshot; do
+	printf "   %-40s %9s %9s   %s\n" path "SET rps" "GET rps" "vs plain SET/GET (combined)"
+	for path in plain none snapshot nowatch; do
 		case $path in
 		plain) label="plain proxy" ;;
 		none) label="kavach record --state none" ;;
-		snapshot) label="kavach record (snapshot, default)" ;;
+		snapshot) label="kavach record (default: snapshot, watch)" ;;
+		nowatch) label="kavach record --no-watch" ;;
 		esac
 		s=$(awk -v p=$path '$1 == p { print "x", $2 }' "$B" | median /dev/stdin x)
 		g=$(awk -v p=$path '$1 == p { print "x", $3 }' "$B" | median /dev/stdin x)
 		ps=$(awk '$1 == "plain" { print "x", $2 }' "$B" | median /dev/stdin x)
 		pg=$(awk '$1 == "plain" { print "x", $3 }' "$B" | median /dev/stdin x)
-		printf "   %-34s %9.0f %9.0f   %s / %s (%s)\n" "$label" "$s" "$g" "$(ratio "$s" "$ps")" "$(ratio "$g" "$pg")" \
+		printf "   %-40s %9.0f %9.0f   %s / %s (%s)\n" "$label" "$s" "$g" "$(ratio "$s" "$ps")" "$(ratio "$g" "$pg")" \
 			"$(ratio "$(combined "$s" "$g")" "$(combined "$ps" "$pg")")"
 	done
 	echo "   every run (SET/GET rps):"
-	for path in plain none snapshot; do
+	for path in plain none snapshot nowatch; do
 		printf "     %-9s %s\n" "$path" "$(awk -v p=$path '$1 == p { printf "%.0f/%.0f  ", $2, $3 }' "$B")"
 	done
 	echo "   the proxy serves nobody until the snapshot is taken: first PONG through it $(m "$W" served) s after the start"

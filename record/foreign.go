@@ -97,11 +97,23 @@ type heldRec struct {
 // fedReq is a proxied request the feed has not shown yet.
 type fedReq struct {
 	data    []byte
-	keys    [][]byte
+	keys    [][]byte // asked only when needed (keysOf)
 	known   bool
+	asked   bool
 	written bool // its event is in the fixture
 	step    int  // its step in the fixture, once written
 	at      time.Time
+}
+
+// keysOf are the keys e names, asked of w once, when first needed (a
+// write of another client crossing it, or an Unordered one before it):
+// most requests never need them.
+func (e *fedReq) keysOf(w kavach.Watcher) ([][]byte, bool) {
+	if !e.asked {
+		e.asked = true
+		e.keys, e.known = w.Keys(e.data)
+	}
+	return e.keys, e.known
 }
 
 // otherConn is the connection of the fixture's own for one client that
@@ -278,7 +290,7 @@ func (p *Proxy) crossed(r kavach.Ran) bool {
 			if !e.written {
 				break
 			}
-			if !e.known || !r.KeysKnown || shareKey(e.keys, r.Keys) {
+			if keys, known := e.keysOf(p.watch.w.Watcher); !known || !r.KeysKnown || shareKey(keys, r.Keys) {
 				crossed = true
 				p.orderUnknown(e.step)
 			}
@@ -449,8 +461,10 @@ func (p *Proxy) flush(n int) {
 			}
 			if h.fed != nil {
 				h.fed.written, h.fed.step = true, h.prov+ws.foreignSteps
-				if p.uncertainFor(h.fed.keys, h.fed.known) {
-					p.orderUnknown(h.fed.step)
+				if len(ws.uncertain) > 0 || ws.uncertainAll {
+					if keys, known := h.fed.keysOf(ws.w.Watcher); p.uncertainFor(keys, known) {
+						p.orderUnknown(h.fed.step)
+					}
 				}
 			}
 		case h.rec.Failure != nil:

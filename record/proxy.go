@@ -735,12 +735,14 @@ func (p *Proxy) writeEvents(c *proxyConn, evs []kavach.Event, batch []message) {
 				prov++
 				h.prov = prov
 				if evs[i].Flags&kavach.ParseError == 0 {
-					keys, known := ws.w.Watcher.Keys(evs[i].Data)
-					h.fed = &fedReq{data: bytes.Clone(evs[i].Data), keys: keys, known: known, at: time.Now()}
+					h.fed = &fedReq{at: time.Now()}
 					c.fed = append(c.fed, h.fed)
 				}
 			}
 			p.hold(h)
+			if h.fed != nil {
+				h.fed.data = ws.held[len(ws.held)-1].rec.Event.Data // hold's copy
+			}
 		}
 		return
 	}

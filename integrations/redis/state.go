@@ -46,9 +46,10 @@ func (e *RefusedError) Is(target error) bool { return target == kavach.ErrRefuse
 // client is one connection to a running service for the state's own
 // questions, replies read one at a time with what follows kept.
 type client struct {
-	conn net.Conn
-	r    *bufio.Reader
-	buf  []byte
+	conn  net.Conn
+	r     *bufio.Reader
+	buf   []byte
+	chunk []byte // read's buffer, kept: a watch reads a reply per command the service runs
 }
 
 // connect connects to addr, the connection bounded by ctx's deadline:
@@ -110,7 +111,10 @@ func (c *client) doBytes(args ...[]byte) (Value, error) {
 
 // read reads one reply, keeping the bytes that follow it.
 func (c *client) read() (Value, error) {
-	chunk := make([]byte, 64<<10)
+	if c.chunk == nil {
+		c.chunk = make([]byte, 64<<10)
+	}
+	chunk := c.chunk
 	for {
 		if len(c.buf) > 0 {
 			m, err := Split(c.buf)
