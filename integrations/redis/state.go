@@ -547,10 +547,7 @@ func (t *Toucher) Touch(conn uint64, step int, request []byte) ([]kavach.KeyStat
 	if err != nil || c.Name == "" {
 		return nil, nil
 	}
-	argv := make([]string, len(c.Args))
-	for i, a := range c.Args {
-		argv[i] = string(a)
-	}
+	argv := argStrings(c.Args)
 	name := c.Name
 	if name == "SELECT" && len(argv) == 2 {
 		if n, err := strconv.Atoi(argv[1]); err == nil {

@@ -333,10 +333,7 @@ func (Integration) Substitutions(request []byte, schema kavach.Schema) []kavach.
 		return nil
 	}
 	var out []kavach.Substitution
-	argv := make([]string, len(c.Args))
-	for i, a := range c.Args {
-		argv[i] = string(a)
-	}
+	argv := argStrings(c.Args)
 	keys := keysAt(l, argv)
 	if len(keys) > typeKeys {
 		keys = keys[:typeKeys]
@@ -361,6 +358,15 @@ func (Integration) Substitutions(request []byte, schema kavach.Schema) []kavach.
 			}
 			out = append(out, sub)
 		}
+	}
+	return out
+}
+
+// argStrings is a command's arguments as strings.
+func argStrings(args [][]byte) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = string(a)
 	}
 	return out
 }

@@ -231,11 +231,3 @@ func FuzzValues(f *testing.F) {
 		}
 	})
 }
-
-func argStrings(args [][]byte) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = string(a)
-	}
-	return out
-}

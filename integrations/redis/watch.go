@@ -94,10 +94,7 @@ func (w *Watcher) Next() (kavach.Ran, error) {
 
 // ran says what the command of one MONITOR line is.
 func (w *Watcher) ran(ml MonitorLine) kavach.Ran {
-	argv := make([]string, len(ml.Args))
-	for i, a := range ml.Args {
-		argv[i] = string(a)
-	}
+	argv := argStrings(ml.Args)
 	name := strings.ToUpper(argv[0])
 	r := kavach.Ran{Time: ml.Time, DB: ml.DB, Origin: ml.Origin, Request: AppendCommand(nil, ml.Args...)}
 	r.Same = func(request []byte) bool {
@@ -155,10 +152,7 @@ func (w *Watcher) Keys(request []byte) ([][]byte, bool) {
 	if err != nil || c.Name == "" {
 		return nil, false
 	}
-	argv := make([]string, len(c.Args))
-	for i, a := range c.Args {
-		argv[i] = string(a)
-	}
+	argv := argStrings(c.Args)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.learn(argv)
