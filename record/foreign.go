@@ -234,7 +234,13 @@ func (p *Proxy) ran(r kavach.Ran) {
 		// one the snapshot holds.
 		return
 	case r.Blocking:
+		// What it takes once woken is not in the feed: the later reads
+		// of its keys are of an effect not known.
 		ws.stats.Blocking++
+		ws.uncertainAll = ws.uncertainAll || !r.KeysKnown
+		for _, k := range r.Keys {
+			ws.uncertain[string(k)] = true
+		}
 		return
 	}
 	unordered := false
