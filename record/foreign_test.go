@@ -58,7 +58,8 @@ func ran(origin string, args ...string) kavach.Ran {
 	req := redis.AppendCommand(nil, b...)
 	name := strings.ToUpper(args[0])
 	return kavach.Ran{Time: time.Now(), Origin: origin, Request: req, Keys: b[1:2], KeysKnown: true,
-		Write: name == "SET" || name == "LPUSH", Same: func(r []byte) bool { return bytes.Equal(r, req) }}
+		Write: name == "SET" || name == "LPUSH" || name == "BLPOP", Blocking: name == "BLPOP",
+		Same: func(r []byte) bool { return bytes.Equal(r, req) }}
 }
 
 // client is one connection through the proxy, sending one command at a
@@ -204,6 +205,36 @@ func TestAWriteCrossingAProxiedRequestIsUnordered(t *testing.T) {
 	}
 	if fs, _ := rec.proxy.Foreign(); fs.Written != 1 || fs.Unordered != 1 {
 		t.Errorf("foreign stats %+v, want 1 written, 1 unordered", fs)
+	}
+}
+
+// TestAnotherClientsBlockingPop: another client's BLPOP is not written
+// (what it takes once woken is not in the feed), and the later reads of
+// its key, not of another, are of an order not known.
+func TestAnotherClientsBlockingPop(t *testing.T) {
+	up := startRedis(t).Addr()
+	fd := newFeed()
+	rec := startRecording(t, up, nil)
+	rec.proxy.Watch(record.WatchOptions{Watcher: fd})
+	c := dialClient(t, rec.addr())
+	c.do("SET", "other", "1")
+	origin := proxiedOrigin(t, up)
+	fd.ch <- ran(origin, "SET", "other", "1")
+	fd.ch <- ran("10.0.0.9:5000", "BLPOP", "q", "0")
+	c.do("GET", "q") // a string read of a list: WRONGTYPE or nothing, it does not matter
+	fd.ch <- ran(origin, "GET", "q")
+	c.do("GET", "other")
+	fd.ch <- ran(origin, "GET", "other")
+	c.c.Close()
+	rec.idle()
+	unknown := rec.proxy.OrderUnknown()
+	fs, _ := rec.proxy.Foreign()
+	fx := rec.finish()
+	if len(commands(fx)) != 3 || fs.Blocking != 1 || fs.Written != 0 {
+		t.Fatalf("steps %q, stats %+v: want the three proxied steps, the BLPOP counted and not written", commands(fx), fs)
+	}
+	if !slices.Equal(unknown, []int{2}) {
+		t.Errorf("steps of an order not known %v, want [2] (GET q)", unknown)
 	}
 }
 
