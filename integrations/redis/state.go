@@ -476,9 +476,7 @@ func Executable(ctx context.Context, addr string) string {
 type Toucher struct {
 	c       *client
 	capture bool
-	keys    map[string]KeyRange
-	specs   map[string][]KeySpec
-	asked   map[string]bool
+	book    *commandBook
 	db      map[uint64]int
 	seen    map[string]bool // "DB:KEY" touched
 	named   map[string]bool // key names touched
@@ -495,8 +493,8 @@ func NewToucher(ctx context.Context, addr string, capture bool) (*Toucher, error
 		return nil, fmt.Errorf("state of %s: %w", addr, err)
 	}
 	c.conn.SetDeadline(time.Time{})
-	return &Toucher{c: c, capture: capture, keys: map[string]KeyRange{}, specs: map[string][]KeySpec{},
-		asked: map[string]bool{}, db: map[uint64]int{}, seen: map[string]bool{}, named: map[string]bool{}}, nil
+	return &Toucher{c: c, capture: capture, book: newCommandBook(c),
+		db: map[uint64]int{}, seen: map[string]bool{}, named: map[string]bool{}}, nil
 }
 
 // Close closes the toucher's connection.
@@ -558,19 +556,21 @@ func (t *Toucher) Touch(conn uint64, step int, request []byte) ([]kavach.KeyStat
 	if t.whole == "" && aggregateRead(argv) {
 		t.whole = fmt.Sprintf("step %d reads the whole keyspace (%s)", step, name)
 	}
-	if err := t.learn(name, argv); err != nil {
+	refused, err := t.book.learn(argv)
+	if err != nil {
 		return nil, err
 	}
-	at := keysAt(&Learned{Keys: t.keys, Specs: t.specs}, argv)
-	if len(at) == 0 && t.whole == "" && (name == "EVAL" || name == "EVALSHA" || name == "EVAL_RO" || name == "EVALSHA_RO" || name == "FCALL" || name == "FCALL_RO") {
+	if refused != "" && t.whole == "" {
+		// Where the keys are is unknown: the keys named cannot be said
+		// to hold what the recording read.
+		t.whole = fmt.Sprintf("the service did not say where the keys of %s are (COMMAND INFO: %s)", name, refused)
+	}
+	keys := t.book.keyArgs(argv, c.Args)
+	if len(keys) == 0 && t.whole == "" && scriptCaller(name) {
 		t.whole = fmt.Sprintf("step %d runs a script that names no key (%s): it may read any", step, name)
 	}
 	var out []kavach.KeyState
-	for _, i := range at {
-		if i < 0 || i+1 >= len(c.Args) {
-			continue
-		}
-		key := c.Args[i+1]
+	for _, key := range keys {
 		// Captured once per database; named once whatever the database
 		// (a cut asks every database for each name).
 		id := strconv.Itoa(t.db[conn]) + ":" + string(key)
@@ -596,31 +596,4 @@ func (t *Toucher) Touch(conn uint64, step int, request []byte) ([]kavach.KeyStat
 		}
 	}
 	return out, nil
-}
-
-// learn asks the service where the keys of a command are, once per
-// command (and subcommand).
-func (t *Toucher) learn(name string, argv []string) error {
-	if t.asked[name] {
-		return nil
-	}
-	t.asked[name] = true
-	t.c.conn.SetDeadline(time.Now().Add(10 * time.Second))
-	defer t.c.conn.SetDeadline(time.Time{})
-	v, err := t.c.do("COMMAND", "INFO", name)
-	if err != nil {
-		return fmt.Errorf("COMMAND INFO %s: %w", name, err)
-	}
-	if v.Kind == KindError {
-		// Where the keys are is unknown: the keys named cannot be said
-		// to hold what the recording read.
-		if t.whole == "" {
-			t.whole = fmt.Sprintf("the service did not say where the keys of %s are (COMMAND INFO: %s)", name, firstLine(v.Str))
-		}
-		return nil
-	}
-	keys, specs, _ := readCommandInfo(v)
-	maps.Copy(t.keys, keys)
-	maps.Copy(t.specs, specs)
-	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,12 +31,8 @@ type Watcher struct {
 	mon *client
 
 	mu     sync.Mutex
-	q      *client
-	flags  map[string]map[string]bool // command (and "CMD|SUB") -> its flags
-	keys   map[string]KeyRange
-	specs  map[string][]KeySpec
-	asked  map[string]bool
-	caller string // origin of the latest script caller, for the commands it runs
+	book   *commandBook // on its own connection
+	caller string       // origin of the latest script caller, for the commands it runs
 }
 
 // NewWatcher starts watching the service at addr with the environment's
@@ -62,8 +57,7 @@ func NewWatcher(ctx context.Context, addr string) (*Watcher, error) {
 		return nil, fmt.Errorf("watch of %s: %w", addr, err)
 	}
 	q.conn.SetDeadline(time.Time{})
-	return &Watcher{mon: mon, q: q, flags: map[string]map[string]bool{}, keys: map[string]KeyRange{},
-		specs: map[string][]KeySpec{}, asked: map[string]bool{}}, nil
+	return &Watcher{mon: mon, book: newCommandBook(q)}, nil
 }
 
 // Close ends the watch.
@@ -71,7 +65,7 @@ func (w *Watcher) Close() error {
 	err := w.mon.Close()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return errors.Join(err, w.q.Close())
+	return errors.Join(err, w.book.c.Close())
 }
 
 // Next reads the next command the service ran.
@@ -114,7 +108,8 @@ func (w *Watcher) ran(ml MonitorLine) kavach.Ran {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	f := w.learn(argv)
+	w.book.learn(argv) // a question that fails leaves the command unknown: no flags, keys not known
+	f := w.book.flagsOf(argv)
 	r.Write = f["write"] || name == "SCRIPT" || name == "FUNCTION"
 	r.Blocking = f["blocking"]
 	if r.Write || name == "DUMP" {
@@ -155,55 +150,24 @@ func (w *Watcher) Keys(request []byte) ([][]byte, bool) {
 	argv := argStrings(c.Args)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.learn(argv)
+	w.book.learn(argv)
 	return w.keysOf(argv, c.Args)
 }
 
 // keysOf places the keys of argv; w.mu is held.
 func (w *Watcher) keysOf(argv []string, args [][]byte) ([][]byte, bool) {
 	name := strings.ToUpper(argv[0])
-	if !w.asked[name] || w.flags[name] == nil {
-		return nil, false
+	if w.book.flags[name] == nil {
+		return nil, false // the service did not say
 	}
 	if aggregateRead(argv) || name == "FLUSHALL" || name == "FLUSHDB" || name == "SWAPDB" {
 		return nil, false
 	}
-	at := keysAt(&Learned{Keys: w.keys, Specs: w.specs}, argv)
-	if len(at) == 0 && scriptCaller(name) {
+	keys := w.book.keyArgs(argv, args)
+	if len(keys) == 0 && scriptCaller(name) {
 		return nil, false
 	}
-	var out [][]byte
-	for _, i := range at {
-		if i >= 0 && i+1 < len(args) {
-			out = append(out, args[i+1])
-		}
-	}
-	return out, true
-}
-
-// learn asks the service about a command once, and gives its flags (its
-// subcommand's, where it has one); w.mu is held. A question that fails
-// leaves the command unknown: no flags, keys not known.
-func (w *Watcher) learn(argv []string) map[string]bool {
-	name := strings.ToUpper(argv[0])
-	if !w.asked[name] {
-		w.asked[name] = true
-		w.q.conn.SetDeadline(time.Now().Add(10 * time.Second))
-		v, err := w.q.do("COMMAND", "INFO", name)
-		w.q.conn.SetDeadline(time.Time{})
-		if err == nil && v.Kind != KindError {
-			keys, specs, _ := readCommandInfo(v)
-			maps.Copy(w.keys, keys)
-			maps.Copy(w.specs, specs)
-			maps.Copy(w.flags, commandFlags(v))
-		}
-	}
-	if len(argv) > 1 {
-		if f, ok := w.flags[name+"|"+strings.ToUpper(argv[1])]; ok {
-			return f
-		}
-	}
-	return w.flags[name]
+	return keys, true
 }
 
 // commandFlags reads the flags of COMMAND INFO's reply, subcommands as
