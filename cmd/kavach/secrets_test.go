@@ -115,40 +115,8 @@ func TestSecretCorpusRedis(t *testing.T) {
 		"password hash":                   sha256hex(pw), "ACL password hash": sha256hex(alice),
 	}
 	rec := startRecordingCmd(t, "resp", "--", build, "--requirepass", pw)
-	conn, err := net.DialTimeout("tcp", rec.addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	var pending []byte
-	send := func(req string) string {
-		t.Helper()
-		if _, err := conn.Write([]byte(req)); err != nil {
-			t.Fatal(err)
-		}
-		buf := make([]byte, 64<<10)
-		for {
-			if n, err := redis.Split(pending); err == nil && n > 0 {
-				reply := string(pending[:n])
-				pending = pending[n:]
-				return reply
-			}
-			n, err := conn.Read(buf)
-			pending = append(pending, buf[:n]...)
-			if err != nil {
-				t.Fatalf("%q: %v (read %q)", req, err, pending)
-			}
-		}
-	}
-	command := func(args ...string) string {
-		t.Helper()
-		b := make([][]byte, len(args))
-		for i, a := range args {
-			b[i] = []byte(a)
-		}
-		return send(string(redis.AppendCommand(nil, b...)))
-	}
+	send, command, closeConn := respConn(t, rec.addr)
+	defer closeConn()
 	expect := func(got, want string) {
 		t.Helper()
 		if !strings.Contains(got, want) {
@@ -176,7 +144,7 @@ func TestSecretCorpusRedis(t *testing.T) {
 	expect(command("ACL", "GETUSER", "alice"), sha256hex(alice))
 	expect(command("ACL", "LIST"), sha256hex(pw))
 	expect(command("PING"), "PONG")
-	conn.Close()
+	closeConn()
 	rec.stop(t)
 
 	plain := assertNoSecret(t, rec.fixture, secrets)
@@ -294,35 +262,8 @@ func TestSeenSecretRedactedEverywhere(t *testing.T) {
 	t.Setenv("KAVACH_REDIS_SECRET", envSecret)
 	rec := startRecordingCmd(t, "resp", "--", build, "--requirepass", pw)
 	dial := func() (func(args ...string) string, func()) {
-		conn, err := net.DialTimeout("tcp", rec.addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn.SetDeadline(time.Now().Add(30 * time.Second))
-		var pending []byte
-		return func(args ...string) string {
-			t.Helper()
-			b := make([][]byte, len(args))
-			for i, a := range args {
-				b[i] = []byte(a)
-			}
-			if _, err := conn.Write(redis.AppendCommand(nil, b...)); err != nil {
-				t.Fatal(err)
-			}
-			buf := make([]byte, 64<<10)
-			for {
-				if n, err := redis.Split(pending); err == nil && n > 0 {
-					reply := string(pending[:n])
-					pending = pending[n:]
-					return reply
-				}
-				n, err := conn.Read(buf)
-				pending = append(pending, buf[:n]...)
-				if err != nil {
-					t.Fatalf("%q: %v (read %q)", args, err, pending)
-				}
-			}
-		}, func() { conn.Close() }
+		_, command, closeConn := respConn(t, rec.addr)
+		return command, closeConn
 	}
 	expect := func(got, want string) {
 		t.Helper()
@@ -376,4 +317,44 @@ func TestSeenSecretRedactedEverywhere(t *testing.T) {
 			t.Errorf("kavach replay lacks the line %q", step)
 		}
 	}
+}
+
+// respConn is a connection to addr: send writes raw bytes and reads one
+// reply, command sends a command and reads its reply.
+func respConn(t *testing.T, addr string) (send func(req string) string, command func(args ...string) string, closeConn func()) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	var pending []byte
+	send = func(req string) string {
+		t.Helper()
+		if _, err := conn.Write([]byte(req)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64<<10)
+		for {
+			if n, err := redis.Split(pending); err == nil && n > 0 {
+				reply := string(pending[:n])
+				pending = pending[n:]
+				return reply
+			}
+			n, err := conn.Read(buf)
+			pending = append(pending, buf[:n]...)
+			if err != nil {
+				t.Fatalf("%q: %v (read %q)", req, err, pending)
+			}
+		}
+	}
+	command = func(args ...string) string {
+		t.Helper()
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		return send(string(redis.AppendCommand(nil, b...)))
+	}
+	return send, command, func() { conn.Close() }
 }
