@@ -23,7 +23,7 @@ LIB=$(go run ./internal/clockbuild -page "$work/page")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
 start() { # start ENV... : the build under that environment
-	env "$@" "$BUILD" --port "$port" --save "" --appendonly no --hz 500 >"$work/log" 2>&1 &
+	env "$@" "$BUILD" --port "$port" --save "" --appendonly no >"$work/log" 2>&1 &
 	pid=$!
 	for _ in $(seq 200); do redis-cli -p "$port" ping >/dev/null 2>&1 && return; sleep 0.05; done
 	echo "the build did not start under: $*" >&2; cat "$work/log" >&2; exit 1

@@ -171,14 +171,14 @@ stop_record() {
 }
 
 # start_redis ENV... starts a fresh redis-server of the build with
-# Kavach's own arguments (integrations/redis DefaultArgs), under ENV, and
+# the settings a replay starts it with (no hz of its own: the build's default), under ENV, and
 # sets RPID and RPORT.
 start_redis() {
 	RPORT=$(free_port)
 	local dir
 	dir=$(mktemp -d "$TMP/redis.XXXXXX")
 	env "$@" "$REDIS" --port "$RPORT" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no \
-		--daemonize no --logfile "" --hz 100 >"$dir/log" 2>&1 &
+		--daemonize no --logfile "" >"$dir/log" 2>&1 &
 	RPID=$!
 	PIDS+=("$RPID")
 	[ $# -gt 0 ] && FAKED+=("$RPID")

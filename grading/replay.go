@@ -357,7 +357,8 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 		fmt.Fprintf(w, "noise     %s\n", strings.Join(parts, ", "))
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	bw := bufio.NewWriter(w) // a write a line would be a system call a step
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tSTATUS\tRECORDED\tREPLAYED\tREQUEST")
 	err := r.each(func(rec replay.StepResult, st kavach.Step, got []replay.StepResult) error {
 		c := replay.CheckStep(rec, got[0], sum.Failure, noise, violated)
@@ -385,10 +386,13 @@ func (r *replayRuns) print(w io.Writer, v replay.Verification, noise replay.Nois
 		}
 		return nil
 	})
+	tw.Flush()
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return err
 	}
-	tw.Flush()
 	fmt.Fprintln(w)
 	var parts []string
 	for _, s := range []string{replay.StatusEqual, replay.StatusNoise, replay.StatusReproduced, replay.StatusDifferent, replay.StatusNotFailed, replay.StatusNotRun, replay.StatusAfterFailed, replay.StatusContained, replay.StatusForeign} {

@@ -261,7 +261,7 @@ func (c *Clock) Turn(pull bool, gone func() bool, bound time.Duration) bool {
 		wait = append(wait, woken{i, pid, tid, gen})
 	}
 	began := time.Now()
-	pause := time.Duration(0)
+	nap := time.Duration(0)
 	for len(wait) > 0 {
 		left := wait[:0]
 		for _, w := range wait {
@@ -281,13 +281,13 @@ func (c *Clock) Turn(pull bool, gone func() bool, bound time.Duration) bool {
 		if gone() || time.Since(began) > bound {
 			return false
 		}
-		if pause == 0 {
+		if nap == 0 {
 			runtime.Gosched()
-			pause = 10 * time.Microsecond
+			nap = 10 * time.Microsecond
 			continue
 		}
-		time.Sleep(pause)
-		pause = min(2*pause, 200*time.Microsecond)
+		pause(nap) // in the kernel: time.Sleep would take a millisecond (pause.go)
+		nap = min(2*nap, 200*time.Microsecond)
 	}
 	return true
 }

@@ -281,13 +281,8 @@ func Unredact(request []byte, secret string) []byte {
 	return AppendCommand(nil, out...)
 }
 
-// DefaultArgs are the arguments Kavach starts every Redis build with,
-// before the launch's own.
-var DefaultArgs = []string{
-	"--hz", "500", // a timer tick every 2 ms (the most Redis allows): see Integration.Settle
-}
-
-// fastCrash turns off the memory test Redis runs when it crashes: about
+// fastCrash, before the launch's own arguments, turns off the memory
+// test Redis runs when it crashes: about
 // 150 ms of CPU per crash, which replays of a crashing incident pay for
 // every variant. Builds before Redis 6.2 do not know the option; they are
 // started again without it.
@@ -311,7 +306,7 @@ func (in Integration) Start(ctx context.Context, build kavach.Launch) (kavach.Pr
 
 func (in Integration) start(ctx context.Context, build kavach.Launch) (kavach.Process, error) {
 	sp := in.spawn(build)
-	sp.Defaults = append(slices.Clone(DefaultArgs), fastCrash...)
+	sp.Defaults = fastCrash
 	p, err := sp.Start(ctx)
 	var se *launch.StartError
 	if errors.As(err, &se) && se.Exit != nil && strings.Contains(se.Exit.LogTail, "crash-memcheck-enabled") {
@@ -331,7 +326,6 @@ func (in Integration) spawn(build kavach.Launch) launch.Spawn {
 	}
 	return launch.Spawn{
 		Launch:       build,
-		Defaults:     DefaultArgs,
 		Safety:       safety,
 		DataFile:     DataFile,
 		Shared:       SharedArgs,
