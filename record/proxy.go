@@ -78,6 +78,10 @@ type Proxy struct {
 	touchErr      error
 	// watch, when set, holds events for the service's feed (foreign.go).
 	watch *watchState
+	// keep: an always-on recording (keep.go); failures are those its
+	// keeper has not taken yet.
+	keep     bool
+	failures []keptFailure
 }
 
 // waitStep is a request still waiting for replies.
@@ -777,6 +781,9 @@ func (p *Proxy) writeNow(rec fixtures.Record) {
 // setFailure records the incident's failure. p.mu must be held.
 func (p *Proxy) setFailure(f kavach.Failure) {
 	p.failure = &f
+	if p.keep {
+		p.failures = append(p.failures, keptFailure{f: f, at: time.Since(p.start)})
+	}
 	p.write(fixtures.Record{Kind: fixtures.KindFailure, Failure: &f})
 	p.log.Info("failure recorded", "step", f.Step, "signature", f.Signature)
 }

@@ -57,6 +57,9 @@ type Session struct {
 	// arguments and environment, and never writes into StateDir), and
 	// written into the fixture as its state (fixtures.StateDir).
 	StateDir string
+	// Keep, when set, makes the recording always on (keep.go): Out is then
+	// a directory (made when missing) that receives a fixture per cut.
+	Keep *Keep
 }
 
 // Result is what a finished recording holds.
@@ -66,6 +69,7 @@ type Result struct {
 	Reason  string // why the recording stopped
 	Build   *fixtures.Build
 	State   *fixtures.State // the state written: a running service's, or a launched build's state directory
+	Cuts    []string        // with Keep, the cuts written, in order
 }
 
 // Run records until ctx is done (SIGINT, SIGTERM) or the launched build
@@ -73,6 +77,9 @@ type Result struct {
 // process and goroutine it started is gone when it returns.
 func (s Session) Run(ctx context.Context, protocol string, started func(addr string)) (Result, error) {
 	var res Result
+	if s.Keep != nil && (s.StateDir != "" || s.Launch == nil && s.State != fixtures.StateNone) {
+		return res, errors.New("record: an always-on recording (Keep) takes no state yet: record in front of a running service with State none, or start the build")
+	}
 	h := fixtures.Header{Protocol: protocol, Volatile: s.Volatile, Redact: s.Redact}
 	upstream := s.Upstream
 	var proc kavach.Process
@@ -106,7 +113,7 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 		}
 	}
 	h.Start = time.Now().UTC()
-	w, err := fixtures.Create(s.Out, h)
+	w, k, abandon, err := s.create(h)
 	if err != nil {
 		return res, err
 	}
@@ -114,12 +121,6 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	opts.Fixture, opts.Upstream = w, upstream
 	if st != nil {
 		opts.Toucher = st.toucher
-	}
-	// A recording that fails before its proxy serves anyone leaves no
-	// file: there is nothing in it, and a rerun must not find it there.
-	abandon := func() {
-		w.Close(fixtures.End{Reason: "did not start"})
-		os.Remove(s.Out)
 	}
 	if res.State, err = sd.write(w); err != nil {
 		abandon()
@@ -129,6 +130,10 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	if err != nil {
 		abandon()
 		return res, err
+	}
+	if k != nil {
+		p.keep = true
+		k.start(p)
 	}
 	if st != nil && st.watcher != nil {
 		p.Watch(WatchOptions{Watcher: st.watcher, AfterMark: st.mode == fixtures.StateSnapshot, Capture: st.toucher.Origin()})
@@ -145,31 +150,66 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 		started(p.Addr().String())
 	}
 
-	var died <-chan struct{}
-	if proc != nil {
-		died = proc.Done()
-	}
-	select {
-	case <-ctx.Done():
-		res.Reason = "stopped: " + context.Cause(ctx).Error()
-	case <-died:
-		exit := proc.Exited()
-		res.Reason = "the build exited: " + exit.String()
-		grace := s.Grace
-		if grace == 0 {
-			grace = 200 * time.Millisecond
-		}
-		time.Sleep(grace) // let every connection see the close and record it
-		p.BuildDied(exit)
-	}
+	res.Reason = s.wait(ctx, p, proc)
 	closeErr := p.Close()
 	res.Stats, res.Failure = p.Stats(), p.Failure()
+	if k != nil {
+		// The segments hold only a stretch: what was written is the cuts.
+		var cutErr error
+		res.Cuts, cutErr = k.finish()
+		return res, errors.Join(closeErr, cutErr)
+	}
 	var stateErr error
 	if st != nil {
 		res.State, stateErr = st.finish(ctx, p, w, h.Start)
 	}
 	err = errors.Join(closeErr, p.Err(), stateErr, w.Close(fixtures.End{Duration: time.Since(h.Start), Reason: res.Reason}))
 	return res, err
+}
+
+// create creates the fixture the proxy writes to: Out, or with Keep the
+// first segment of the keeper of the cuts directory Out. abandon undoes
+// it for a recording that fails before its proxy serves anyone, which
+// leaves no file: there is nothing in it, and a rerun must not find it.
+func (s *Session) create(h fixtures.Header) (*fixtures.Writer, *keeper, func(), error) {
+	if s.Keep != nil {
+		k, err := newKeeper(s.Out, *s.Keep, h, s.Proxy.Codec)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return k.writer(), k, k.abandon, nil
+	}
+	w, err := fixtures.Create(s.Out, h)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return w, nil, func() {
+		w.Close(fixtures.End{Reason: "did not start"})
+		os.Remove(s.Out)
+	}, nil
+}
+
+// wait waits for the recording's end: ctx done (SIGINT, SIGTERM), or the
+// launched build's exit, whose failure is then recorded once every
+// connection has had time to see it go. It returns why it ended.
+func (s *Session) wait(ctx context.Context, p *Proxy, proc kavach.Process) string {
+	var died <-chan struct{}
+	if proc != nil {
+		died = proc.Done()
+	}
+	select {
+	case <-ctx.Done():
+		return "stopped: " + context.Cause(ctx).Error()
+	case <-died:
+	}
+	exit := proc.Exited()
+	grace := s.Grace
+	if grace == 0 {
+		grace = 200 * time.Millisecond
+	}
+	time.Sleep(grace) // let every connection see the close and record it
+	p.BuildDied(exit)
+	return "the build exited: " + exit.String()
 }
 
 // startBuild starts the launched build (s.Launch, made absolute, given

@@ -30,6 +30,12 @@ func recordCommand() *cli.Command {
 		Flags:        recordFlags(),
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
+			if c.IsSet("cut") {
+				return askCut(c.String("cut"), c.Duration("cut-timeout"), c.App.Writer)
+			}
+			if !c.IsSet("protocol") || !c.IsSet("out") {
+				return usagef("run 'kavach record --help' for an example", "Required flags \"protocol, out\" not set")
+			}
 			if !grading.Speaks(c.String("protocol")) {
 				return usagef("", "protocol %q: Kavach records %s", c.String("protocol"), strings.Join(grading.Protocols(), ", "))
 			}
@@ -60,6 +66,9 @@ func recordCommand() *cli.Command {
 			if err := stateFlags(c, &s); err != nil {
 				return err
 			}
+			if err := keepFlags(c, &s); err != nil {
+				return err
+			}
 			switch {
 			case s.Upstream != "" && c.NArg() > 0:
 				return usagef("", "give either --upstream ADDR or -- BUILD ARGS, not both")
@@ -69,12 +78,8 @@ func recordCommand() *cli.Command {
 				s.Launch = &kavach.Launch{Path: c.Args().First(), Args: c.Args().Tail()}
 			}
 			grading.SetupRecording(&s, c.String("protocol"), redact, c.Bool("keep-secrets"), c.Duration("start-timeout"))
-			if f := c.String("fail-on"); f != "" {
-				o, err := kavach.ParseOracle(f)
-				if err != nil || o.Kind != kavach.Error {
-					return usagef("", "--fail-on %q: want error or error:CLASS (mark other failures with 'kavach mark')", f)
-				}
-				s.Proxy.FailOn = &o
+			if err := failOnFlag(c, &s); err != nil {
+				return err
 			}
 			level := slog.LevelWarn
 			if c.Bool("verbose") {
@@ -82,13 +87,20 @@ func recordCommand() *cli.Command {
 			}
 			s.Proxy.Logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 			stderr := c.App.ErrWriter
+			cutsStarted, cutsStop := cuts(&s)
 			res, err := s.Run(c.Context, c.String("protocol"), func(addr string) {
 				to := s.Upstream
 				if s.Launch != nil {
 					to = s.Launch.Path
 				}
+				cutsStarted()
 				fmt.Fprintf(stderr, "kavach: recording %s to %s; clients connect to %s (Ctrl-C ends it)\n", to, s.Out, addr)
 			})
+			cutsStop()
+			if s.Keep != nil {
+				printCuts(stderr, res)
+				return err
+			}
 			got := grading.Recorded{Fixture: s.Out, Result: res}
 			got.PrintSummary(stderr)
 			if err == nil && c.Bool("json") {
@@ -97,6 +109,22 @@ func recordCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// failOnFlag sets the failure --fail-on names; always on (--keep), an
+// HTTP service's 5xx is one when --fail-on names none.
+func failOnFlag(c *cli.Context, s *record.Session) error {
+	if f := c.String("fail-on"); f != "" {
+		o, err := kavach.ParseOracle(f)
+		if err != nil || o.Kind != kavach.Error {
+			return usagef("", "--fail-on %q: want error or error:CLASS (mark other failures with 'kavach mark')", f)
+		}
+		s.Proxy.FailOn = &o
+	}
+	if s.Keep != nil && s.Proxy.FailOn == nil && c.String("protocol") == "http" {
+		s.Proxy.FailOn = &kavach.Oracle{Kind: kavach.Error, Class: "5xx"}
+	}
+	return nil
 }
 
 // stateFlags sets how the session takes the state of a running service
@@ -154,8 +182,8 @@ func checkStateDir(c *cli.Context, s *record.Session) error {
 // recordFlags are kavach record's flags.
 func recordFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "protocol", Required: true, Usage: "the service's protocol: `resp` or http"},
-		&cli.StringFlag{Name: "out", Required: true, Usage: "write the fixture to `FIXTURE` (must not exist)"},
+		&cli.StringFlag{Name: "protocol", Usage: "the service's protocol: `resp` or http (required)"},
+		&cli.StringFlag{Name: "out", Usage: "write the fixture to `FIXTURE` (must not exist; required); with --keep, the directory `DIR` that receives the cuts"},
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:0", Usage: "accept clients on `ADDR` (port 0: any free port)"},
 		&cli.StringFlag{Name: "upstream", Usage: "record in front of the running service at `ADDR`"},
 		&cli.StringFlag{Name: "fail-on", Usage: "make the first reply this oracle fires on the failure: error or error:`CLASS`"},
@@ -172,5 +200,10 @@ func recordFlags() []cli.Flag {
 		&cli.StringFlag{Name: "state-build", Usage: "cut the snapshot with the build at `PATH` (default: the service's own executable)"},
 		&cli.StringFlag{Name: "state-dir", Usage: "with -- BUILD ARGS (http), the directory `DIR` of the files the build loads at start-up and writes back: the build gets a copy, named {state} in its arguments, and the fixture keeps DIR's files for its replays"},
 		&cli.BoolFlag{Name: "json", Usage: "print what was recorded as JSON on stdout when the recording ends"},
+		&cli.DurationFlag{Name: "keep", Usage: "always on: keep only the last `D` of traffic in rolling segments, and cut it into a fixture in the --out directory at each failure detected, SIGUSR1 or --cut"},
+		&cli.Int64Flag{Name: "keep-bytes", Usage: "always on: the kept segments take at most `N` bytes of disk (with or without --keep)"},
+		&cli.DurationFlag{Name: "keep-after", Value: time.Second, Usage: "always on: go on recording `D` past a failure before cutting it"},
+		&cli.StringFlag{Name: "cut", Usage: "ask the always-on recording whose --out directory is `DIR` (or whose pid file is DIR/.kavach-record.pid) for a cut now; prints the cut's path"},
+		&cli.DurationFlag{Name: "cut-timeout", Value: 30 * time.Second, Usage: "with --cut, wait at most `D` for the cut to appear"},
 	}
 }
