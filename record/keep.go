@@ -76,7 +76,7 @@ type keeper struct {
 	segs   []*segment // closed, oldest first
 	segLen time.Duration
 	segMax int64
-	made   int                            // segments made, which names them
+	made   int                           // segments made, which names them
 	create func(string) (cutFile, error) // createFile; a test plants a full disk
 
 	stop chan struct{}
