@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +77,12 @@ func writeCut(c cutSpec) (string, error) {
 	for id, n := range segs[0].at.open {
 		t.open[id] = n
 	}
+	if h.State == fixtures.StateFirstTouch {
+		// The cut starts with a segment (cutFrom), which captured each key
+		// at its first touch in it: every event is in.
+		t.keys = map[string]bool{}
+		t.begin()
+	}
 	for _, s := range segs {
 		if err := t.segment(s.path); err != nil {
 			w.Close(fixtures.End{})
@@ -83,6 +90,14 @@ func writeCut(c cutSpec) (string, error) {
 		}
 	}
 	t.begin() // a stretch with no event after its start still opens its connections
+	if t.keys != nil {
+		st := fixtures.State{Mode: fixtures.StateFirstTouch, Keys: len(t.keys), Bytes: t.keyBytes,
+			Note: "cut: each key captured at its first touch in the cut"}
+		if err := w.Write(fixtures.Record{Kind: fixtures.KindState, State: &st}); err != nil {
+			w.Close(fixtures.End{})
+			return abandon(err)
+		}
+	}
 	if fl := c.failure; fl != nil && fl.Step > t.first {
 		g := *fl
 		g.Step -= t.first
@@ -119,6 +134,11 @@ func cutFrom(c cutSpec) ([]*segment, time.Duration) {
 		}
 	}
 	from := c.from
+	if c.header.State == fixtures.StateFirstTouch {
+		// The keys captured in the first segment before from would be
+		// missing: a cut with state starts at a segment's start.
+		from = -1
+	}
 	if fl := c.failure; fl != nil {
 		for i > 0 && c.segs[i].at.steps >= fl.Step {
 			i--
@@ -172,6 +192,23 @@ type trimmer struct {
 	first   int  // steps when the cut began
 	started bool // the start is passed: events are copied
 	last    time.Duration
+	// keys, with first-touch state, are the keys captured in the cut
+	// ("DB:KEY"); a key captured again in a later segment is not
+	// copied again. keyBytes sums their payloads.
+	keys     map[string]bool
+	keyBytes int64
+}
+
+// stateKey copies a key's capture when the cut has none of it yet.
+func (t *trimmer) stateKey(ks kavach.KeyState) error {
+	id := fmt.Sprintf("%d:%s", ks.DB, ks.Key)
+	if t.keys == nil || !t.started || t.keys[id] {
+		return nil
+	}
+	t.keys[id] = true
+	t.keyBytes += int64(len(ks.Dump))
+	ks.Key, ks.Dump = bytes.Clone(ks.Key), bytes.Clone(ks.Dump)
+	return t.w.Write(fixtures.Record{Kind: fixtures.KindStateKey, StateKey: &ks})
 }
 
 // segment copies the records of one segment file.
@@ -200,6 +237,10 @@ func (t *trimmer) segment(path string) error {
 			}
 			if seq > 0 {
 				seqs[ev.Seq] = seq
+			}
+		case fixtures.KindStateKey:
+			if err := t.stateKey(*rec.StateKey); err != nil {
+				return err
 			}
 		case fixtures.KindRedaction:
 			if seq, ok := seqs[rec.Redaction.Seq]; ok {

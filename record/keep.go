@@ -326,6 +326,10 @@ func sortedConns(open map[uint64]int) []uint64 {
 	return ids
 }
 
+// forgetter is a kavach.Toucher that can forget the keys it captured, so
+// that each segment of an always-on recording holds the keys it needs.
+type forgetter interface{ Forget() }
+
 // keptFailure is a failure the proxy detected, for the keeper to cut.
 type keptFailure struct {
 	f  kavach.Failure
@@ -353,6 +357,9 @@ func (p *Proxy) boundary(w *fixtures.Writer, clear bool) boundary {
 	}
 	if clear {
 		p.failure = nil
+	}
+	if f, ok := p.opts.Toucher.(forgetter); ok && w != nil {
+		f.Forget() // the new segment captures each key at its first touch in it
 	}
 	b := boundary{at: time.Since(p.start), steps: p.steps, open: make(map[uint64]int, len(p.conns))}
 	for id, c := range p.conns {

@@ -77,8 +77,8 @@ type Result struct {
 // process and goroutine it started is gone when it returns.
 func (s Session) Run(ctx context.Context, protocol string, started func(addr string)) (Result, error) {
 	var res Result
-	if s.Keep != nil && (s.StateDir != "" || s.Launch == nil && s.State != fixtures.StateNone) {
-		return res, errors.New("record: an always-on recording (Keep) takes no state yet: record in front of a running service with State none, or start the build")
+	if err := s.checkKeep(); err != nil {
+		return res, err
 	}
 	h := fixtures.Header{Protocol: protocol, Volatile: s.Volatile, Redact: s.Redact}
 	upstream := s.Upstream
@@ -165,6 +165,24 @@ func (s Session) Run(ctx context.Context, protocol string, started func(addr str
 	}
 	err = errors.Join(closeErr, p.Err(), stateErr, w.Close(fixtures.End{Duration: time.Since(h.Start), Reason: res.Reason}))
 	return res, err
+}
+
+// checkKeep refuses an always-on recording of state its cuts cannot
+// carry: a cut holds the keys its requests touch, captured in each
+// segment (first-touch); neither a snapshot nor a state directory is
+// taken per segment, and the writes of other clients are not watched.
+func (s *Session) checkKeep() error {
+	switch {
+	case s.Keep == nil || s.Launch != nil && s.StateDir == "":
+		return nil
+	case s.StateDir != "":
+		return errors.New("record: an always-on recording (Keep) does not carry a state directory in its cuts")
+	case s.State != fixtures.StateNone && s.State != fixtures.StateFirstTouch:
+		return errors.New("record: an always-on recording (Keep) in front of a running service takes its state first-touch (or none): a snapshot is not taken per segment")
+	case s.State == fixtures.StateFirstTouch && !s.NoWatch:
+		return errors.New("record: an always-on recording (Keep) with first-touch state does not watch the writes of other clients: give NoWatch")
+	}
+	return nil
 }
 
 // create creates the fixture the proxy writes to: Out, or with Keep the

@@ -39,8 +39,10 @@ func keepFlags(c *cli.Context, s *record.Session) error {
 		return usagef("", "--keep-bytes %d: give the disk the kept traffic may take, in bytes", bytes)
 	case after < 0:
 		return usagef("", "--keep-after %s: give a duration of zero or more", after)
-	case s.Upstream != "" && s.State != fixtures.StateNone:
-		return usagef("", "--keep in front of a running service needs --state none: a cut does not yet carry the state its first step needs (docs/record.md, \"Always on\")")
+	case s.Upstream != "" && s.State != fixtures.StateNone && s.State != fixtures.StateFirstTouch:
+		return usagef("", "--keep in front of a running service takes --state first-touch (each segment captures the keys it touches) or none: a snapshot is not taken per segment (docs/record.md, \"Always on\")")
+	case s.State == fixtures.StateFirstTouch && !s.NoWatch:
+		return usagef("", "--keep --state first-touch needs --no-watch: the writes of other clients are not yet kept per segment (docs/record.md, \"Always on\")")
 	case c.String("state-dir") != "":
 		return usagef("", "--keep with --state-dir: a cut does not yet carry the state directory (docs/record.md, \"Always on\")")
 	}

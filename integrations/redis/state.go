@@ -537,6 +537,12 @@ func aggregateRead(argv []string) bool {
 	return false
 }
 
+// Forget forgets which keys were touched, so that each is captured
+// again at its next touch: an always-on recording (record.Keep) calls it
+// at each segment's start, so that a segment holds the keys it needs.
+// The names touched are kept.
+func (t *Toucher) Forget() { clear(t.seen) }
+
 // Touch takes the next request forwarded on connection conn (the
 // recording's step n) and returns the keys it captured for it: none
 // unless capturing, and none for a key touched before.
