@@ -15,6 +15,9 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 )
 
+// errNothingKept is a cut with no segment to read: none could be written.
+var errNothingKept = errors.New("nothing kept: no segment of the stretch could be written")
+
 // cutSpec is what a cut is made of.
 type cutSpec struct {
 	dir, name string     // the cuts directory, and the cut's name in it
@@ -55,7 +58,7 @@ func createFile(path string) (cutFile, error) {
 func writeCut(c cutSpec) (string, error) {
 	segs, from := cutFrom(c)
 	if len(segs) == 0 {
-		return "", errors.New("cut: nothing kept (no segment could be written)")
+		return "", fmt.Errorf("cut %s: %w", c.name, errNothingKept)
 	}
 	tmp := filepath.Join(c.dir, "."+c.name+".tmp")
 	f, err := c.create(tmp)

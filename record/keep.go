@@ -76,8 +76,13 @@ type keeper struct {
 	segs   []*segment // closed, oldest first
 	segLen time.Duration
 	segMax int64
-	made   int                           // segments made, which names them
-	create func(string) (cutFile, error) // createFile; a test plants a full disk
+	made   int // segments made, which names them
+	// lost is the end of the last segment that could not be written
+	// (a full disk), and lostErr why: a failure before it cannot be cut.
+	lost    time.Duration
+	lostErr error
+	diskErr error                         // the last error writing a segment
+	create  func(string) (cutFile, error) // createFile; a test plants a full disk
 
 	stop chan struct{}
 	done chan struct{}
@@ -150,8 +155,13 @@ func (k *keeper) closeSegment(s *segment, end time.Duration) {
 	err := errors.Join(s.w.Close(fixtures.End{Duration: end, Reason: "segment"}), s.file.Close())
 	s.end, s.size = end, s.count.n.Load()
 	if err != nil {
+		// The kept stretch has a hole: it starts again after it.
 		k.p.log.Error("keep: segment", "err", err)
 		os.Remove(s.path)
+		for _, old := range k.segs {
+			os.Remove(old.path)
+		}
+		k.segs, k.lost, k.lostErr, k.diskErr = nil, end, err, err
 		return
 	}
 	k.segs = append(k.segs, s)
@@ -165,6 +175,7 @@ func (k *keeper) rotate(clear bool) {
 	next, err := k.newSegment()
 	if err != nil {
 		k.p.log.Error("keep: segment", "err", err)
+		k.diskErr = err
 		if clear {
 			k.p.boundary(nil, true)
 		}
@@ -295,10 +306,17 @@ func (k *keeper) cut(c cutReq) {
 		from = c.at - k.opts.Duration
 	}
 	start := k.header.Start.Add(c.at)
-	path, err := writeCut(cutSpec{
-		dir: k.dir, name: cutName(start), segs: k.segs, from: from, failure: c.failure,
-		header: k.header, codec: k.codec, create: k.create,
-	})
+	var path string
+	err := fmt.Errorf("cut %s: the stretch up to it could not be kept: %w", cutName(start), k.lostErr)
+	if k.lostErr == nil || c.at >= k.lost {
+		path, err = writeCut(cutSpec{
+			dir: k.dir, name: cutName(start), segs: k.segs, from: from, failure: c.failure,
+			header: k.header, codec: k.codec, create: k.create,
+		})
+	}
+	if errors.Is(err, errNothingKept) && k.diskErr != nil {
+		err = fmt.Errorf("%w (%v)", err, k.diskErr)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if err != nil {

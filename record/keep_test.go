@@ -1,11 +1,15 @@
 package record_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,4 +167,118 @@ func checkCut(t *testing.T, path string, want []string, failAt int) {
 	if fx.End == nil {
 		t.Fatalf("cut %s has no end record", path)
 	}
+}
+
+// syncBuffer is a log the test reads while the recording writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestKeepOnAFullDisk: the cuts directory is a small tmpfs, filled up
+// before a failure. The cut fails with the disk's error, logged; every
+// request sent meanwhile is answered right (the proxy forwards whatever
+// its files do); no temporary file is left. Once there is room again, the
+// next failure is cut whole. Stop reports the cut that failed.
+func TestKeepOnAFullDisk(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cuts")
+	os.Mkdir(dir, 0o755)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (needs root): %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	srv := startRedis(t)
+	failOn, _ := kavach.ParseOracle("error:WRONGTYPE")
+	var log syncBuffer
+	s := record.Session{
+		Out: dir, Upstream: srv.Addr(), State: fixtures.StateNone, Keep: &record.Keep{Duration: time.Second, After: 100 * time.Millisecond},
+		Proxy: record.Options{Codec: redis.Integration{}, FailOn: &failOn, Logger: slog.New(slog.NewTextHandler(&log, nil))},
+	}
+	r, err := s.Go(context.Background(), redis.Protocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	c := dialClient(t, r.Addr)
+	traffic := func(n int) {
+		for i := range n {
+			key, val := fmt.Sprintf("k:%d", i), strings.Repeat("v", 100+i)
+			c.do("SET", key, val)
+			if got := c.get(key); got != val {
+				t.Fatalf("GET %s through the proxy: %q, want %q", key, got, val)
+			}
+		}
+	}
+	traffic(50)
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := f.Write(make([]byte, 64<<10)); err != nil {
+			break // the disk is full
+		}
+	}
+	f.Close()
+	c.do("SET", "s", "x")
+	c.do("LPUSH", "s", "y")
+	for !strings.Contains(log.String(), "keep: cut") {
+		traffic(20) // answered right while the cut fails
+	}
+	if !strings.Contains(log.String(), "no space left on device") {
+		t.Fatalf("the failed cut's log does not say the disk is full:\n%s", log.String())
+	}
+	if cuts, _ := filepath.Glob(filepath.Join(dir, "*"+fixtures.Ext)); len(cuts) != 0 {
+		t.Fatalf("a cut on a full disk: %v", cuts)
+	}
+	os.Remove(filler)
+	time.Sleep(1500 * time.Millisecond) // the failure's stretch, written while the disk was full, is past
+	traffic(20)
+	c.do("LPUSH", "s", "z")
+	cut := waitCuts(t, dir, 1)[0]
+	fx, err := fixtures.Load(cut)
+	if err != nil || fx.Warning != nil || fx.Failure == nil || !strings.Contains(fx.Failure.Signature, "WRONGTYPE") {
+		t.Fatalf("the cut once there is room: %v, %+v", err, fx)
+	}
+	if _, err := r.Stop(); err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("Stop: %v, want the failed cut's error", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("a temporary file is left: %s", e.Name())
+		}
+	}
+}
+
+// get sends GET key and returns the bulk string's payload.
+func (c *client) get(key string) string {
+	c.t.Helper()
+	c.c.Write(redis.AppendCommand(nil, []byte("GET"), []byte(key)))
+	c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	head, err := c.br.ReadString('\n')
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if !strings.HasPrefix(head, "$") || head == "$-1\r\n" {
+		return head
+	}
+	body, err := c.br.ReadString('\n')
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return strings.TrimSuffix(body, "\r\n")
 }

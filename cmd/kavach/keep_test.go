@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,4 +141,72 @@ func dialReady(t *testing.T, ready string) net.Conn {
 	}
 	t.Fatal("no ready file after 60 s")
 	return nil
+}
+
+// TestKill9DuringACut: kill -9 of kavach record --keep while it writes a
+// cut of a large stretch (about 48 MB, which does not compress) leaves
+// the earlier cut whole and no half-written file under a cut's name: every
+// file named *.kavach reads back whole, with its end record.
+func TestKill9DuringACut(t *testing.T) {
+	bin, err := exec.LookPath("kavach")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cuts, ready := filepath.Join(dir, "cuts"), filepath.Join(dir, "addr")
+	rec := exec.Command(bin, "record", "--protocol", "resp", "--out", cuts, "--keep", "10m", "--ready-file", ready, "--", "redis-server")
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rec.Process.Kill(); rec.Wait() })
+	conn := dialReady(t, ready)
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	value := make([]byte, 1<<20)
+	for i := range 48 {
+		for j := range value {
+			value[j] = byte(j*7919 + i*104729 + j>>8*31)
+		}
+		conn.Write(redis.AppendCommand(nil, []byte("SET"), []byte(fmt.Sprintf("big:%d", i)), value))
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if line, err := br.ReadString('\n'); err != nil || line != "+OK\r\n" {
+			t.Fatalf("SET big:%d: %q %v", i, line, err)
+		}
+	}
+	out, err := exec.Command(bin, "record", "--cut", cuts).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kavach record --cut: %v\n%s", err, out)
+	}
+	first := strings.TrimSpace(string(out))
+	before, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Process.Signal(syscall.SIGUSR1)
+	caught := false
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !caught; {
+		ents, _ := os.ReadDir(cuts)
+		for _, e := range ents {
+			caught = caught || strings.HasSuffix(e.Name(), ".tmp")
+		}
+		if len(cutNames(cuts)) > 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rec.Process.Kill()
+	rec.Wait()
+	t.Logf("killed while a cut was being written: %v", caught)
+	after, err := os.ReadFile(first)
+	if err != nil || !bytes.Equal(before, after) {
+		t.Fatalf("the earlier cut changed after kill -9: %v", err)
+	}
+	for name := range cutNames(cuts) {
+		fx, err := fixtures.Load(filepath.Join(cuts, name))
+		if err != nil {
+			t.Errorf("%s after kill -9: %v: a half-written cut under a final name", name, err)
+		} else if fx.Warning != nil || fx.End == nil {
+			t.Errorf("%s after kill -9: warning %v, end %v: a half-written cut under a final name", name, fx.Warning, fx.End)
+		}
+	}
 }
