@@ -7,6 +7,13 @@
 #   plain proxy    a byte-copying proxy, one upstream conn per client (bench/plainproxy)
 #   twemproxy      nutcracker, for reference (it multiplexes clients onto one server conn)
 #   kavach record  the recording proxy, writing a fixture
+#   --state none   the recording proxy, writing a fixture, taking no state
+#                  (no snapshot, no watch of other clients)
+#   record --keep  the recording proxy always on (--keep 10s --state none):
+#                  rolling segments in a directory, no cut
+#
+# The server's command count includes the state taking's own commands
+# (snapshot, MONITOR) on the "kavach record" path.
 #
 # Every measurement is repeated REPS times, interleaved across paths, and
 # the median is reported, because the machine is shared and noisy. Prints a
@@ -182,8 +189,8 @@ wait_port "$TPORT" "$!"
 
 # ---- measure
 
-PATHS=(direct plain twem kavach)
-declare -A NAME=([direct]="direct" [plain]="plain proxy" [twem]="twemproxy" [kavach]="kavach record")
+PATHS=(direct plain twem kavach none keep)
+declare -A NAME=([direct]="direct" [plain]="plain proxy" [twem]="twemproxy" [kavach]="kavach record" [none]="--state none" [keep]="record --keep")
 MODES=(1 "$PIPE")
 declare -A REQS=([1]=$N [$PIPE]=$NP)
 mode_name() { if [ "$1" -gt 1 ]; then echo "-P $1"; else echo "none"; fi; }
@@ -226,12 +233,24 @@ for rep in $(seq "$REPS"); do
 					SAMPLER=$!
 				fi
 				;;
+			none | keep)
+				run=$((run + 1))
+				port=$(free_port)
+				redis-cli -p "$RPORT" CONFIG RESETSTAT >/dev/null
+				out=(--out "$TMP/none-$run.kavach")
+				[ "$path" = keep ] && out=(--out "$TMP/cuts-$run" --keep 10s)
+				"$KAVACH" record --protocol resp "${out[@]}" --state none \
+					--upstream "127.0.0.1:$RPORT" --listen "127.0.0.1:$port" 2>"$TMP/kavach-$run.log" &
+				KPID=$!
+				wait_port "$port" "$KPID"
+				big=0
+				;;
 			esac
 			log "rep $rep/$REPS, pipelining $(mode_name "$mode"), $n requests per test: ${NAME[$path]}"
 			figures=$(bench "$port" "$mode" "$n")
 			read -r set get <<<"$figures"
 			echo "$path $mode $rep $set $get" >>"$RESULTS"
-			if [ "$path" = kavach ]; then
+			if [ "$path" = kavach ] || [ "$path" = none ] || [ "$path" = keep ]; then
 				if [ -n "$SAMPLER" ]; then
 					kill "$SAMPLER" 2>/dev/null || true
 					wait "$SAMPLER" 2>/dev/null || true
@@ -313,6 +332,16 @@ for mode in "${MODES[@]}"; do
 	verdict=$(awk -v r="$r" 'BEGIN { print (r >= 0.80 ? "meets it" : "BELOW TARGET") }')
 	printf "kavach record / plain proxy = %s (target ≥ 0.80) pipelining %-5s  [SET %s, GET %s; %s]\n" "$r" "$(mode_name "$mode")" \
 		"$(ratio "${SET[kavach,$mode]}" "${SET[plain,$mode]}")" "$(ratio "${GET[kavach,$mode]}" "${GET[plain,$mode]}")" "$verdict"
+done
+for mode in "${MODES[@]}"; do
+	k=$(combined "${SET[keep,$mode]}" "${GET[keep,$mode]}")
+	p=$(combined "${SET[plain,$mode]}" "${GET[plain,$mode]}")
+	r=$(ratio "$k" "$p")
+	verdict=$(awk -v r="$r" 'BEGIN { print (r >= 0.90 ? "meets it" : "BELOW TARGET") }')
+	printf "record --keep / plain proxy = %s (target ≥ 0.90) pipelining %-5s  [SET %s, GET %s; %s]\n" "$r" "$(mode_name "$mode")" \
+		"$(ratio "${SET[keep,$mode]}" "${SET[plain,$mode]}")" "$(ratio "${GET[keep,$mode]}" "${GET[plain,$mode]}")" "$verdict"
+	n=$(combined "${SET[none,$mode]}" "${GET[none,$mode]}")
+	printf "record --keep / record --state none = %s pipelining %-5s  (what the segments cost over one fixture)\n" "$(ratio "$k" "$n")" "$(mode_name "$mode")"
 done
 
 echo

@@ -290,13 +290,6 @@ func (k *keeper) abandon() {
 	os.RemoveAll(k.segDir)
 }
 
-// Cuts returns the cuts written so far.
-func (k *keeper) written() []string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return append([]string(nil), k.cuts...)
-}
-
 // cut writes the kept stretch for c into the cuts directory and logs
 // what it did; a cut that fails is logged and counted, the recording
 // goes on.
