@@ -309,14 +309,22 @@ func (t *trimmer) begin() {
 	}
 }
 
-// countWriter counts the bytes written to a segment's file.
+// countWriter counts the bytes written to a segment's file, and once
+// they pass limit (when not zero) wakes the keeper on full.
 type countWriter struct {
-	f *os.File
-	n atomic.Int64
+	f     *os.File
+	n     atomic.Int64
+	limit int64
+	full  chan<- struct{}
 }
 
 func (c *countWriter) Write(b []byte) (int, error) {
 	n, err := c.f.Write(b)
-	c.n.Add(int64(n))
+	if total := c.n.Add(int64(n)); c.limit > 0 && total >= c.limit {
+		select {
+		case c.full <- struct{}{}:
+		default:
+		}
+	}
 	return n, err
 }

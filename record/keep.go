@@ -86,6 +86,7 @@ type keeper struct {
 
 	stop chan struct{}
 	done chan struct{}
+	full chan struct{} // a segment passed segMax: rotate now, not at the next tick
 
 	mu   sync.Mutex
 	cuts []string // cuts written, in order
@@ -109,7 +110,7 @@ func newKeeper(dir string, k Keep, h fixtures.Header, codec kavach.Integration) 
 		return nil, fmt.Errorf("record: cuts directory: %w", err)
 	}
 	kp := &keeper{opts: k, dir: dir, segDir: segDir, header: h, codec: codec, create: createFile,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), full: make(chan struct{}, 1)}
 	// Segments short against the bounds: a cut's stretch is trimmed to
 	// the event, the disk is bounded to a segment.
 	kp.segLen = k.Duration / 4
@@ -140,7 +141,7 @@ func (k *keeper) newSegment() (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("record: segment: %w", err)
 	}
-	s := &segment{path: path, file: f, count: &countWriter{f: f}}
+	s := &segment{path: path, file: f, count: &countWriter{f: f, limit: k.segMax, full: k.full}}
 	if s.w, err = fixtures.NewWriter(s.count, path, k.header); err != nil {
 		f.Close()
 		os.Remove(path)
@@ -203,7 +204,9 @@ func (k *keeper) drop(now time.Duration, pending []cutReq) {
 	for len(k.segs) > 0 {
 		s := k.segs[0]
 		byTime := k.opts.Duration > 0 && s.end < keepFrom
-		byBytes := k.opts.Bytes > 0 && total > k.opts.Bytes-k.segMax
+		// Room for the segment being written and for what it may pass
+		// its share by before it is rotated (a block).
+		byBytes := k.opts.Bytes > 0 && total > k.opts.Bytes-2*k.segMax
 		if !byTime && !byBytes {
 			return
 		}
@@ -227,6 +230,7 @@ func (k *keeper) run() {
 		case <-k.opts.Cut:
 			pending = append(pending, cutReq{at: time.Since(k.p.start), due: time.Now()})
 		case <-t.C:
+		case <-k.full:
 		}
 		pending = addFailures(pending, k.p.takeFailures(), time.Now().Add(k.opts.After))
 		now := time.Since(k.p.start)

@@ -282,3 +282,79 @@ func (c *client) get(key string) string {
 	}
 	return strings.TrimSuffix(body, "\r\n")
 }
+
+// TestKeepBytesBoundsTheDisk: with --keep-bytes 8 MiB and 48 MiB of
+// values that do not compress sent through the recorder, the segments
+// never take more than the bound on disk (sampled while the traffic
+// runs), and a cut asked for at the end holds the last requests, not the
+// first.
+func TestKeepBytesBoundsTheDisk(t *testing.T) {
+	srv := startRedis(t)
+	dir := filepath.Join(t.TempDir(), "cuts")
+	const bound = 8 << 20
+	cut := make(chan struct{}, 1)
+	s := record.Session{
+		Out: dir, Upstream: srv.Addr(), State: fixtures.StateNone, Keep: &record.Keep{Bytes: bound, Cut: cut},
+		Proxy: record.Options{Codec: redis.Integration{}},
+	}
+	r, err := s.Go(context.Background(), redis.Protocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	stop, most := make(chan struct{}), make(chan int64)
+	go func() {
+		var max int64
+		for {
+			select {
+			case <-stop:
+				most <- max
+				return
+			default:
+			}
+			segs, _ := filepath.Glob(filepath.Join(dir, ".segments-*", "*"))
+			var total int64
+			for _, p := range segs {
+				if st, err := os.Stat(p); err == nil {
+					total += st.Size()
+				}
+			}
+			max = maxOf(max, total)
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	c := dialClient(t, r.Addr)
+	value := make([]byte, 64<<10)
+	x := uint32(1)
+	for i := range 768 {
+		for j := range value {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			value[j] = byte(x)
+		}
+		c.do("SET", fmt.Sprintf("big:%d", i), string(value))
+	}
+	close(stop)
+	if m := <-most; m > bound {
+		t.Errorf("the segments took %d bytes on disk, over the bound of %d", m, bound)
+	}
+	cut <- struct{}{}
+	fx, err := fixtures.Load(waitCuts(t, dir, 1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := kavach.Steps(fx.Events, redis.Integration{})
+	first := redis.Integration{}.DescribeRequest(steps[0].Request.Data, 40)
+	last := redis.Integration{}.DescribeRequest(steps[len(steps)-1].Request.Data, 40)
+	if !strings.Contains(last, "big:767") || strings.Contains(first, `"big:0"`) || len(steps) > bound/len(value) {
+		t.Errorf("the cut holds %d steps, %s to %s: want the last ones, within the bound", len(steps), first, last)
+	}
+}
+
+func maxOf(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
