@@ -49,8 +49,39 @@ func keepFlags(c *cli.Context, s *record.Session) error {
 	if st, err := os.Stat(s.Out); err == nil && !st.IsDir() {
 		return usagef("", "--out %q: with --keep, --out names the directory that receives the cuts, and this is a file", s.Out)
 	}
+	if pid, ok := runningRecorder(s.Out); ok {
+		return usagef("", "--out %q: the always-on recording of process %d writes its cuts there: give another directory", s.Out, pid)
+	}
+	leftovers(s.Out)
 	s.Keep = &record.Keep{Duration: keep, Bytes: bytes, After: after}
 	return nil
+}
+
+// runningRecorder is the always-on recording whose pid file is in dir,
+// when its process is alive.
+func runningRecorder(dir string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, pidFile))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return 0, false
+	}
+	return pid, syscall.Kill(pid, 0) == nil
+}
+
+// leftovers removes what an always-on recording killed in dir left (kill
+// -9): its segments, a cut's temporary file, its pid file. The cuts are
+// never touched.
+func leftovers(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, ".segments-") || n == pidFile || strings.HasPrefix(n, ".") && strings.HasSuffix(n, fixtures.Ext+".tmp") {
+			os.RemoveAll(filepath.Join(dir, n))
+		}
+	}
 }
 
 // cuts asks s's recording for a cut on SIGUSR1, and writes the pid file
