@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -99,6 +100,9 @@ func recordCommand() *cli.Command {
 			cutsStop()
 			if s.Keep != nil {
 				printCuts(stderr, res)
+				if c.Bool("json") {
+					return errors.Join(err, printCutsJSON(c.App.Writer, res))
+				}
 				return err
 			}
 			got := grading.Recorded{Fixture: s.Out, Result: res}

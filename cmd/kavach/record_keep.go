@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/internal/jsonout"
 	"github.com/kavach-dev/kavach/record"
 )
 
@@ -177,4 +178,20 @@ func printCuts(w io.Writer, res record.Result) {
 	if len(res.Cuts) == 0 {
 		fmt.Fprintln(w, "kavach: no cut: no failure was detected and none was asked for")
 	}
+}
+
+// printCutsJSON prints what an always-on recording did as `kavach record
+// --keep --json` does: its counts, why it ended, and its cuts in order.
+func printCutsJSON(w io.Writer, res record.Result) error {
+	cuts := res.Cuts
+	if cuts == nil {
+		cuts = []string{}
+	}
+	return jsonout.Print(w, struct {
+		Cuts        []string `json:"cuts"`
+		Requests    uint64   `json:"requests"`
+		Responses   uint64   `json:"responses"`
+		Connections uint64   `json:"connections"`
+		Ended       string   `json:"ended"`
+	}{cuts, res.Stats.Requests, res.Stats.Responses, res.Stats.Conns, res.Reason})
 }
