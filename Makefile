@@ -1,7 +1,7 @@
 # The two commands of the README: `make demo` and `make test`.
 GO ?= go
 
-.PHONY: demo test deps build fuzz
+.PHONY: demo test test-load deps build fuzz
 
 build:
 	$(GO) build -o bin/kavach ./cmd/kavach
@@ -18,6 +18,13 @@ test: deps
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 60m ./...
+
+# The tests that grade or replay again and again beside stress-ng, at
+# their full counts (150 grades of one, ten of each candidate, ...).
+# `make test` runs each a fifth as often, at least twice
+# (internal/loadtest), so that the suite has headroom on a loaded machine.
+test-load: deps
+	KAVACH_LOAD=full $(GO) test -race -count=1 -timeout 60m -run 'UnderLoad' ./...
 
 # Each fuzz target for a short while (not part of `make test`, which runs
 # their seed corpora).

@@ -43,6 +43,7 @@ func TestImportDirection(t *testing.T) {
 		"internal/pathcheck":   {},
 		"internal/buildscript": {},
 		"internal/reporoot":    {},
+		"internal/loadtest":    {},
 		"internal/redisbuild":  {"internal/buildscript", "internal/reporoot"},
 		"internal/clockbuild":  {"replay"},
 		"internal/axumbuild":   {"internal/buildscript", "internal/reporoot"},

@@ -17,6 +17,7 @@ import (
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/internal/loadtest"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/invariants"
 )
@@ -358,9 +359,9 @@ func TestAfterSettledSecondsUnderLoad(t *testing.T) {
 	sh := stateChangedSilently(t)
 	c := sh.cases[1]
 	fixed := afterBuild(t, c.patches)
-	defer stress(t)()
-	wrong := 0
-	for i := range 150 {
+	defer loadtest.Stress(t)()
+	wrong, runs := 0, loadtest.Runs(150)
+	for i := range runs {
 		rep := gradeAfter(t, sh.fx, sh.old, fixed, sh.set, c.variants)
 		if rep.Verdict != c.want {
 			wrong++
@@ -368,7 +369,7 @@ func TestAfterSettledSecondsUnderLoad(t *testing.T) {
 		}
 	}
 	if wrong > 0 {
-		t.Errorf("%d of 150 grades wrong", wrong)
+		t.Errorf("%d of %d grades wrong", wrong, runs)
 	}
 }
 
@@ -378,10 +379,10 @@ func TestAfterSettledSecondsUnderLoad(t *testing.T) {
 // machine moves none of them.
 func TestAfterTheFailureUnderLoad(t *testing.T) {
 	shapes := []afterShape{changedRefusal(t), touchedAnotherName(t), stateChangedSilently(t)}
-	defer stress(t)()
+	defer loadtest.Stress(t)()
 	for _, sh := range shapes {
 		for _, c := range sh.cases {
-			for i := range 10 {
+			for i := range loadtest.Runs(10) {
 				t.Logf("%s, run %d", c.name, i+1)
 				sh.grade(t, c)
 			}

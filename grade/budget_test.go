@@ -23,6 +23,7 @@ import (
 // none, regression variants included. The names in the path are varied, and each earlier request that
 // may affect the failure is dropped and delivered twice.
 func TestHTTPBudgetWhereTheFailureLives(t *testing.T) {
+	t.Parallel()
 	dir := incidents.SplitPatches()
 	old := axumbuild.MustBuild(t, filepath.Join(dir, "bug.patch"))
 	fixed := axumbuild.MustBuild(t, filepath.Join(dir, "bug.patch"), filepath.Join(dir, "candidates", "correct.patch"))
@@ -89,6 +90,7 @@ func TestHTTPBudgetWhereTheFailureLives(t *testing.T) {
 // a writer of the key, or a dropped or twice-delivered step, may fail it.
 // The correct fix stays fixed on the same variants.
 func TestRedisBudgetCatchesAStateNarrowFix(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeOld)...)
 	fixed := redisbuild.MustBuild(t)
 	narrow := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.GetrangeLongStringsOnly)...)

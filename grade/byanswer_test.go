@@ -32,6 +32,7 @@ check: !(outcome.startsWith("error:") && reply.error.contains("empty script argu
 // does not speak for not counted), the runner variants reproduce nothing
 // and the narrow fix has nothing to fail.
 func TestReproducesByTheFailingAnswer(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsOld)...)
 	fixed := redisbuild.MustBuild(t)
 	narrow := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsNarrow)...)

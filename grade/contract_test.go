@@ -51,6 +51,7 @@ func gradeContract(t *testing.T, fx *fixtures.Fixture, old, new string, set *inv
 }
 
 func TestContracts(t *testing.T) {
+	t.Parallel()
 	pristine := redisbuild.MustBuild(t)
 	// The GETRANGE session, on a build it does not crash: ordinary traffic.
 	fx := recordContract(t, pristine, incidents.Getrange)
@@ -111,6 +112,7 @@ func TestContracts(t *testing.T) {
 }
 
 func TestContractInvariants(t *testing.T) {
+	t.Parallel()
 	set, err := invariants.Parse("strlen.invariants", incidents.StrlenInvariants)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +152,7 @@ func TestContractInvariants(t *testing.T) {
 }
 
 func TestDeriveContract(t *testing.T) {
+	t.Parallel()
 	ok := kavach.Outcome{Kind: kavach.OK}
 	base := func() grade.Evidence {
 		return grade.Evidence{
@@ -209,6 +212,7 @@ func TestDeriveContract(t *testing.T) {
 }
 
 func TestSuiteHeadline(t *testing.T) {
+	t.Parallel()
 	fixed, held := grade.Verdict{Kind: grade.Fixed}, grade.Verdict{Kind: grade.Held}
 	red := grade.Verdict{Kind: grade.Diverged, Step: 3}
 	red2 := grade.Verdict{Kind: grade.StillFailing, Step: 5}

@@ -20,6 +20,7 @@ import (
 // no state: a changed answer at step 9 is the candidate's own, not the
 // fix's.
 func TestDependsOnWritesOnly(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenOld)...)
 	out := filepath.Join(t.TempDir(), "strlen-read.kavach")
 	if err := incidents.RecordStrlenThenRead(out, old); err != nil {

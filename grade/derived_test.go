@@ -18,6 +18,7 @@ import (
 // (the same request by SUNIONSTORE or SDIFFSTORE) sees it; the fix made
 // in every member stays fixed.
 func TestDerivedFamily(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.SetstoreOld)...)
 	fixed := redisbuild.MustBuild(t)
 	oneMember := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.SetstoreOneMember)...)

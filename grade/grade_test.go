@@ -71,6 +71,7 @@ func diff(t *testing.T, fx *fixtures.Fixture, old, new string, minVariants int) 
 }
 
 func TestVerdicts(t *testing.T) {
+	t.Parallel()
 	b := getBuilds(t)
 	fx := recordIncident(t, b.old)
 
@@ -188,6 +189,7 @@ func TestVerdicts(t *testing.T) {
 }
 
 func TestTooNarrowToVary(t *testing.T) {
+	t.Parallel()
 	// ECHO boom crashes the old build: one step, one argument. The correct
 	// fix passes, but few variants can reproduce: unverified, not fixed.
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.EchoOld)...)
@@ -207,6 +209,7 @@ func TestTooNarrowToVary(t *testing.T) {
 }
 
 func TestOneSeedOneSetOfVariants(t *testing.T) {
+	t.Parallel()
 	b := getBuilds(t)
 	fx := recordIncident(t, b.old)
 	list := func(seed uint64) []string {
@@ -232,6 +235,7 @@ func TestOneSeedOneSetOfVariants(t *testing.T) {
 }
 
 func TestDeriveHeadlineOrder(t *testing.T) {
+	t.Parallel()
 	// The headline is the earliest finding by step; at one step diverged
 	// comes before still_failing before invariant_violated; a variant only
 	// when the fixture's own replay found nothing.
@@ -326,6 +330,7 @@ func TestDeriveHeadlineOrder(t *testing.T) {
 }
 
 func TestWrongAnswerOnlyAnInvariantSees(t *testing.T) {
+	t.Parallel()
 	// The old build counts long strings one short: no crash, no error.
 	// The incident's failure is the invariant strlen-matches at step 6.
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenOld)...)
@@ -381,6 +386,7 @@ func TestWrongAnswerOnlyAnInvariantSees(t *testing.T) {
 }
 
 func TestDeriveAfterTheFailure(t *testing.T) {
+	t.Parallel()
 	// Steps after the failing step 2 (an error): 3 reads key a (which the
 	// failing step wrote: without WritesKnown, a step writes every key it
 	// touches), 4 reads key b. A difference is explained only where the

@@ -14,6 +14,7 @@ import (
 // The incident (SET greeting "hello world" EX 100) never used GET; only a
 // variant adding the optional flag COMMAND DOCS allows there sees it.
 func TestGrammarVariants(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.SetExpireOld)...)
 	fixed := redisbuild.MustBuild(t)
 	withoutGet := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.SetExpireWithoutGet)...)

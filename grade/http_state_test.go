@@ -55,6 +55,7 @@ var splitFromState = []incidents.HTTPRequest{
 // state removed cannot start the build it names {state} for, and with an
 // empty state directory in its place it does not reproduce.
 func TestHTTPStateDir(t *testing.T) {
+	t.Parallel()
 	old := axumbuild.MustBuild(t, axumbuild.MustPatch(t, "split-panics.patch"))
 	narrow := axumbuild.MustBuild(t, axumbuild.MustPatch(t, "split-panics.patch"), axumbuild.MustPatch(t, "split-narrow.patch"))
 	correct := axumbuild.MustBuild(t)

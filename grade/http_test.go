@@ -18,6 +18,7 @@ import (
 // TestHTTPVerdicts grades candidate fixes of a real axum service whose
 // split handler panics on parts 0 (the connection closes unanswered).
 func TestHTTPVerdicts(t *testing.T) {
+	t.Parallel()
 	dir := incidents.SplitPatches()
 	build := func(patches ...string) string {
 		paths := []string{filepath.Join(dir, "bug.patch")}

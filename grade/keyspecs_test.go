@@ -17,6 +17,7 @@ import (
 // type variant on a source key sees the fault (a key of another type as
 // the destination is overwritten by both builds alike).
 func TestTypeSubstitutionAtKeysFromKeySpecs(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ZunionstoreOld)...)
 	fixed := redisbuild.MustBuild(t)
 	zsetsOnly := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ZunionstoreZsetsOnly)...)

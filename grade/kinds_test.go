@@ -9,6 +9,7 @@ import (
 // later) is counted like the others, after the known ones, and a
 // regression kind of any name is counted as handled.
 func TestCountKindsNewKind(t *testing.T) {
+	t.Parallel()
 	list := []VariantEvidence{
 		{K: 1, Kind: "some-new-kind", Kept: true, FailedStep: 4},
 		{K: 2, Kind: "field", Kept: true},

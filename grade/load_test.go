@@ -2,17 +2,16 @@ package grade_test
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/loadtest"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/invariants"
 )
@@ -32,7 +31,7 @@ func TestSameVerdictUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stress(t)()
+	defer loadtest.Stress(t)()
 
 	c := redis.Integration{}
 	grade1 := func(new string) string {
@@ -43,7 +42,7 @@ func TestSameVerdictUnderLoad(t *testing.T) {
 		}
 		return rep.Verdict
 	}
-	for i := range 10 {
+	for i := range loadtest.Runs(10) {
 		if v := grade1(correct); v != "fixed" {
 			t.Fatalf("run %d of the correct fix under load: %s", i+1, v)
 		}
@@ -60,6 +59,7 @@ func TestSameVerdictUnderLoad(t *testing.T) {
 // does not set) makes its "GET returns what SET set" invariant false on
 // both builds alike; the narrow fix is still red.
 func TestInvariantBrokenOnBothBuildsIsNoVariantFailure(t *testing.T) {
+	t.Parallel()
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "examples", "redis-strlen-wrong-answer")
 	bug := filepath.Join(dir, "bug.patch")
@@ -108,9 +108,9 @@ func TestInsertedWritesUnderLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stress(t)()
+	defer loadtest.Stress(t)()
 	c := redis.Integration{}
-	for i := range 4 {
+	for i := range loadtest.Runs(4) {
 		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: correct},
 			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Invariants: set})
 		if err != nil {
@@ -129,19 +129,4 @@ func TestInsertedWritesUnderLoad(t *testing.T) {
 			t.Fatalf("run %d of the correct fix under load: %s; findings %+v", i+1, rep.Verdict, rep.Findings)
 		}
 	}
-}
-
-// stress starts stress-ng on every core and returns what stops it.
-func stress(t *testing.T) func() {
-	t.Helper()
-	path, err := exec.LookPath("stress-ng")
-	if err != nil {
-		t.Fatal("stress-ng is not installed: the README's test command installs it (scripts/deps.sh)")
-	}
-	load := exec.Command(path, "--cpu", "0", "--timeout", "600s", "--quiet")
-	if err := load.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
-	return func() { load.Process.Kill(); load.Wait() }
 }

@@ -108,6 +108,7 @@ var stepNumber = regexp.MustCompile(`\bstep (\d+)`)
 // long here (the script may have read every key written before it): the
 // variants fall back to the window, and say why.
 func TestLongRecording(t *testing.T) {
+	t.Parallel()
 	b := getBuilds(t)
 	const prefix, window = 600, 40
 	const strlenAt = 101
@@ -191,6 +192,7 @@ func TestLongRecording(t *testing.T) {
 // replay must run again without batches): before, each made its own,
 // each a full read of the file.
 func TestOnePlanOneSummary(t *testing.T) {
+	// Not parallel: it counts plans and summaries in process-wide counters.
 	b := getBuilds(t)
 	fx := writeFixture(t, longIncident(t, b.old, 600, 101)) // summarized
 	c := redis.Integration{}

@@ -42,6 +42,7 @@ func metricsPage(t *testing.T, addr string) string {
 }
 
 func TestProbesAreNoRequests(t *testing.T) {
+	t.Parallel()
 	// The launcher's readiness probe and the build's identity send the
 	// service nothing it counts: the first request it sees is ours.
 	old, _, _ := metricsBuilds(t)
@@ -75,6 +76,7 @@ func gradeHTTP(t *testing.T, fx *fixtures.Fixture, old, new string) *grade.Repor
 }
 
 func TestMetricsPageInLaunchMode(t *testing.T) {
+	t.Parallel()
 	// Recorded with the old build started by kavach record: the metrics
 	// page at step 4 counts the requests the service saw. Replays must see
 	// the same page: no noise, the correct fix fixed, a fix that gets one
@@ -99,6 +101,7 @@ func TestMetricsPageInLaunchMode(t *testing.T) {
 }
 
 func TestMetricsNoiseIsOneToken(t *testing.T) {
+	t.Parallel()
 	// Recorded in front of a service that had served three requests
 	// before the recording: its request counters differ from any replay's.
 	// Those tokens are noise, and nothing else of the page: the fix that

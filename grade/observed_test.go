@@ -14,6 +14,7 @@ import (
 // on the two builds. Each case edits one fact of the evidence; the
 // verdict and the explanation follow from the evidence alone.
 func TestDeriveObservedInputs(t *testing.T) {
+	t.Parallel()
 	ok := kavach.Outcome{Kind: kavach.OK}
 	wrongType := kavach.Outcome{Kind: kavach.Error, Class: "WRONGTYPE", Detail: "WRONGTYPE Operation against a key holding the wrong kind of value"}
 	notInt := kavach.Outcome{Kind: kavach.Error, Class: "ERR", Detail: "ERR value is not an integer or out of range"}

@@ -59,6 +59,7 @@ func (p *countedProcess) Stop() *kavach.Exit {
 // a time across all of them, counted where the builds start and stop,
 // and each verdict is the one the fixture gets alone.
 func TestSuiteSharesPool(t *testing.T) {
+	t.Parallel()
 	_, file, _, _ := runtime.Caller(0)
 	examples := filepath.Join(filepath.Dir(file), "..", "examples")
 	gr := filepath.Join(examples, "redis-getrange-crash")
@@ -127,6 +128,7 @@ func TestSuiteSharesPool(t *testing.T) {
 // does not start is that fixture's error (a *grade.SuiteError naming it),
 // not the stop it caused the first one.
 func TestSuiteErrorInArgumentOrder(t *testing.T) {
+	t.Parallel()
 	_, file, _, _ := runtime.Caller(0)
 	gr := filepath.Join(filepath.Dir(file), "..", "examples", "redis-getrange-crash")
 	old := redisbuild.MustBuild(t, filepath.Join(gr, "bug.patch"))

@@ -12,6 +12,7 @@ import (
 )
 
 func TestRecordedWithRedisCli(t *testing.T) {
+	t.Parallel()
 	// The INCRBY incident typed into stock redis-cli 7, which sends
 	// COMMAND DOCS first: a reply whose order changes with every server
 	// process. Its variants deliver that step twice, drop it, move the

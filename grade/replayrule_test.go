@@ -16,6 +16,7 @@ import (
 // contract (Derive not unverified by not-reproduced, not-replayed or
 // contained). Each row is a case where the two rules could part.
 func TestReplayJudgesAsDiffsOldBuild(t *testing.T) {
+	t.Parallel()
 	ok := kavach.Outcome{Kind: kavach.OK}
 	errOut := kavach.Outcome{Kind: kavach.Error, Class: "ERR"}
 	crash := kavach.Outcome{Kind: kavach.Crash}

@@ -43,6 +43,7 @@ func (f *failingStarts) Start(ctx context.Context, l kavach.Launch) (kavach.Proc
 // started again; it failing once changes nothing, and it failing twice
 // makes the diff an error (exit 2), never a verdict.
 func TestVariantStartRetried(t *testing.T) {
+	t.Parallel()
 	b := getBuilds(t)
 	fx := recordIncident(t, b.old)
 	run := func(variants int, fail ...int) (*grade.Report, int, error) {

@@ -34,6 +34,7 @@ func reply(kind kavach.OutcomeKind) *grade.VariantReply {
 // red row differs from a green one by one piece of evidence that only
 // the rule it names can see.
 func TestJudgeVariant(t *testing.T) {
+	t.Parallel()
 	ev := variantIncident()
 	diff := []replay.Diff{{Step: 2, Path: "reply[0]", Want: `"a"`, Got: `"b"`}}
 	for _, tc := range []struct {
@@ -99,6 +100,7 @@ func TestJudgeVariant(t *testing.T) {
 // from a report written before variants kept their steps, is taken as
 // written.
 func TestJudgeVariants(t *testing.T) {
+	t.Parallel()
 	ev := variantIncident()
 	passed := grade.JudgeVariant(ev, grade.VariantEvidence{K: 1, FailsAt: 3, Replayed: 3, Steps: []grade.VariantStep{
 		{Step: 3, Origin: 3, Old: *reply(kavach.Crash), New: reply(kavach.OK)}}})

@@ -36,6 +36,7 @@ func recordScript(t *testing.T, old string, record func(out, old, cli string) er
 // script may call as well, is left. Only the script's call site varied to
 // its sibling sees it; the correct fix stays fixed.
 func TestScriptSites(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsOld)...)
 	fixed := redisbuild.MustBuild(t)
 	narrow := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsNarrow)...)
@@ -53,6 +54,7 @@ func TestScriptSites(t *testing.T) {
 // same script run as a function (FCALL) is still refused. Only the script
 // run through another runner sees it; the correct fix stays fixed.
 func TestScriptRunners(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsOld)...)
 	fixed := redisbuild.MustBuild(t)
 	narrow := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsNarrow)...)
@@ -73,6 +75,7 @@ func TestScriptRunners(t *testing.T) {
 // changed script loaded again, run by its own sha1) is still the only
 // variant that sees the narrow fix.
 func TestScriptSitesEvalsha(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsOld)...)
 	fixed := redisbuild.MustBuild(t)
 	narrow := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsNarrow)...)
@@ -90,6 +93,7 @@ func TestScriptSitesEvalsha(t *testing.T) {
 // through EVAL or EVALSHA, its library wrapped into a script, is still
 // refused. Only those runners see it; the correct fix stays fixed.
 func TestScriptRunnersFcall(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsOld)...)
 	fixed := redisbuild.MustBuild(t)
 	narrow := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsFcallOnly)...)
@@ -105,6 +109,7 @@ func TestScriptRunnersFcall(t *testing.T) {
 // A script whose command Kavach cannot read (redis.call(ARGV[2], ...)) is
 // left whole: no site variant, and the report says so.
 func TestScriptLeftWhole(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ScriptsOld)...)
 	fx := recordValues(t, old, incidents.RecordScriptDynamic)
 	rep := diffBudget(t, fx, old, redisbuild.MustBuild(t), 16)

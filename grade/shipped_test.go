@@ -85,6 +85,7 @@ func TestVerdictsOnShippedBuilds(t *testing.T) {
 // against the same version built from source, and is broken by a planted
 // fault in that build (a blocking timeout that fires a second late).
 func TestDebianPackageContract(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(debianServer); err != nil {
 		t.Fatalf("Debian's redis-server is not installed (scripts/deps.sh installs it): %v", err)
 	}

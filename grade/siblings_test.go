@@ -23,6 +23,7 @@ import (
 // command; only a variant made by another member of its family sees the
 // fault. The fix made in every member stays fixed.
 func TestSiblingCommands(t *testing.T) {
+	t.Parallel()
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		t.Fatalf("redis-cli (the stock client, Debian's redis-tools) is needed: %v", err)
@@ -93,6 +94,7 @@ func TestSiblingCommands(t *testing.T) {
 // disable a command) are not made, and the report names them among the
 // skipped siblings; the correct fix stays fixed on the runners it has.
 func TestRunnersTheOldBuildLacks(t *testing.T) {
+	t.Parallel()
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		t.Fatalf("redis-cli (the stock client, Debian's redis-tools) is needed: %v", err)

@@ -25,6 +25,7 @@ func recordIncrby(t *testing.T, old, oracle string) *fixtures.Fixture {
 }
 
 func TestErrorSignatureIsTheMessage(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.IncrbyOld)...)
 	fixed := redisbuild.MustBuild(t)
 	fx := recordIncrby(t, old, "error")

@@ -12,6 +12,7 @@ import (
 // writes joins, and one of unknown keys brings every earlier write; paths
 // relate to the paths below them; a slice over its maximum is refused.
 func TestDependencySlice(t *testing.T) {
+	t.Parallel()
 	type st struct {
 		conn         uint64
 		flag         uint8

@@ -90,6 +90,7 @@ func sliceIncident(t *testing.T, header fixtures.Header) *fixtures.Fixture {
 // fails a variant. On the window (steps 59,000 to 60,000) greeting would
 // be missing, GETRANGE would not crash, and no variant would reproduce.
 func TestVariantsOnTheSlice(t *testing.T) {
+	t.Parallel()
 	b := getBuilds(t)
 	fx := sliceIncident(t, recordIncident(t, b.old).Header)
 	in := writeFixture(t, fx) // graded from the file, as kavach diff grades it

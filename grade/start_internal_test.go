@@ -9,6 +9,7 @@ import (
 // before the others, which keep their order; with no perturbed replay
 // the order is the launches'.
 func TestStartOrder(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		n, first int
 		want     []int

@@ -10,13 +10,14 @@ import (
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/internal/loadtest"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 )
 
-// timerRuns is how many times the whole table is graded under load, as
-// the issue asked: the test took 4 min with 10 on a 2-core machine whose
-// other work kept its load average at 12 to 22 (1 min with 3 at 8), so
-// well under that on an idle one.
+// timerRuns is how many times `make test-load` grades the whole table
+// under load (`make test`: loadtest.Runs, two): the test took 4 min with
+// 10 on a 2-core machine whose other work kept its load average at 12 to
+// 22 (1 min with 3 at 8), so well under that on an idle one.
 const timerRuns = 10
 
 // TestTimerScenariosSameVerdictUnderLoad grades each timer and blocking
@@ -30,7 +31,7 @@ const timerRuns = 10
 // shows it. One more fixture is recorded on the early build, whose BLPOP
 // times out before the LPUSH: graded against the stock build, which
 // answers the pop with the pushed element, it diverges there. The whole
-// table is graded timerRuns times while stress-ng saturates every core,
+// table is graded loadtest.Runs(timerRuns) times while stress-ng saturates every core,
 // with the same verdict every time. No timing is asserted.
 func TestTimerScenariosSameVerdictUnderLoad(t *testing.T) {
 	stock := redisbuild.MustBuild(t)
@@ -72,9 +73,9 @@ func TestTimerScenariosSameVerdictUnderLoad(t *testing.T) {
 		gradeCase{woken.Name + ", timed out when recorded: old build", fx, early, early, grade.Held},
 		gradeCase{woken.Name + ", timed out when recorded: answered on the new", fx, early, stock, diverged(t, fx, "BLPOP")})
 
-	defer stress(t)()
+	defer loadtest.Stress(t)()
 	c := redis.Integration{}
-	for i := range timerRuns {
+	for i := range loadtest.Runs(timerRuns) {
 		for _, gc := range cases {
 			rep, err := grade.Run(context.Background(), fixtures.NewRecording(gc.fx, c), kavach.Launch{Path: gc.old}, kavach.Launch{Path: gc.new},
 				grade.Options{Integration: c, Seed: 1})

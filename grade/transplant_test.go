@@ -58,6 +58,7 @@ func keptKind(rep *grade.Report, kind string, where func(step int) bool) int {
 // correct fix (the unpatched build) stays fixed with both kinds on; the
 // wrong one is variant_failed by each kind alone and fixed with both off.
 func TestTransplant(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.SafeIntegerOld)...)
 	fixed := redisbuild.MustBuild(t)
 	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.SafeIntegerExpireOnly)...)

@@ -14,6 +14,7 @@ import (
 // that puts a key of another type (written right before) under the
 // failing request sees it.
 func TestTypeSubstitution(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.IncrbyOld)...)
 	fixed := redisbuild.MustBuild(t)
 	stringsOnly := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.IncrbyStringsOnly)...)

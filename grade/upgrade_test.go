@@ -11,6 +11,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/loadtest"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 )
 
@@ -32,11 +33,11 @@ func TestUpgradeContractsHeldUnderLoad(t *testing.T) {
 		}
 		fxs = append(fxs, fx)
 	}
-	defer stress(t)()
+	defer loadtest.Stress(t)()
 
 	c := redis.Integration{}
 	for _, fx := range fxs {
-		for i := range 10 {
+		for i := range loadtest.Runs(10) {
 			rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), build, build,
 				grade.Options{Integration: c, Variants: 4, Seed: uint64(i + 1)})
 			if err != nil {

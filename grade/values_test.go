@@ -103,6 +103,7 @@ func checkKind(t *testing.T, fx *fixtures.Fixture, old, fixed, narrow string, bu
 // sign is still refused. Only a number in another form sees it, within
 // the default budget of 64 variants.
 func TestNumberForms(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ValuesOld)...)
 	fixed := redisbuild.MustBuild(t)
 	narrow := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ValuesNarrow)...)
@@ -117,6 +118,7 @@ func TestNumberForms(t *testing.T) {
 // only: an id whose seq part is past 2^63 is still refused. Only the seq
 // part, varied alone with the ms part kept, sees it.
 func TestStructuredValues(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ValuesOld)...)
 	fixed := redisbuild.MustBuild(t)
 	narrow := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ValuesNarrow)...)

@@ -109,6 +109,7 @@ func checkCaughtBy(t *testing.T, kind string, run func(new kavach.Launch, exclud
 // build handles, so no variant of the incident keeps it — shows the
 // wrong fix taking two elements where the old build took one.
 func TestWakeupsCatchWokenCount(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenRefuses)...)
 	fixed := redisbuild.MustBuild(t)
 	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenTakesAll)...)
@@ -133,6 +134,7 @@ func TestWakeupsCatchWokenCount(t *testing.T) {
 // the DELETE (an existing item: 204), a request on another path than the
 // page's, sees it.
 func TestAggregatesCatchNarrowFeedFix(t *testing.T) {
+	t.Parallel()
 	patch := func(name string) string {
 		p, err := filepath.Abs(filepath.Join("..", "internal", "axumbuild", "testdata", name))
 		if err != nil {

@@ -80,6 +80,7 @@ func checkWritersCaughtBy(t *testing.T, fx *fixtures.Fixture, old, fixed, wrong 
 // of some writers only (their ms part past 2^63, which this old build
 // refuses), and which ones is the seed's choice.
 func TestWriterValuesCatchStateWrittenEarlier(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WritersOld)...)
 	fixed := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StreamGapFixed)...)
 	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WritersWrong)...)
@@ -98,6 +99,7 @@ func TestWriterValuesCatchStateWrittenEarlier(t *testing.T) {
 // the value back (read-back) compares the two builds on it, within the
 // default budget.
 func TestReadBackCatchesALossyRoundTrip(t *testing.T) {
+	t.Parallel()
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WritersOld)...)
 	fixed := redisbuild.MustBuild(t)
 	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WritersWrong)...)

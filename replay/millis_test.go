@@ -10,6 +10,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/loadtest"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/replay"
 )
@@ -125,7 +126,7 @@ func TestSettledSecondsUnderLoad(t *testing.T) {
 		add(conn, kavach.Close, at+2*ms, []byte("client"))
 	}
 	rec := r.sorted()
-	defer stress(t)()
+	defer loadtest.Stress(t)()
 
 	tl := &tracker{Integration: redis.Integration{}}
 	defer tl.checkGone(t)

@@ -3,15 +3,14 @@ package replay_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/internal/loadtest"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/replay"
 )
@@ -83,8 +82,8 @@ func TestTimersAndBlockingUnderLoad(t *testing.T) {
 					t.Errorf("step %d (%s) is noise at %s: the replay does not reproduce it", f.Step, command(f.Step), f.Path)
 				}
 			}
-			stop := stress(t)
-			for i := range 10 {
+			stop := loadtest.Stress(t)
+			for i := range loadtest.Runs(10) {
 				tr := run(t, stock, rec, false)
 				if v := replay.Verify(recorded, nil, tr, noise); !v.Reproduced || tr.Stopped != "" {
 					t.Fatalf("replay %d under load: first different step %d, stopped %q: %s", i+1, v.FirstDifferent, tr.Stopped, describe(v, tr))
@@ -182,30 +181,6 @@ func fmtDiffs(ds []replay.Diff) string {
 		parts = append(parts, d.String())
 	}
 	return strings.Join(parts, "; ")
-}
-
-// stress saturates every core with stress-ng until the returned stop is
-// called (or the test ends).
-func stress(t *testing.T) (stop func()) {
-	t.Helper()
-	path, err := exec.LookPath("stress-ng")
-	if err != nil {
-		t.Fatal("stress-ng is not installed: the README's test command installs it (scripts/deps.sh)")
-	}
-	cmd := exec.Command(path, "--cpu", "0", "--timeout", "300s", "--quiet")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-		})
-	}
-	t.Cleanup(stop)
-	time.Sleep(200 * time.Millisecond) // the workers are running
-	return stop
 }
 
 // BenchmarkBlockedSteps replays a recording of 100 blocking pops, each
