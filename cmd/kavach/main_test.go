@@ -594,9 +594,9 @@ func waitfileMain() {
 	os.Exit(1)
 }
 
-// rcmdMain: rcmd ADDRFILE ARG... — send one Redis command on a new
-// connection to the address in ADDRFILE and print the reply as redis-cli
-// would, or "(connection closed)".
+// rcmdMain: rcmd ADDRFILE ARG... [; ARG...] — send Redis commands on a
+// new connection to the address in ADDRFILE and print each reply as
+// redis-cli would, or "(connection closed)".
 func rcmdMain() {
 	addr, err := os.ReadFile(os.Args[1])
 	if err != nil {
@@ -610,24 +610,35 @@ func rcmdMain() {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	// A ";" argument separates commands sent one after another on the
+	// one connection, each reply printed before the next is sent.
+	var cmds [][][]byte
 	var args [][]byte
 	for _, a := range os.Args[2:] {
+		if a == ";" {
+			cmds, args = append(cmds, args), nil
+			continue
+		}
 		args = append(args, []byte(a))
 	}
-	conn.Write(redis.AppendCommand(nil, args...))
+	cmds = append(cmds, args)
 	var buf []byte
 	chunk := make([]byte, 4096)
-	for {
-		n, err := conn.Read(chunk)
-		buf = append(buf, chunk[:n]...)
-		if m, _ := redis.Split(buf); m > 0 {
-			v, _ := redis.Parse(buf[:m])
-			fmt.Println(v.String())
-			return
-		}
-		if err != nil {
-			fmt.Println("(connection closed)")
-			return
+	for _, c := range cmds {
+		conn.Write(redis.AppendCommand(nil, c...))
+		for {
+			if m, _ := redis.Split(buf); m > 0 {
+				v, _ := redis.Parse(buf[:m])
+				fmt.Println(v.String())
+				buf = buf[m:]
+				break
+			}
+			n, err := conn.Read(chunk)
+			buf = append(buf, chunk[:n]...)
+			if err != nil && n == 0 {
+				fmt.Println("(connection closed)")
+				return
+			}
 		}
 	}
 }
