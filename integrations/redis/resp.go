@@ -23,7 +23,7 @@ import (
 const (
 	MaxBulkLen   = 512 << 20 // bytes in a bulk string, bulk error, verbatim string or simple string
 	MaxElems     = 1 << 24   // elements in an aggregate (entries, for maps and attributes)
-	MaxDepth     = 64        // aggregates nested in one another, attributes included
+	MaxDepth     = 1 << 13   // aggregates nested in one another, attributes included: more than a script can return (Lua stops near 8,000), less than JSON decoders take (Go: 10,000)
 	MaxInlineLen = 64 << 10  // bytes in an inline command line, CRLF excluded
 )
 
@@ -155,7 +155,13 @@ func Split(data []byte) (n int, err error) {
 	case fastDone:
 		return n, nil
 	case fastMore:
+		if n, ok := rdbTransfer(data); ok {
+			return n, nil // the replication stream is yet to come
+		}
 		return 0, nil
+	}
+	if n, ok := rdbTransfer(data); ok {
+		return n, nil
 	}
 	s := scanner{data: data}
 	if _, n, err = s.top(); err != nil {
@@ -166,6 +172,32 @@ func Split(data []byte) (n int, err error) {
 	}
 	return n, nil
 }
+
+// rdbTransfer frames the data file a server sends a replica that asked
+// for it (SYNC, PSYNC): "$<len>\r\n" and the file, with no CRLF after it,
+// the replication stream coming next. It reports the frame's length when
+// data starts with such a transfer and holds all of it: a bulk string
+// whose payload starts with the file's magic "REDIS" and holds a whole
+// file (its end-of-file opcode 0xFF before the 8-byte checksum), not
+// followed by a CRLF. A bulk string of the same bytes followed by its
+// CRLF is a bulk string, and its CRLF, once come, is part of it.
+func rdbTransfer(data []byte) (int, bool) {
+	if len(data) == 0 || data[0] != '$' {
+		return 0, false
+	}
+	n, q, st := fastHeader(data, 0, MaxBulkLen)
+	end := q + n
+	if st != fastDone || n < len(rdbMagic)+9 || len(data) < end || !bytes.HasPrefix(data[q:], []byte(rdbMagic)) || data[end-9] != 0xFF {
+		return 0, false
+	}
+	if len(data) > end && data[end] == '\r' {
+		return 0, false // a bulk string: its CRLF
+	}
+	return end, true
+}
+
+// rdbMagic starts every Redis and Valkey data file.
+const rdbMagic = "REDIS"
 
 // What fastSplit found.
 const (
@@ -293,6 +325,10 @@ func fastBulk(data []byte, p int) (end, st int) {
 // it. The Value it returns aliases frame. The error, a *ProtocolError, says
 // where frame is malformed, incomplete, or followed by trailing bytes.
 func Parse(frame []byte) (Value, error) {
+	if n, ok := rdbTransfer(frame); ok && n == len(frame) {
+		q := bytes.IndexByte(frame, '\n') + 1
+		return Value{Kind: KindBulk, Raw: frame, Str: frame[q:]}, nil
+	}
 	s := scanner{data: frame, build: true}
 	v, n, err := s.top()
 	if err != nil {
@@ -760,12 +796,13 @@ func validDouble(b []byte) bool {
 	return len(b) == 0
 }
 
-// validBigNumber reports whether b is [+-]digits.
+// validBigNumber reports whether b is a big number as servers send one:
+// any text on the line. The protocol says [+-]digits, but Redis 7.0 sends
+// what a script returns as a big number unchecked, CR and LF replaced by
+// spaces ("(123  123"), and a codec that refused it would leave the rest
+// of the connection unframed.
 func validBigNumber(b []byte) bool {
-	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
-		b = b[1:]
-	}
-	return len(b) > 0 && digits(b) == len(b)
+	return true
 }
 
 // Command is a client request.
