@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kavach-dev/kavach/launch"
 )
@@ -78,6 +79,42 @@ func (w watch) look() (busy, stopped bool) {
 	}
 	return false, stopped
 }
+
+// cpu is the processor time the build's threads have used so far, user
+// and system, to the kernel's tick (10 ms): a build that used much of it
+// while not answering is working on something long, not waiting for the
+// machine (a starved build uses none).
+func (w watch) cpu() time.Duration {
+	if w.pid <= 0 {
+		return 0
+	}
+	var ticks int64
+	for _, pid := range w.tree() {
+		for _, tid := range tasks(pid) {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/stat")
+			if err != nil {
+				continue
+			}
+			i := bytes.LastIndexByte(b, ')')
+			if i < 0 {
+				continue
+			}
+			// After the command: state is field 3, utime 14, stime 15.
+			f := strings.Fields(string(b[i+1:]))
+			if len(f) < 13 {
+				continue
+			}
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			s, _ := strconv.ParseInt(f[12], 10, 64)
+			ticks += u + s
+		}
+	}
+	return time.Duration(ticks) * time.Second / userHZ
+}
+
+// userHZ is the unit of the times in /proc/*/stat (USER_HZ: 100 on Linux,
+// whatever the kernel's own tick).
+const userHZ = 100
 
 // members is the tree's pids, sorted.
 func (w watch) members() []int {

@@ -888,8 +888,14 @@ func (r *runner) quiesce() {
 		return
 	}
 	began := time.Now()
+	long := r.long()
 	for !r.idle() {
 		if r.proc.Exited() != nil || r.ctx.Err() != nil {
+			break
+		}
+		if long.done() {
+			// Working on something long (a script in a loop until a
+			// later step kills it): the move goes ahead.
 			break
 		}
 		if time.Since(began) > r.opts.StepTimeout {
@@ -921,6 +927,7 @@ func (r *runner) blocked() bool {
 // for the step timeout without answering hangs the replay.
 func (r *runner) answered(c *conn, want int) bool {
 	busy := time.Now()
+	long := r.long()
 	for {
 		r.poll()
 		if c.finished >= want || c.broken || c.closed || r.stop {
@@ -938,11 +945,74 @@ func (r *runner) answered(c *conn, want int) bool {
 			// than recorded, and what is missing is not coming.
 			return len(c.pending) == 0
 		}
+		if long.done() {
+			r.catchUp(c)
+		}
 		if time.Since(busy) > r.opts.StepTimeout {
 			r.hung(r.unanswered(), r.oldest())
 			return true
 		}
 	}
+}
+
+// longWork tells a build working on something long from one waiting for
+// a busy machine: it has used workLong of processor time since it was
+// made (looked at once workLong of real time has passed, then every
+// tenth of it). Once done, it stays done.
+type longWork struct {
+	w    watch
+	cpu  time.Duration
+	next time.Time
+	isit bool
+}
+
+// workLong is how much processor time the build uses without answering
+// before it is taken to be working on something long: the step waiting
+// on it is caught up (catchUp), a clock move no longer waits for it to
+// go idle (quiesce).
+const workLong = 250 * time.Millisecond
+
+func (r *runner) long() *longWork {
+	return &longWork{w: r.watch, cpu: r.watch.cpu(), next: time.Now().Add(workLong)}
+}
+
+func (l *longWork) done() bool {
+	if l.isit || l.w.pid <= 0 {
+		return l.isit
+	}
+	if now := time.Now(); now.After(l.next) {
+		l.next = now.Add(workLong / 10)
+		l.isit = l.w.cpu()-l.cpu >= workLong
+	}
+	return l.isit
+}
+
+// catchUp moves the clock, while the build works on something long
+// without answering c's oldest waiting step, on to the time the
+// recording had that step's last reply, if that is ahead: in the
+// recording, time passed while the build worked, and what the build
+// answers can depend on it having passed (a script over its time limit
+// lets the build answer others BUSY, and be killed, only once its clock
+// says the limit is past). Moved while a command runs, the clock could
+// be read later than recorded; so only a build that has used workLong of
+// processor time is caught up, and never past what the recording saw.
+func (r *runner) catchUp(c *conn) {
+	if r.clock == nil || len(c.pending) == 0 {
+		return
+	}
+	i := c.pending[0].step
+	if i >= len(r.plan.due) {
+		return
+	}
+	from, due := r.clock.Now(), r.at(r.plan.due[i])
+	if !due.After(from) {
+		return
+	}
+	if err := r.clock.Set(due); err != nil {
+		r.opts.Logger.Error("set clock", "err", err)
+		return
+	}
+	r.settle(from, r.clock.Now(), true)
 }
 
 // ends waits, for a build that has exited, until the reader of every
