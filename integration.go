@@ -108,6 +108,11 @@ type Abilities struct {
 	// connects nowhere and loads no code the fixture chooses
 	// (docs/security.md). Nil: nothing to withhold.
 	NewContainment func() Containment
+	// NewIdentities starts, for one replay, the map between the ids the
+	// recording's build gave its connections and the ids the replayed
+	// build gives them (docs/replay.md, "Connection ids"). Nil: requests
+	// name connections as recorded.
+	NewIdentities func() Identities
 	// Restore writes keys captured from a running service into the
 	// build at addr, before a replay's first step (Redis: RESTORE ...
 	// ABSTTL in each key's database). Nil: a fixture's keys cannot be

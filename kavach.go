@@ -545,6 +545,22 @@ type Containment interface {
 	Contain(conn uint64, request []byte, raw bool) (action ContainAction, reply []byte, why string)
 }
 
+// Identities maps the ids a build gives its connections (Redis: CLIENT
+// ID) between a recording and one replay of it: the replayed build counts
+// its connections from its own start, readiness probes included.
+type Identities interface {
+	// Shows reports whether the reply to request shows the id of a
+	// connection (Redis: CLIENT ID, HELLO, CLIENT INFO).
+	Shows(request []byte) bool
+	// Learn takes in the reply to such a request as recorded and as
+	// replayed: the recorded id is the replayed one from now on.
+	Learn(request, recorded, replayed []byte)
+	// Map is request with each connection id it names that was learnt
+	// replaced by the replay's (Redis: CLIENT UNBLOCK, CLIENT KILL ID);
+	// request itself when it names none.
+	Map(request []byte) []byte
+}
+
 // ContainAction is what a Containment does with a request.
 type ContainAction uint8
 

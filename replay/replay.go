@@ -9,6 +9,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -254,6 +255,9 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	}
 	r := &runner{opts: opts, proc: proc, clock: clock, tr: tr, plan: pl, sink: sink, owe: newOweCounter(opts.Integration),
 		conns: map[uint64]*conn{}, batch: batch, ctx: ctx, contain: contain, settleFn: opts.Integration.Abilities().Settle}
+	if newIDs := opts.Integration.Abilities().NewIdentities; newIDs != nil {
+		r.ids = newIDs()
+	}
 	if r.src, err = src.Open(); err != nil {
 		return nil, false, err
 	}
@@ -394,6 +398,17 @@ type runner struct {
 	// contain withholds requests from a build that shares the machine's
 	// network (kavach.Abilities.NewContainment); nil: every request is sent.
 	contain kavach.Containment
+	// ids maps the recording's connection ids to the build's
+	// (kavach.Abilities.NewIdentities); nil: requests go as recorded.
+	// unlearnt are the steps that showed an id whose recorded reply is
+	// in and whose replayed reply is not yet.
+	ids      kavach.Identities
+	unlearnt []unlearnt
+}
+
+type unlearnt struct {
+	c *conn
+	n int // the step's number among c's steps with replies
 }
 
 // conn is one client connection to the build, with a reader that frames
@@ -412,6 +427,18 @@ type conn struct {
 	closed   bool        // closed by the replay (the recorded client closed it)
 	ended    bool        // its reader ended and every reply it framed is attached
 	broken   bool        // ended by the build
+	// sentN counts the steps sent on it that wait for replies; shows
+	// holds, by that count, the steps whose replies show a connection
+	// id (Identities.Shows), until both their replies are in.
+	sentN int
+	shows map[int]*shownID
+}
+
+// shownID is a step whose reply shows a connection id, with that reply
+// as recorded and as replayed, each nil until it is in.
+type shownID struct {
+	request            []byte
+	recorded, replayed []byte
 }
 
 type waiting struct {
@@ -660,6 +687,15 @@ func (r *runner) process(i int) {
 func (r *runner) response(i int, e event) {
 	ev := e.Event
 	c := r.conns[ev.Conn]
+	if c != nil && e.push == 0 {
+		if sh := c.shows[e.owed]; sh != nil && sh.recorded == nil {
+			sh.recorded = bytes.Clone(ev.Data)
+			if sh.replayed == nil {
+				r.unlearnt = append(r.unlearnt, unlearnt{c, e.owed})
+			}
+			r.learn(c, e.owed)
+		}
+	}
 	if c == nil || len(c.deferred) > 0 || e.batched {
 		r.advance(r.at(ev.Offset))
 		return
@@ -985,6 +1021,17 @@ func (l *longWork) done() bool {
 		l.isit = l.w.cpu()-l.cpu >= workLong
 	}
 	return l.isit
+}
+
+// learn tells the connection ids the step numbered n on c shows, once
+// its reply is in as recorded and as replayed.
+func (r *runner) learn(c *conn, n int) {
+	sh := c.shows[n]
+	if sh.recorded == nil || sh.replayed == nil {
+		return
+	}
+	r.ids.Learn(sh.request, sh.recorded, sh.replayed)
+	delete(c.shows, n)
 }
 
 // catchUp moves the clock, while the build works on something long
@@ -1432,6 +1479,10 @@ func (r *runner) attach(c *conn, frame []byte) {
 	if w.left--; w.left == 0 {
 		c.pending = c.pending[1:]
 		c.finished++
+		if sh := c.shows[c.finished]; sh != nil {
+			sh.replayed = bytes.Clone(frame)
+			r.learn(c, c.finished)
+		}
 		r.finish(s)
 		if r.clock != nil {
 			s.Answered = r.clock.Now()
@@ -1471,6 +1522,13 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 	if replies > 0 {
 		c.pending = append(c.pending, waiting{step: i, left: replies})
 		s.awaiting = true
+		c.sentN++
+		if r.ids != nil && ev.Flags&kavach.ParseError == 0 && r.ids.Shows(ev.Data) {
+			if c.shows == nil {
+				c.shows = map[int]*shownID{}
+			}
+			c.shows[c.sentN] = &shownID{request: ev.Data}
+		}
 	}
 	if !write {
 		return
@@ -1482,6 +1540,17 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 	data := ev.Data
 	if r.probe != nil {
 		r.probe.Sent(ev.Conn, data)
+	}
+	if r.ids != nil && ev.Flags&kavach.ParseError == 0 {
+		// An id the recording showed before this request is learnt
+		// before it is sent, even where the step that showed it was
+		// batched (its reply not waited for).
+		for len(r.unlearnt) > 0 {
+			u := r.unlearnt[0]
+			r.unlearnt = r.unlearnt[1:]
+			r.answered(u.c, u.n)
+		}
+		data = r.ids.Map(data)
 	}
 	if r.opts.Prepare != nil && ev.Flags&kavach.ParseError == 0 {
 		data = r.opts.Prepare(data)
@@ -1522,7 +1591,13 @@ func (r *runner) hangUp(c *conn) {
 		c.nc.Close()
 	}
 	for _, w := range c.pending {
-		r.finish(r.step(w.step))
+		s := r.step(w.step)
+		if len(s.Responses) == 0 && s.Outcome.Kind == "" {
+			// As the recording shows a step its client closed the
+			// connection on before any reply came (a blocked BLPOP).
+			s.Outcome = kavach.Outcome{Kind: kavach.Hang, Detail: "no reply before the client closed the connection"}
+		}
+		r.finish(s)
 	}
 	c.pending = nil
 }

@@ -73,6 +73,7 @@ var abilities = func() kavach.Abilities {
 		Identify:       in.Identify,
 		Settle:         in.Settle,
 		NewContainment: in.NewContainment,
+		NewIdentities:  in.NewIdentities,
 		Variation:      variation(in, nil),
 		Learn:          in.Learn,
 		Keys:           in.Keys,

@@ -36,14 +36,13 @@ import (
 //     id in HELLO's reply: they count the server's connections, readiness
 //     probes included); the members returned by
 //     RANDOMKEY, SRANDMEMBER, SPOP, HRANDFIELD and ZRANDMEMBER (their
-//     count is kept); the microseconds of TIME.
+//     count is kept); the microseconds of TIME; the data file a replica
+//     is sent (SYNC, PSYNC) and PSYNC's +FULLRESYNC line.
 //
 // Everything else is compared exactly.
 func (Integration) Normalize(request, response []byte) any {
-	if name, ok := peekName(request); ok && bytes.EqualFold(name, []byte("COMMAND")) {
-		if d := rawCommandDigests(request, response); d != nil {
-			return d
-		}
+	if out, ok := normalizeRaw(request, response); ok {
+		return out
 	}
 	v, err := Parse(response)
 	if err != nil {
@@ -129,6 +128,28 @@ func (Integration) Normalize(request, response []byte) any {
 		return t
 	}
 	return tree(v)
+}
+
+// normalizeRaw is Normalize for the replies it reads without parsing
+// them whole: COMMAND's (a digest per command, read from the bytes), the
+// data file a replica is sent (SYNC, PSYNC: its replication id is drawn
+// at random, its memory figures vary, and its keys come in the order of
+// the build's hash tables, seeded at random), and PSYNC's +FULLRESYNC
+// line (the same replication id).
+func normalizeRaw(request, response []byte) (any, bool) {
+	name, ok := peekName(request)
+	if ok && bytes.EqualFold(name, []byte("COMMAND")) {
+		if d := rawCommandDigests(request, response); d != nil {
+			return d, true
+		}
+	}
+	if n, ok := rdbTransfer(response); ok && n == len(response) {
+		return "<data file>", true
+	}
+	if ok && bytes.EqualFold(name, []byte("PSYNC")) && bytes.HasPrefix(response, []byte("+FULLRESYNC ")) {
+		return "<fullresync>", true
+	}
+	return nil, false
 }
 
 // tree converts a parsed value into the comparison tree.
