@@ -102,6 +102,14 @@ type Abilities struct {
 	// reply. The replay then waits for the build's event loop to turn
 	// (docs/replay.md, "The clock library"). Nil: the clock never needs it.
 	Settle func(from, to time.Time, blocked bool) bool
+	// ClockReads says, for a request whose reply can show what the
+	// build's clock read while answering it (Redis: XADD with the id *,
+	// whose id is the clock in milliseconds), how to read that time from
+	// the reply; nil for any other request. A replay moves its clock to
+	// the recorded reading before sending the request (docs/replay.md,
+	// "The build's own reading"). Nil: requests are sent at the proxy's
+	// time.
+	ClockReads func(request []byte) func(reply []byte) (time.Time, bool)
 	// NewContainment starts, for one replay of a build that cannot be
 	// given a network of its own, the decisions of which requests Kavach
 	// withholds so that the build opens no listener beyond loopback,

@@ -404,6 +404,9 @@ type runner struct {
 	// in and whose replayed reply is not yet.
 	ids      kavach.Identities
 	unlearnt []unlearnt
+	// batchOwed are replies of a pipelined run (batched response
+	// events) not waited for yet: by connection, the steps it owes.
+	batchOwed []unlearnt
 }
 
 type unlearnt struct {
@@ -629,6 +632,7 @@ func (r *runner) process(i int) {
 		return
 	}
 	c := r.dial(ev.Conn)
+	r.runEnded(c)
 	if len(c.deferred) > 0 {
 		c.deferred = append(c.deferred, i)
 		return
@@ -646,7 +650,13 @@ func (r *runner) process(i int) {
 		c.deferred = append(c.deferred, i)
 		return
 	}
-	r.advance(r.at(ev.Offset))
+	at := ev.Offset
+	if read, ok := r.plan.reads[e.step]; ok && ev.Dir == kavach.Request {
+		// The recording's build read its clock later than the proxy
+		// stamped the request: the replay's reads it there too.
+		at = read
+	}
+	r.advance(r.at(at))
 	if r.stop {
 		return
 	}
@@ -695,6 +705,11 @@ func (r *runner) response(i int, e event) {
 			}
 			r.learn(c, e.owed)
 		}
+	}
+	if c != nil && e.batched && len(c.deferred) == 0 {
+		// Not waited for here, with the rest of its run; but before
+		// another connection's event, which the recording had after it.
+		r.batchOwed = append(r.batchOwed, unlearnt{c, e.owed})
 	}
 	if c == nil || len(c.deferred) > 0 || e.batched {
 		r.advance(r.at(ev.Offset))
@@ -1021,6 +1036,45 @@ func (l *longWork) done() bool {
 		l.isit = l.w.cpu()-l.cpu >= workLong
 	}
 	return l.isit
+}
+
+// runEnded waits, before an event of c, for the replies of another
+// connection's pipelined run that the recording had before it (their
+// response events were batched: not waited for where recorded). Sent on
+// without them, the build could take c's request first: a script that c
+// starts would run before the run's CONFIG SET that sets its time limit.
+// A reply already in costs nothing (no poll of every connection); one
+// that does not come while the build works on something long is not
+// waited for (the run may itself have started that work, and only a
+// later clock move ends it), nor is one the idle build does not send.
+func (r *runner) runEnded(c *conn) {
+	if len(r.batchOwed) == 0 {
+		return
+	}
+	keep := r.batchOwed[:0]
+	var long *longWork
+	for _, o := range r.batchOwed {
+		if o.c == c {
+			keep = append(keep, o) // the run goes on
+			continue
+		}
+		for !r.stop && o.c.finished < o.n && !o.c.broken && !o.c.closed {
+			if long == nil {
+				long = r.long()
+			}
+			if r.poll(); o.c.finished >= o.n {
+				break
+			}
+			if r.ctx.Err() != nil {
+				r.interrupted(r.ctx)
+				break
+			}
+			if !r.wait(200*time.Microsecond) && (r.idle() || long.done()) {
+				break
+			}
+		}
+	}
+	r.batchOwed = keep
 }
 
 // learn tells the connection ids the step numbered n on c shows, once

@@ -487,3 +487,48 @@ func TestStoppedBuildHangs(t *testing.T) {
 		})
 	}
 }
+
+// TestTheBuildsOwnReading: an XADD with the id * answers the build's
+// clock as it ran the command, here two milliseconds after the proxy
+// stamped the request. The replay sends it with its clock at that
+// reading, so the ids come out as recorded (at the request's stamp they
+// would be two milliseconds early).
+func TestTheBuildsOwnReading(t *testing.T) {
+	build := redisbuild.MustBuild(t)
+	id := func(ms time.Duration, seq int) string {
+		s := strconv.FormatInt(start.Add(ms).UnixMilli(), 10) + "-" + strconv.Itoa(seq)
+		return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n"
+	}
+	xadd := redis.AppendCommand(nil, []byte("XADD"), []byte("s"), []byte("*"), []byte("f"), []byte("v"))
+	var rec []kavach.Event
+	for _, ev := range []kavach.Event{
+		{Conn: 1, Dir: kavach.Open},
+		{Conn: 1, Dir: kavach.Request, Offset: 10 * time.Millisecond, Data: xadd},
+		{Conn: 1, Dir: kavach.Response, Offset: 12500 * time.Microsecond, Data: []byte(id(12*time.Millisecond, 0))},
+		{Conn: 1, Dir: kavach.Request, Offset: 12600 * time.Microsecond, Data: xadd},
+		{Conn: 1, Dir: kavach.Response, Offset: 12800 * time.Microsecond, Data: []byte(id(12*time.Millisecond, 1))},
+		// A reading ahead of the reply is not the clock (the stream's
+		// last id plus one): the request is sent at its own stamp.
+		{Conn: 1, Dir: kavach.Request, Offset: 30 * time.Millisecond, Data: redis.AppendCommand(nil, []byte("XADD"), []byte("t"), []byte(strconv.FormatInt(start.Add(time.Hour).UnixMilli(), 10)+"-5"), []byte("f"), []byte("v"))},
+		{Conn: 1, Dir: kavach.Response, Offset: 30100 * time.Microsecond, Data: []byte(id(time.Hour, 5))},
+		{Conn: 1, Dir: kavach.Request, Offset: 30200 * time.Microsecond, Data: redis.AppendCommand(nil, []byte("XADD"), []byte("t"), []byte("*"), []byte("f"), []byte("v"))},
+		{Conn: 1, Dir: kavach.Response, Offset: 30300 * time.Microsecond, Data: []byte(id(time.Hour, 6))},
+		{Conn: 1, Dir: kavach.Request, Offset: 31 * time.Millisecond, Data: redis.AppendCommand(nil, []byte("XADD"), []byte("u"), []byte("*"), []byte("f"), []byte("v"))},
+		{Conn: 1, Dir: kavach.Response, Offset: 31100 * time.Microsecond, Data: []byte(id(31*time.Millisecond, 0))},
+	} {
+		ev.Seq = uint64(len(rec) + 1)
+		rec = append(rec, ev)
+	}
+	tl := &tracker{Integration: redis.Integration{}}
+	tr, err := replay.Run(context.Background(), kavach.Launch{Path: build}, rec, options(tl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.checkGone(t)
+	recorded := replay.Recorded(rec, redis.Integration{})
+	for n := range recorded {
+		if d := replay.Compare(recorded[n], tr.Steps[n]); len(d) > 0 {
+			t.Errorf("step %d differs from the recording: %v", n+1, d)
+		}
+	}
+}

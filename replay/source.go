@@ -84,8 +84,12 @@ func (e *fileEvents) Close() error { return e.r.Close() }
 // plays it, read in one pass and kept small: per step, when its last
 // reply was recorded; per event, whether it is part of a pipelined batch.
 type plan struct {
-	due     []time.Duration // per step: recorded offset of its last reply, or of the request
-	batched []uint64        // per event, a bit: see makePlan
+	due []time.Duration // per step: recorded offset of its last reply, or of the request
+	// reads are the steps whose recorded reply shows what the build's
+	// clock read (kavach.Abilities.ClockReads), with that reading as an
+	// offset: the replay's clock is there when the step is sent.
+	reads   map[int]time.Duration
+	batched []uint64 // per event, a bit: see makePlan
 	events  int
 }
 
@@ -175,6 +179,15 @@ func readPlan(src Source, codec kavach.Integration, start time.Time, batch bool)
 	defer evs.Close()
 	p := &plan{}
 	g := kavach.NewStepGrouper(codec)
+	var clockReads func([]byte) func([]byte) (time.Time, bool)
+	if codec != nil {
+		clockReads = codec.Abilities().ClockReads
+	}
+	type reading struct {
+		at   time.Duration // the request's offset
+		read func([]byte) (time.Time, bool)
+	}
+	readers := map[int]reading{} // steps asked, their reply not in yet
 	ms := func(ev kavach.Event) time.Time { return start.Add(ev.Offset).Truncate(time.Millisecond) }
 	// The batch rule, one event at a time: start is the
 	// first request of the current run, runResp the responses inside it
@@ -199,9 +212,18 @@ func readPlan(src Source, codec kavach.Integration, start time.Time, batch bool)
 		n, _ := g.Add(ev)
 		switch {
 		case ev.Dir == kavach.Request:
+			if clockReads != nil && ev.Flags&kavach.ParseError == 0 {
+				if f := clockReads(ev.Data); f != nil {
+					readers[len(p.due)] = reading{ev.Offset, f}
+				}
+			}
 			p.due = append(p.due, ev.Offset)
 		case ev.Dir == kavach.Response && n > 0 && n <= len(p.due):
 			p.due[n-1] = ev.Offset
+			if rd, ok := readers[n-1]; ok {
+				delete(readers, n-1)
+				p.read(n-1, rd.at, ev, rd.read, start)
+			}
 		}
 		if !batch {
 			continue
@@ -226,6 +248,27 @@ func readPlan(src Source, codec kavach.Integration, start time.Time, batch bool)
 		}
 	}
 	return p, nil
+}
+
+// read notes step i's clock reading, if its reply (ev) shows one later
+// than the proxy stamped the request (at) and no later than it stamped
+// the reply (with a millisecond to spare, for a clock read to the
+// millisecond). A reading after the reply is not the clock (Redis's XADD
+// * answers the stream's last id plus one when that is ahead of its
+// clock); one before the request needs no move.
+func (p *plan) read(i int, at time.Duration, ev kavach.Event, read func([]byte) (time.Time, bool), start time.Time) {
+	t, ok := read(ev.Data)
+	if !ok {
+		return
+	}
+	off := t.Sub(start)
+	if off <= at || off > ev.Offset+time.Millisecond {
+		return
+	}
+	if p.reads == nil {
+		p.reads = map[int]time.Duration{}
+	}
+	p.reads[i] = off
 }
 
 // oweCounter is the incremental form of owed: for each request and each

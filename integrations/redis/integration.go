@@ -74,6 +74,7 @@ var abilities = func() kavach.Abilities {
 		Settle:         in.Settle,
 		NewContainment: in.NewContainment,
 		NewIdentities:  in.NewIdentities,
+		ClockReads:     in.ClockReads,
 		Variation:      variation(in, nil),
 		Learn:          in.Learn,
 		Keys:           in.Keys,
