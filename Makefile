@@ -1,7 +1,7 @@
 # The two commands of the README: `make demo` and `make test`.
 GO ?= go
 
-.PHONY: demo test test-load deps build fuzz
+.PHONY: demo test test-load redis-suite deps build fuzz
 
 build:
 	$(GO) build -o bin/kavach ./cmd/kavach
@@ -25,6 +25,12 @@ test: deps
 # (internal/loadtest), so that the suite has headroom on a loaded machine.
 test-load: deps
 	KAVACH_LOAD=full $(GO) test -race -count=1 -timeout 60m -run 'UnderLoad' ./...
+
+# Redis's own test suite through kavach record, replayed on the same
+# build (docs/redis-suite.md): thirteen units, a few minutes. make test
+# runs four of them (internal/redissuite).
+redis-suite: deps
+	./scripts/redis-suite.sh
 
 # Each fuzz target for a short while (not part of `make test`, which runs
 # their seed corpora).

@@ -102,6 +102,13 @@ type Abilities struct {
 	// reply. The replay then waits for the build's event loop to turn
 	// (docs/replay.md, "The clock library"). Nil: the clock never needs it.
 	Settle func(from, to time.Time, blocked bool) bool
+	// DeliberateCloses says the service closes a connection on purpose
+	// with a request unanswered (Redis: QUIT from a client with CLIENT
+	// REPLY OFF, CLIENT KILL of a blocked client, a protocol error): the
+	// recorder then takes such a close for a crash only when the service
+	// no longer accepts connections (docs/record.md, "The failure").
+	// False (HTTP): a request read and never answered is a failure.
+	DeliberateCloses bool
 	// ClockReads says, for a request whose reply can show what the
 	// build's clock read while answering it (Redis: XADD with the id *,
 	// whose id is the clock in milliseconds), how to read that time from

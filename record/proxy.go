@@ -64,7 +64,10 @@ type Proxy struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex // orders events, steps and the failure
+	mu sync.Mutex // orders events, steps and the failure
+	// forward is held by a connection from reading requests to
+	// forwarding them: requests reach the service in the order read.
+	forward  sync.Mutex
 	conns    map[uint64]*proxyConn
 	nextConn uint64
 	steps    int // requests written so far
@@ -329,16 +332,45 @@ func (p *Proxy) serve(client net.Conn) {
 	client.Close()
 	server.Close()
 
+	// A connection the service closed with a request unanswered is a
+	// crash; for a service that closes connections on purpose
+	// (kavach.Abilities.DeliberateCloses: Redis, on QUIT from a client
+	// with CLIENT REPLY OFF, CLIENT KILL, a protocol error), only if the
+	// service is gone. Observed by dialling it (a crashed service's
+	// listener is closed with it), outside the lock.
+	p.mu.Lock()
+	unanswered := who == "server" && p.failure == nil && len(c.pending) > 0
+	p.mu.Unlock()
+	up := unanswered && p.opts.Codec.Abilities().DeliberateCloses && p.serviceUp()
+
 	p.mu.Lock()
 	delete(p.conns, c.id)
 	p.stats.Closed++
 	p.event(kavach.Event{Conn: c.id, Dir: kavach.Close, Data: []byte(who)})
-	if who == "server" && p.failure == nil && len(c.pending) > 0 {
+	switch {
+	case !unanswered || p.failure != nil || len(c.pending) == 0:
+	case up:
+		p.log.Info("the service closed a connection with a request unanswered and still accepts connections: not a crash",
+			"conn", c.id, "step", c.pending[0].step)
+	default:
 		p.setFailure(kavach.Failure{Step: c.pending[0].step, Oracle: kavach.Oracle{Kind: kavach.Crash}, Signature: "crash",
 			Evidence: "the service closed the connection before answering"})
 	}
 	p.mu.Unlock()
 	p.log.Debug("close", "conn", c.id, "by", who)
+}
+
+// serviceUp reports whether the service still accepts a connection
+// (closed at once, nothing sent), within a second.
+func (p *Proxy) serviceUp() bool {
+	ctx, cancel := context.WithTimeout(p.ctx, time.Second)
+	defer cancel()
+	conn, err := launch.Dial(ctx, p.opts.Upstream)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
 }
 
 func whoClosed(end copyEnd, src, dst string) string {
@@ -388,6 +420,16 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 	)
 	for {
 		n, rerr := src.Read(buf)
+		if n > 0 && dir == kavach.Request {
+			// Requests reach the service in the order the proxy read
+			// them, whatever their connection: a client that writes EXEC
+			// on one connection and then LPUSH on another, without waiting,
+			// has them run in that order, as without the proxy (Redis's
+			// suite, "BRPOPLPUSH does not affect WATCH while still
+			// blocked", failed through the recorder every time without
+			// this). The lock is held from the read to the forward.
+			p.forward.Lock()
+		}
 		if n > 0 {
 			chunk := buf[:n]
 			batch = batch[:0]
@@ -412,7 +454,11 @@ func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.R
 			p.record(c, dir, batch)
 			pending = letGo(pending, batch)
 			clear(batch) // nor keep them through the batch
-			if _, err := dst.Write(chunk); err != nil {
+			_, err := dst.Write(chunk)
+			if dir == kavach.Request {
+				p.forward.Unlock()
+			}
+			if err != nil {
 				if errors.Is(err, net.ErrClosed) && p.ctx.Err() != nil {
 					return proxyClosed
 				}

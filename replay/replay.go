@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -391,6 +392,13 @@ type runner struct {
 	jump        bool          // the shift changed: the clock may go back
 	wake        chan struct{} // a reader framed a reply, or its connection ended
 	frames      atomic.Int64  // replies framed by readers so far
+	// dirty are the connections whose readers framed a reply or ended
+	// since poll last looked, each once (conn.dirty): poll looks at
+	// those, not at every connection the replay opened (Redis's suite
+	// opens 959; looking at all of them before each event cost seconds).
+	dirtyMu sync.Mutex
+	dirty   []*conn
+	polled  []*conn
 	rng         *rand.Rand    // timing perturbation (Options.Perturb); nil: none
 	probe       kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
 	stop        bool
@@ -418,6 +426,8 @@ type unlearnt struct {
 // replies onto a queue.
 type conn struct {
 	id       uint64
+	idx      int // its place in runner.order
+	dirty    bool // in runner.dirty (guarded by runner.dirtyMu)
 	nc       net.Conn
 	mu       sync.Mutex
 	frames   [][]byte
@@ -1419,12 +1429,13 @@ func (r *runner) dial(id uint64) *conn {
 	if c := r.conns[id]; c != nil {
 		return c
 	}
-	c := &conn{id: id}
+	c := &conn{id: id, idx: len(r.order)}
 	r.conns[id] = c
 	r.order = append(r.order, c)
 	nc, err := launch.DialTimeout(r.proc.Addr(), r.opts.StepTimeout)
 	if err != nil {
 		c.err, c.broken = err, true
+		r.markDirty(c)
 		return c
 	}
 	c.nc = nc
@@ -1480,6 +1491,7 @@ func (r *runner) push(c *conn, frame []byte, err error) {
 		c.frames = append(c.frames, frame)
 	}
 	c.mu.Unlock()
+	r.markDirty(c)
 	r.frames.Add(1)
 	select {
 	case r.wake <- struct{}{}:
@@ -1487,10 +1499,35 @@ func (r *runner) push(c *conn, frame []byte, err error) {
 	}
 }
 
+// markDirty has poll look at c next time.
+func (r *runner) markDirty(c *conn) {
+	r.dirtyMu.Lock()
+	if !c.dirty {
+		c.dirty = true
+		r.dirty = append(r.dirty, c)
+	}
+	r.dirtyMu.Unlock()
+}
+
 // poll attaches every framed reply to its step, the way kavach.Steps
-// does, and notices connections the build ended.
+// does, and notices connections the build ended. It looks at the
+// connections marked dirty, in the order they were opened (as a look at
+// every connection would); one the build ended and the replay has not
+// closed stays marked, so that a request sent on it later is seen to
+// crash.
 func (r *runner) poll() {
-	for _, c := range r.order {
+	r.dirtyMu.Lock()
+	look := append(r.polled[:0], r.dirty...)
+	r.dirty = r.dirty[:0]
+	for _, c := range look {
+		c.dirty = false
+	}
+	r.dirtyMu.Unlock()
+	r.polled = look
+	if len(look) > 1 {
+		slices.SortFunc(look, func(a, b *conn) int { return a.idx - b.idx })
+	}
+	for _, c := range look {
 		c.mu.Lock()
 		frames, err := c.frames, c.err
 		c.frames = nil
@@ -1512,6 +1549,7 @@ func (r *runner) poll() {
 			if len(c.pending) > 0 {
 				r.crashed(c, "connection closed by the build")
 			}
+			r.markDirty(c)
 		}
 	}
 }

@@ -17,6 +17,8 @@ command -v cc >/dev/null || need+=(gcc)
 [ -e /usr/include/stdio.h ] || need+=(libc6-dev)
 command -v nutcracker >/dev/null || need+=(nutcracker)
 command -v zstd >/dev/null || need+=(zstd)
+# Redis's own test suite (scripts/redis-suite.sh) runs on its Tcl runner.
+command -v tclsh8.6 >/dev/null || command -v tclsh8.7 >/dev/null || need+=(tcl8.6)
 # Tests replay under load: stress-ng saturates the cores beside them.
 command -v stress-ng >/dev/null || need+=(stress-ng)
 # The HTML report's test opens its pages in headless Chromium.

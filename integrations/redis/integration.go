@@ -68,21 +68,22 @@ func (in Integration) Abilities() kavach.Abilities {
 var abilities = func() kavach.Abilities {
 	var in Integration
 	return kavach.Abilities{
-		Resync:         in.Resync,
-		MinFrameLen:    in.MinFrameLen,
-		Identify:       in.Identify,
-		Settle:         in.Settle,
-		NewContainment: in.NewContainment,
-		NewIdentities:  in.NewIdentities,
-		ClockReads:     in.ClockReads,
-		Variation:      variation(in, nil),
-		Learn:          in.Learn,
-		Keys:           in.Keys,
-		Inspect:        in.Inspect,
-		Writes:         in.Writes,
-		Fingerprint:    &kavach.Fingerprinting{Launch: in.FingerprintLaunch, NewProbe: in.NewProbe},
-		SetsState:      in.SetsState,
-		Kin:            in.Kin,
+		Resync:           in.Resync,
+		MinFrameLen:      in.MinFrameLen,
+		Identify:         in.Identify,
+		Settle:           in.Settle,
+		NewContainment:   in.NewContainment,
+		NewIdentities:    in.NewIdentities,
+		ClockReads:       in.ClockReads,
+		DeliberateCloses: true,
+		Variation:        variation(in, nil),
+		Learn:            in.Learn,
+		Keys:             in.Keys,
+		Inspect:          in.Inspect,
+		Writes:           in.Writes,
+		Fingerprint:      &kavach.Fingerprinting{Launch: in.FingerprintLaunch, NewProbe: in.NewProbe},
+		SetsState:        in.SetsState,
+		Kin:              in.Kin,
 		RedactArgs: func(args []string) []string {
 			out, _ := RedactArgs(args)
 			return out
