@@ -399,10 +399,10 @@ type runner struct {
 	dirtyMu sync.Mutex
 	dirty   []*conn
 	polled  []*conn
-	rng         *rand.Rand    // timing perturbation (Options.Perturb); nil: none
-	probe       kavach.Probe  // fingerprints inputs (Options.Inputs); nil: none
-	stop        bool
-	ctx         context.Context // done: a signal; every wait ends
+	rng     *rand.Rand   // timing perturbation (Options.Perturb); nil: none
+	probe   kavach.Probe // fingerprints inputs (Options.Inputs); nil: none
+	stop    bool
+	ctx     context.Context // done: a signal; every wait ends
 	// contain withholds requests from a build that shares the machine's
 	// network (kavach.Abilities.NewContainment); nil: every request is sent.
 	contain kavach.Containment
@@ -426,7 +426,7 @@ type unlearnt struct {
 // replies onto a queue.
 type conn struct {
 	id       uint64
-	idx      int // its place in runner.order
+	idx      int  // its place in runner.order
 	dirty    bool // in runner.dirty (guarded by runner.dirtyMu)
 	nc       net.Conn
 	mu       sync.Mutex
