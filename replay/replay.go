@@ -719,7 +719,11 @@ func (r *runner) response(i int, e event) {
 	if c != nil && e.batched && len(c.deferred) == 0 {
 		// Not waited for here, with the rest of its run; but before
 		// another connection's event, which the recording had after it.
-		r.batchOwed = append(r.batchOwed, unlearnt{c, e.owed})
+		if k := len(r.batchOwed) - 1; k >= 0 && r.batchOwed[k].c == c {
+			r.batchOwed[k].n = e.owed // the run goes on: its last reply counts
+		} else {
+			r.batchOwed = append(r.batchOwed, unlearnt{c, e.owed})
+		}
 	}
 	if c == nil || len(c.deferred) > 0 || e.batched {
 		r.advance(r.at(ev.Offset))
@@ -1018,13 +1022,17 @@ func (r *runner) answered(c *conn, want int) bool {
 
 // longWork tells a build working on something long from one waiting for
 // a busy machine: it has used workLong of processor time since it was
-// made (looked at once workLong of real time has passed, then every
-// tenth of it). Once done, it stays done.
+// first looked at. It is looked at first once longLook of real time has
+// passed (a wait that ends sooner, nearly every wait, costs no read of
+// /proc: reading every thread's times before each wait was a third of a
+// replay's processor time), then every tenth of workLong. Once done, it
+// stays done.
 type longWork struct {
-	w    watch
-	cpu  time.Duration
-	next time.Time
-	isit bool
+	w      watch
+	cpu    time.Duration
+	next   time.Time
+	looked bool
+	isit   bool
 }
 
 // workLong is how much processor time the build uses without answering
@@ -1033,15 +1041,24 @@ type longWork struct {
 // go idle (quiesce).
 const workLong = 250 * time.Millisecond
 
+// longLook is how long a wait goes before the build's processor time is
+// first read.
+const longLook = 20 * time.Millisecond
+
 func (r *runner) long() *longWork {
-	return &longWork{w: r.watch, cpu: r.watch.cpu(), next: time.Now().Add(workLong)}
+	return &longWork{w: r.watch, next: time.Now().Add(longLook)}
 }
 
 func (l *longWork) done() bool {
 	if l.isit || l.w.pid <= 0 {
 		return l.isit
 	}
-	if now := time.Now(); now.After(l.next) {
+	now := time.Now()
+	switch {
+	case !now.After(l.next):
+	case !l.looked:
+		l.looked, l.cpu, l.next = true, l.w.cpu(), now.Add(workLong)
+	default:
 		l.next = now.Add(workLong / 10)
 		l.isit = l.w.cpu()-l.cpu >= workLong
 	}
@@ -1065,7 +1082,9 @@ func (r *runner) runEnded(c *conn) {
 	var long *longWork
 	for _, o := range r.batchOwed {
 		if o.c == c {
-			keep = append(keep, o) // the run goes on
+			if o.c.finished < o.n {
+				keep = append(keep, o) // the run goes on
+			}
 			continue
 		}
 		for !r.stop && o.c.finished < o.n && !o.c.broken && !o.c.closed {
