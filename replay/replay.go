@@ -412,6 +412,10 @@ type runner struct {
 	// in and whose replayed reply is not yet.
 	ids      kavach.Identities
 	unlearnt []unlearnt
+	// playing is the recorded offset of the event being played (for a
+	// reply, of the next event): the latest time the recording had
+	// reached while the replay waits there (catchUp).
+	playing time.Duration
 	// batchOwed are replies of a pipelined run (batched response
 	// events) not waited for yet: by connection, the steps it owes.
 	batchOwed []unlearnt
@@ -621,6 +625,12 @@ func (r *runner) finishAll() error {
 func (r *runner) process(i int) {
 	e := *r.ev(i)
 	ev := e.Event
+	r.playing = ev.Offset
+	if ev.Dir == kavach.Response && r.has(i+1) {
+		// A reply is waited for up to the next event: the recording was
+		// there before it played that.
+		r.playing = r.ev(i + 1).Offset
+	}
 	switch {
 	case ev.Dir == kavach.Open:
 		r.dial(ev.Conn)
@@ -1126,6 +1136,10 @@ func (r *runner) learn(c *conn, n int) {
 // says the limit is past). Moved while a command runs, the clock could
 // be read later than recorded; so only a build that has used workLong of
 // processor time is caught up, and never past what the recording saw.
+// The recording saw the event being played too: when that is later (the
+// build, unlike the recording's, took another connection's script before
+// c's request, and writes c's reply only once the script's limit is
+// past), the clock goes on to it.
 func (r *runner) catchUp(c *conn) {
 	if r.clock == nil || len(c.pending) == 0 {
 		return
@@ -1134,7 +1148,7 @@ func (r *runner) catchUp(c *conn) {
 	if i >= len(r.plan.due) {
 		return
 	}
-	from, due := r.clock.Now(), r.at(r.plan.due[i])
+	from, due := r.clock.Now(), r.at(max(r.plan.due[i], r.playing))
 	if !due.After(from) {
 		return
 	}
