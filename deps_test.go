@@ -44,6 +44,7 @@ func TestImportDirection(t *testing.T) {
 		"internal/buildscript": {},
 		"internal/reporoot":    {},
 		"internal/loadtest":    {},
+		"internal/redissuite":  {},
 		"internal/redisbuild":  {"internal/buildscript", "internal/reporoot"},
 		"internal/clockbuild":  {"replay"},
 		"internal/axumbuild":   {"internal/buildscript", "internal/reporoot"},

@@ -56,28 +56,20 @@ func (w watch) busy() bool {
 // look reports whether a thread of the build is running or runnable, and
 // whether one is stopped (by SIGSTOP or a tracer) while none runs.
 func (w watch) look() (busy, stopped bool) {
-	if w.pid <= 0 {
-		return false, false
-	}
-	for _, pid := range w.tree() {
-		for _, tid := range tasks(pid) {
-			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/stat")
-			if err != nil {
-				continue
-			}
-			i := bytes.LastIndexByte(b, ')')
-			if i < 0 || i+2 >= len(b) {
-				continue
-			}
-			switch b[i+2] {
-			case 'R', 'D':
-				return true, false
-			case 'T', 't':
-				stopped = true
-			}
+	w.threads(func(stat []byte) bool {
+		if len(stat) < 2 {
+			return true
 		}
-	}
-	return false, stopped
+		switch stat[1] {
+		case 'R', 'D':
+			busy = true
+			return false
+		case 'T', 't':
+			stopped = true
+		}
+		return true
+	})
+	return busy, !busy && stopped
 }
 
 // cpu is the processor time the build's threads have used so far, user
@@ -85,10 +77,26 @@ func (w watch) look() (busy, stopped bool) {
 // while not answering is working on something long, not waiting for the
 // machine (a starved build uses none).
 func (w watch) cpu() time.Duration {
-	if w.pid <= 0 {
-		return 0
-	}
 	var ticks int64
+	w.threads(func(stat []byte) bool {
+		// After the command: state is field 3, utime 14, stime 15.
+		f := strings.Fields(string(stat))
+		if len(f) >= 13 {
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			s, _ := strconv.ParseInt(f[12], 10, 64)
+			ticks += u + s
+		}
+		return true
+	})
+	return time.Duration(ticks) * time.Second / userHZ
+}
+
+// threads calls fn with what follows the command in each of the build's
+// threads' /proc stat lines (" S 1 ..."), until fn returns false.
+func (w watch) threads(fn func(stat []byte) bool) {
+	if w.pid <= 0 {
+		return
+	}
 	for _, pid := range w.tree() {
 		for _, tid := range tasks(pid) {
 			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/stat")
@@ -99,17 +107,11 @@ func (w watch) cpu() time.Duration {
 			if i < 0 {
 				continue
 			}
-			// After the command: state is field 3, utime 14, stime 15.
-			f := strings.Fields(string(b[i+1:]))
-			if len(f) < 13 {
-				continue
+			if !fn(b[i+1:]) {
+				return
 			}
-			u, _ := strconv.ParseInt(f[11], 10, 64)
-			s, _ := strconv.ParseInt(f[12], 10, 64)
-			ticks += u + s
 		}
 	}
-	return time.Duration(ticks) * time.Second / userHZ
 }
 
 // userHZ is the unit of the times in /proc/*/stat (USER_HZ: 100 on Linux,
