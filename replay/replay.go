@@ -1023,11 +1023,33 @@ func (r *runner) answered(c *conn, want int) bool {
 		if long.done() {
 			r.catchUp(c)
 		}
-		if time.Since(busy) > r.opts.StepTimeout {
+		if waited := time.Since(busy); waited > r.opts.StepTimeout && long.outworked(r.opts.StepTimeout, waited) {
 			r.hung(r.unanswered(), r.oldest())
 			return true
 		}
 	}
+}
+
+// outworked tells, once a build has gone the step timeout of real time
+// without answering, whether it hangs: it used half that much processor
+// time since the wait began, or it is stopped, or it has gone four times
+// the timeout. A build the machine starves (runnable, waiting for a core,
+// as beside stress-ng or a parallel test run) is given time: a script of
+// 300 ms of processor time took over 5 s of real time on a loaded machine,
+// and was graded a hang. Looked at every tenth of a second.
+func (l *longWork) outworked(timeout, waited time.Duration) bool {
+	if l.w.pid <= 0 || waited > 4*timeout {
+		return true
+	}
+	now := time.Now()
+	if now.Before(l.nextHang) {
+		return false
+	}
+	l.nextHang = now.Add(100 * time.Millisecond)
+	if _, stopped := l.w.look(); stopped || !l.looked {
+		return true
+	}
+	return l.w.cpu()-l.cpu >= timeout/2
 }
 
 // longWork tells a build working on something long from one waiting for
@@ -1043,6 +1065,8 @@ type longWork struct {
 	next   time.Time
 	looked bool
 	isit   bool
+	// nextHang is when outworked looks at the build again.
+	nextHang time.Time
 }
 
 // workLong is how much processor time the build uses without answering
