@@ -106,7 +106,7 @@ type Abilities struct {
 	// with a request unanswered (Redis: QUIT from a client with CLIENT
 	// REPLY OFF, CLIENT KILL of a blocked client, a protocol error): the
 	// recorder then takes such a close for a crash only when the service
-	// no longer accepts connections (docs/record.md, "The failure").
+	// no longer answers (Held, when it has one; docs/record.md, "The failure").
 	// False (HTTP): a request read and never answered is a failure.
 	DeliberateCloses bool
 	// ClockReads says, for a request whose reply can show what the

@@ -336,8 +336,8 @@ func (p *Proxy) serve(client net.Conn) {
 	// crash; for a service that closes connections on purpose
 	// (kavach.Abilities.DeliberateCloses: Redis, on QUIT from a client
 	// with CLIENT REPLY OFF, CLIENT KILL, a protocol error), only if the
-	// service is gone. Observed by dialling it (a crashed service's
-	// listener is closed with it), outside the lock.
+	// service no longer serves. Observed by asking it (serviceUp),
+	// outside the lock.
 	p.mu.Lock()
 	unanswered := who == "server" && p.failure == nil && len(c.pending) > 0
 	p.mu.Unlock()
@@ -360,11 +360,20 @@ func (p *Proxy) serve(client net.Conn) {
 	p.log.Debug("close", "conn", c.id, "by", who)
 }
 
-// serviceUp reports whether the service still accepts a connection
-// (closed at once, nothing sent), within a second.
+// serviceUp reports whether the service still serves, within a second:
+// it answers the integration's question about what it holds
+// (kavach.Abilities.Held: Redis, INFO keyspace), or, for an integration
+// without one, accepts a connection. A service that is crashing can
+// still accept a connection (the kernel completes it from the listener's
+// backlog while the process writes its crash report, seen beside
+// stress-ng): it answers nothing.
 func (p *Proxy) serviceUp() bool {
 	ctx, cancel := context.WithTimeout(p.ctx, time.Second)
 	defer cancel()
+	if held := p.opts.Codec.Abilities().Held; held != nil {
+		_, err := held(ctx, p.opts.Upstream)
+		return err == nil
+	}
 	conn, err := launch.Dial(ctx, p.opts.Upstream)
 	if err != nil {
 		return false
