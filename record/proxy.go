@@ -350,7 +350,7 @@ func (p *Proxy) serve(client net.Conn) {
 	switch {
 	case !unanswered || p.failure != nil || len(c.pending) == 0:
 	case up:
-		p.log.Info("the service closed a connection with a request unanswered and still accepts connections: not a crash",
+		p.log.Info("the service closed a connection with a request unanswered and still answers: not a crash",
 			"conn", c.id, "step", c.pending[0].step)
 	default:
 		p.setFailure(kavach.Failure{Step: c.pending[0].step, Oracle: kavach.Oracle{Kind: kavach.Crash}, Signature: "crash",
