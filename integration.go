@@ -289,6 +289,20 @@ type Variation struct {
 	// KeyWords say what a FieldKey field set to a missing key is, and one
 	// set to another recorded key.
 	KeyWords func() (missing, other string)
+	// Modes are the requests that turn a mode of a connection on or off
+	// (a protocol version, a client flag) which changes what the
+	// connection's commands do, for a connection that has sent earlier
+	// (its requests so far, oldest first): each the opposite of the mode
+	// the connection is in. Nil: the service has none.
+	Modes func(earlier [][]byte, schema Schema) []Mode
+}
+
+// Mode is a request that turns a mode of a connection on or off, and
+// what it does, for a person ("RESP3 (HELLO 3); the connection spoke
+// RESP2").
+type Mode struct {
+	Request []byte
+	What    string
 }
 
 // StateTaking is how an integration takes the state of a running service

@@ -312,6 +312,7 @@ var VariantKinds = []string{
 	"read-back",     // a number an earlier write stores in another form, read back later; the recording cut before the failure
 	"wakeup",        // a blocked failing request's wakers dropped, delayed or twice, its count or timeout changed (regression, kept whole)
 	"aggregate",     // an earlier request that feeds the aggregate the failing request reads, varied
+	"mode",          // the failing request's, or a writer's, connection with a mode turned on or off (RESP3, no-touch)
 }
 
 // CheckVariantKinds returns an error naming the first of kinds that is not

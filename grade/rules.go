@@ -676,6 +676,13 @@ func (r variantRule) judge(v VariantEvidence) VariantEvidence {
 // first step whose output is not compared (limit).
 func (r variantRule) keeps(v *VariantEvidence) (at, limit int) {
 	f := r.failure
+	if s, ok := modeRefused(*v); ok {
+		// The old build has no such mode: the variant is not what it
+		// says, and a new build that has it would answer otherwise.
+		v.OldStep, v.OldOutcome = s.Step, s.Old.Outcome
+		v.OldOutcome.Detail = "the old build refused the mode request: " + describeOutcome(s.Old.Outcome)
+		return -1, 0
+	}
 	if v.Regression {
 		v.Kept = true
 		for _, s := range v.Steps {
@@ -857,4 +864,19 @@ func (v VariantEvidence) Result() string {
 		return s + fmt.Sprintf(", failed at step %d", v.FailedStep)
 	}
 	return s + ", passed"
+}
+
+// modeRefused is, for a variant of kind mode, the request turning its
+// connection's mode that the old build refused (an inserted step, no
+// origin, answered with an error), if it did.
+func modeRefused(v VariantEvidence) (VariantStep, bool) {
+	if v.Kind != "mode" {
+		return VariantStep{}, false
+	}
+	for _, s := range v.Steps {
+		if s.Origin == 0 && s.Old.Ran && s.Old.Outcome.Kind == kavach.Error {
+			return s, true
+		}
+	}
+	return VariantStep{}, false
 }

@@ -85,6 +85,24 @@ func TestJudgeVariant(t *testing.T) {
 			grade.VariantEvidence{Regression: true, Replayed: 2, Steps: []grade.VariantStep{
 				{Step: 1, Origin: 1, Old: *reply(kavach.Crash)}}},
 			"not kept"},
+		{"a mode variant whose mode request the old build takes: kept, and passed",
+			grade.VariantEvidence{Kind: "mode", FailsAt: 3, Replayed: 4, Steps: []grade.VariantStep{
+				{Step: 3, Origin: 3, Old: *reply(kavach.Crash), New: reply(kavach.OK)}}},
+			"kept at step 3, passed"},
+		{"the same variant, its mode request refused by the old build (a mode it lacks): not kept",
+			grade.VariantEvidence{Kind: "mode", FailsAt: 3, Replayed: 4, Steps: []grade.VariantStep{
+				{Step: 3, Old: *reply(kavach.Error), New: reply(kavach.OK)},
+				{Step: 4, Origin: 3, Old: *reply(kavach.Crash), New: reply(kavach.OK)}}},
+			"not kept"},
+		{"a regression mode variant whose mode request the old build refused: not kept",
+			grade.VariantEvidence{Kind: "mode", Regression: true, Replayed: 2, Steps: []grade.VariantStep{
+				{Step: 1, Old: *reply(kavach.Error), New: reply(kavach.OK), Diffs: []replay.Diff{{Step: 1, Path: "reply"}}}}},
+			"not kept"},
+		{"another kind's inserted step refused alike by both builds: kept, passed",
+			grade.VariantEvidence{Kind: "type", FailsAt: 3, Replayed: 4, Steps: []grade.VariantStep{
+				{Step: 3, Old: *reply(kavach.Error), New: reply(kavach.Error)},
+				{Step: 4, Origin: 3, Old: *reply(kavach.Crash), New: reply(kavach.OK)}}},
+			"kept at step 4, passed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := grade.JudgeVariant(ev, tc.variant)

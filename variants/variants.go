@@ -523,6 +523,7 @@ func (g *gen) incident() []Variant {
 		}
 	}
 	out = g.writerValues(out, affecting)
+	out = g.modes(out, affecting)
 	// Moving the failing request before a step that cannot affect it is
 	// moving it before the next one that can.
 	for _, j := range affecting {
@@ -674,7 +675,7 @@ func (g *gen) regression() []Variant {
 			out = g.add(out, v)
 		}
 	}
-	return g.readBacks(out, cut)
+	return g.readBacks(g.modeRegressions(out, picked, cut), cut)
 }
 
 type substitution struct {

@@ -123,6 +123,7 @@ func variation(in Integration, earlier [][]byte) *kavach.Variation {
 		SiteTransplants: in.SiteTransplants,
 		BlockingFields:  in.BlockingFields,
 		ReadsAggregate:  in.ReadsAggregate,
+		Modes:           in.Modes,
 	}
 	if earlier != nil {
 		a := afterCodec{Integration: in, earlier: earlier}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -102,4 +103,27 @@ func FuzzRawCommandDigests(f *testing.F) {
 			Integration{}.Normalize(req, reply) // never panics
 		}
 	})
+}
+
+// HELLO's reply hides the connection's id and the build's version, in
+// RESP3's map and RESP2's flat list; the rest of it is compared.
+func TestHelloHidesIdAndVersion(t *testing.T) {
+	hello := func(proto, version, id, mode string) []byte {
+		bulk := func(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
+		body := bulk("version") + bulk(version) + bulk("proto") + ":" + proto + "\r\n" + bulk("id") + ":" + id + "\r\n" + bulk("mode") + bulk(mode)
+		if proto == "3" {
+			return []byte("%4\r\n" + body)
+		}
+		return []byte("*8\r\n" + body)
+	}
+	for _, proto := range []string{"2", "3"} {
+		req := cmd("HELLO", proto)
+		a := Integration{}.Normalize(req, hello(proto, "7.0.15", "7", "standalone"))
+		if b := (Integration{}).Normalize(req, hello(proto, "7.2.4", "12", "standalone")); key(a) != key(b) {
+			t.Errorf("HELLO %s: another version and id compare unequal: %v, %v", proto, a, b)
+		}
+		if c := (Integration{}).Normalize(req, hello(proto, "7.0.15", "7", "cluster")); key(a) == key(c) {
+			t.Errorf("HELLO %s: another mode compares equal: %v", proto, a)
+		}
+	}
 }

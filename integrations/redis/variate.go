@@ -63,6 +63,11 @@ func (Integration) Learn(ctx context.Context, addr string, kinds []string) (kava
 			}
 		}
 	}
+	// CLIENT's subcommands say which connection modes the build has
+	// (Modes).
+	if !slices.Contains(asked, "CLIENT") {
+		asked = append(asked, "CLIENT")
+	}
 	keys, specs, has := learnKeys(ctx, addr, asked)
 	l := &Learned{Args: s, Keys: keys, Specs: specs, Types: learnTypes(ctx, addr), Commands: has, Derived: derived}
 	if v.Kind == KindError {
