@@ -13,6 +13,7 @@ import (
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/invariants"
 )
 
 // recordValues records one of the values incidents on old.
@@ -34,9 +35,15 @@ func recordValues(t *testing.T, old string, record func(out, old string) error) 
 // which variants one seed samples.
 func diffBudget(t *testing.T, fx *fixtures.Fixture, old, new string, budget int) *grade.Report {
 	t.Helper()
+	return diffBudgetWith(t, fx, old, new, budget, nil)
+}
+
+// diffBudgetWith is diffBudget with the invariants set (nil: none).
+func diffBudgetWith(t *testing.T, fx *fixtures.Fixture, old, new string, budget int, set *invariants.Set) *grade.Report {
+	t.Helper()
 	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Integration: c, MinVariants: 10, Variants: budget, Seed: 1})
+		grade.Options{Integration: c, MinVariants: 10, Variants: budget, Seed: 1, Invariants: set})
 	if err != nil {
 		t.Fatal(err)
 	}

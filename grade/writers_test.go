@@ -9,6 +9,7 @@ import (
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/invariants"
 )
 
 // checkWritersCaughtBy grades the correct fix (fixed, some variants of kind
@@ -17,6 +18,13 @@ import (
 // nothing else, sees the wrong fix.
 func checkWritersCaughtBy(t *testing.T, fx *fixtures.Fixture, old, fixed, wrong string, budget int, kind string) {
 	t.Helper()
+	checkKindCatches(t, fx, old, fixed, wrong, budget, kind, nil)
+}
+
+// checkKindCatches is checkWritersCaughtBy with the invariants set (nil:
+// none).
+func checkKindCatches(t *testing.T, fx *fixtures.Fixture, old, fixed, wrong string, budget int, kind string, set *invariants.Set) {
+	t.Helper()
 	logFailed := func(what string, r *grade.Report) {
 		for _, v := range r.Evidence.Variants.List {
 			if v.FailedStep > 0 {
@@ -24,7 +32,7 @@ func checkWritersCaughtBy(t *testing.T, fx *fixtures.Fixture, old, fixed, wrong 
 			}
 		}
 	}
-	rep := diffBudget(t, fx, old, fixed, budget)
+	rep := diffBudgetWith(t, fx, old, fixed, budget, set)
 	if rep.Verdict != "fixed" || rep.Evidence.Variants.Reproducing < 10 {
 		logFailed("correct fix", rep)
 		t.Fatalf("correct fix: %s with %d variants reproducing, want fixed with 10; findings %+v", rep.Verdict, rep.Evidence.Variants.Reproducing, rep.Findings)
@@ -42,7 +50,7 @@ func checkWritersCaughtBy(t *testing.T, fx *fixtures.Fixture, old, fixed, wrong 
 		t.Errorf("correct fix: by kind %+v has no %s", rep.Evidence.Variants.ByKind, kind)
 	}
 
-	bad := diffBudget(t, fx, old, wrong, budget)
+	bad := diffBudgetWith(t, fx, old, wrong, budget, set)
 	if !strings.HasPrefix(bad.Verdict, "variant_failed(") {
 		t.Fatalf("wrong fix: %s, want variant_failed; findings %+v", bad.Verdict, bad.Findings)
 	}
@@ -57,7 +65,7 @@ func checkWritersCaughtBy(t *testing.T, fx *fixtures.Fixture, old, fixed, wrong 
 	f := *fx.Failure
 	f.ExcludeVariants = []string{kind}
 	off.Failure = &f
-	rep = diffBudget(t, &off, old, wrong, budget)
+	rep = diffBudgetWith(t, &off, old, wrong, budget, set)
 	if rep.Verdict != "fixed" {
 		logFailed("wrong fix, "+kind+" off", rep)
 		t.Fatalf("wrong fix with %s switched off: %s, want fixed (what caught it was %s)", kind, rep.Verdict, kind)
@@ -108,4 +116,21 @@ func TestReadBackCatchesALossyRoundTrip(t *testing.T) {
 		t.Fatalf("recorded %q, want %q", fx.Failure.Signature, want)
 	}
 	checkWritersCaughtBy(t, fx, old, fixed, wrong, 64, "read-back")
+}
+
+// The cause is a writer, not the failing read: the old build stores a
+// hash decrement twice (the reply right), and the HGET after it breaks an
+// invariant. The wrong fix mends HINCRBY, the recorded writer, only;
+// HINCRBYFLOAT still stores it twice. Every variant of the read, and every
+// value of the writer, passes; only the writer made by its sibling
+// (sibling, place writer) sees it, at the default budget. The correct fix
+// (the pristine source) stays fixed.
+func TestWriterSiblingsCatchAFixOfOneWriter(t *testing.T) {
+	t.Parallel()
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.HashDecrementOld)...)
+	fixed := redisbuild.MustBuild(t)
+	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.HashDecrementHincrbyOnly)...)
+	fx := recordScript(t, old, incidents.RecordHashDecrement)
+	set := parseSet(t, incidents.HashDecrementInvariants)
+	checkKindCatches(t, fx, old, fixed, wrong, 64, "sibling", set)
 }

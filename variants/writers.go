@@ -3,6 +3,8 @@ package variants
 import (
 	"fmt"
 	"slices"
+
+	"github.com/kavach-dev/kavach"
 )
 
 // writerValues are the incident's variants that vary the values of the
@@ -31,8 +33,50 @@ func (g *gen) writerValues(out []Variant, affecting []int) []Variant {
 			v.group, v.Kind, v.Place = fmt.Sprintf("step %d writer-value %s", j, sub.kind), "writer-value", g.place[j]
 			out = g.add(out, v)
 		}
+		if g.place[j] == PlaceWriter {
+			out = g.writerSiblings(out, j)
+		}
 	}
 	return out
+}
+
+// writerSiblings are the incident's variants that make writer j by the
+// other commands of its family (HINCRBYFLOAT for HINCRBY), the failing
+// step kept: a fix that mends only the command that wrote what the
+// failing read sees leaves its siblings writing it wrong. Kind
+// "sibling", place writer. Only siblings that still write the recorded
+// key: one on another type writes a key of its own (kavach:sibling:TYPE),
+// which the failing request never reads.
+func (g *gen) writerSiblings(out []Variant, j int) []Variant {
+	siblings := after(g.opts.Variator, g.steps, j).Siblings
+	if siblings == nil || j-1 >= len(g.opts.Keys) {
+		return out
+	}
+	subs, _ := siblings(g.steps[j-1].Request.Data, g.opts.Schema)
+	for _, sub := range subs {
+		if !g.namesKeyOf(sub.Request, j) {
+			continue
+		}
+		v := g.substituted(j, sub, fmt.Sprintf("step %d (writes the failing request's key): sibling, %s", j, sub.What), false)
+		v.group, v.Kind, v.Place = fmt.Sprintf("step %d sibling %s", j, sub.What), "sibling", PlaceWriter
+		out = g.add(out, v)
+	}
+	return out
+}
+
+// namesKeyOf reports whether request names, as a key field, one of the
+// keys step j names (Options.Keys).
+func (g *gen) namesKeyOf(request []byte, j int) bool {
+	_, fields, ok := g.opts.Variator.Fields(request, g.opts.Schema)
+	if !ok {
+		return false
+	}
+	for _, f := range fields {
+		if f.Type == kavach.FieldKey && slices.Contains(g.opts.Keys[j-1], f.Value) {
+			return true
+		}
+	}
+	return false
 }
 
 // scriptOnKey reports whether earlier step j is a script (its value

@@ -171,3 +171,42 @@ func TestReadBackVariants(t *testing.T) {
 		}
 	}
 }
+
+// A writer of the failing request's key is also made by the other
+// commands of its family, when they still write that key: HINCRBYFLOAT
+// for the HINCRBY whose stored value the failing HGET reads; not INCRBY
+// or ZINCRBY, which would write a key of their own.
+func TestWriterSiblings(t *testing.T) {
+	evs, keys := session(
+		[]string{"HSET", "stock", "apples", "10"},
+		[]string{"HINCRBY", "stock", "apples", "-3"},
+		[]string{"SET", "other", "1"},
+		[]string{"HGET", "stock", "apples"},
+	)
+	schema := &redis.Learned{Args: redis.Schema{
+		"HINCRBY":      {{Name: "key", Type: "key"}, {Name: "field", Type: "string"}, {Name: "increment", Type: "integer"}},
+		"HINCRBYFLOAT": {{Name: "key", Type: "key"}, {Name: "field", Type: "string"}, {Name: "increment", Type: "double"}},
+		"HGET":         {{Name: "key", Type: "key"}, {Name: "field", Type: "string"}},
+	}, Commands: map[string]bool{"HINCRBY": true, "HINCRBYFLOAT": true, "INCRBY": true, "ZINCRBY": true, "DECRBY": true, "INCRBYFLOAT": true}}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: schema, Budget: 1000, Seed: 1, Keys: keys}
+	var got []string
+	for _, v := range variants.Generate(evs, 4, o) {
+		if v.Kind != "sibling" || v.Place != variants.PlaceWriter {
+			continue
+		}
+		got = append(got, v.Description)
+		steps := kavach.Steps(v.Events, redis.Integration{})
+		if d := (redis.Integration{}).DescribeRequest(steps[len(steps)-1].Request.Data, 0); d != `HGET "stock" "apples"` || v.Regression {
+			t.Errorf("%s: last step %s, regression %v: want the failing read kept, a variant of the incident", v.Description, d, v.Regression)
+		}
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "step 2 (writes the failing request's key): sibling, HINCRBY → HINCRBYFLOAT") {
+		t.Errorf("writers' siblings:\n%s\nwant one, step 2 made by HINCRBYFLOAT", strings.Join(got, "\n"))
+	}
+	o.Exclude = []string{"sibling"}
+	for _, v := range variants.Generate(evs, 4, o) {
+		if v.Kind == "sibling" {
+			t.Errorf("sibling excluded, made: %s", v.Description)
+		}
+	}
+}

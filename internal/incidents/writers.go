@@ -1,5 +1,10 @@
 package incidents
 
+import (
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+)
+
 // The writers incidents (a failure that depends on state written earlier,
 // and a number read back after a lossy round trip) share one old build
 // and one build of wrong fixes, so that two new Redis builds serve both.
@@ -62,4 +67,48 @@ func RecordFloatReadBack(out, old string) error {
 		return err
 	}
 	return MarkFailure(out, 5, "error")
+}
+
+// The hash decrement incident: a writer stores a wrong value, a later
+// read shows it.
+var (
+	// HashDecrementOld stores a negative HINCRBY or HINCRBYFLOAT
+	// increment twice (10 - 3 is stored as 4) while replying the right
+	// value (7).
+	HashDecrementOld = []string{"hash-decrement-stored-twice.patch"}
+	// HashDecrementHincrbyOnly mends HINCRBY only: HINCRBYFLOAT still
+	// stores a decrement twice.
+	HashDecrementHincrbyOnly = []string{"hash-decrement-stored-twice.patch", "hash-fix-hincrby-only.patch"}
+)
+
+// HashDecrement is the hash decrement incident's session under redis-cli
+// (COMMAND DOCS is step 1): stock raised, read, lowered; the read after
+// the decrement (step 6) shows the value stored twice.
+var HashDecrement = [][]string{
+	{"HSET", "stock", "apples", "10", "pears", "4"},
+	{"HINCRBY", "stock", "apples", "5"},
+	{"HGET", "stock", "apples"},
+	{"HINCRBY", "stock", "apples", "-3"},
+	{"HGET", "stock", "apples"},
+}
+
+// HashDecrementInvariants says what a right read of an incremented field
+// is: what the increment answered.
+const HashDecrementInvariants = `name: hash-increment-reads-back
+description: HGET of a field answers what the last HINCRBY or HINCRBYFLOAT of it answered
+when: req.command == "HGET" && cel.bind(w, lastWrite(req.args[0]), w.found && w.req.command in ["HINCRBY", "HINCRBYFLOAT"] && w.req.args[1] == req.args[1])
+check: reply == string(lastWrite(req.args[0]).reply)
+`
+
+// RecordHashDecrement records HashDecrement into out on the old build
+// with the stock redis-cli at redisCli, step 6 marked as failing
+// hash-increment-reads-back (HashDecrementInvariants embedded).
+func RecordHashDecrement(out, old, redisCli string) error {
+	if err := RecordWithRedisCli(out, old, redisCli, HashDecrement); err != nil {
+		return err
+	}
+	f := kavach.Failure{Step: 6, Oracle: kavach.Oracle{Invariant: "hash-increment-reads-back"}, Signature: "invariant:hash-increment-reads-back",
+		Evidence: "HGET answered the decrement stored twice"}
+	return fixtures.Amend(out, fixtures.Amendment{Failure: &f,
+		Invariants: &fixtures.Invariants{Name: "hash.invariants", Source: HashDecrementInvariants}})
 }
