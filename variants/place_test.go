@@ -200,3 +200,45 @@ func httpSession(reqs ...string) []kavach.Event {
 	}
 	return evs
 }
+
+// A writer of a writer's input is a writer too (the dependency slice's
+// writers, transitively), and which keys a step writes is what the build
+// says when it says it (Options.Writes): COPY tmp greeting writes
+// greeting and reads tmp, so SET tmp is a writer of what the failing
+// GETRANGE reads; SET unrelated is not.
+func TestWritersTransitively(t *testing.T) {
+	evs, keys := session(
+		[]string{"SET", "tmp", "hello world"},      // 1: writes tmp, which step 3 reads
+		[]string{"SET", "unrelated", "x"},          // 2: another key
+		[]string{"COPY", "tmp", "greeting"},        // 3: writes greeting, reads tmp
+		[]string{"APPEND", "greeting", "!"},        // 4: writes greeting
+		[]string{"GETRANGE", "greeting", "0", "4"}, // 5: fails
+	)
+	keys[2] = []string{"tmp", "greeting"}
+	writes := [][]string{{"tmp"}, {"unrelated"}, {"greeting"}, {"greeting"}, {}}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Budget: 1000, Seed: 1, Keys: keys, Writes: writes}
+	places := map[string]string{}
+	for _, v := range variants.Generate(evs, 5, o) {
+		for _, s := range []string{"step 1 ", "step 2 ", "step 3 ", "step 4 "} {
+			if strings.HasPrefix(v.Description, s) && v.Kind == "dropped" {
+				places[strings.TrimSpace(s)] = v.Place
+			}
+		}
+	}
+	want := map[string]string{"step 1": variants.PlaceWriter, "step 3": variants.PlaceWriter, "step 4": variants.PlaceWriter}
+	if fmt.Sprint(places) != fmt.Sprint(want) {
+		t.Errorf("places of the earlier steps (by their dropped variants): %v, want %v", places, want)
+	}
+	// Without the build's word, the codec's list decides: it does not
+	// know COPY writes greeting, so neither COPY nor SET tmp is a writer.
+	o.Writes = nil
+	places = map[string]string{}
+	for _, v := range variants.Generate(evs, 5, o) {
+		if strings.HasPrefix(v.Description, "step 1 ") && v.Kind == "dropped" {
+			places["step 1"] = v.Place
+		}
+	}
+	if places["step 1"] == variants.PlaceWriter {
+		t.Errorf("without the build's writes, SET tmp is a writer: the codec knows COPY's writes after all (update the test)")
+	}
+}

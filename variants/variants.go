@@ -89,6 +89,12 @@ type Options struct {
 	// as kavach.Abilities.Keys gives them: nil when unknown. They tell which
 	// earlier steps can affect the failing one. Nil Keys: every step may.
 	Keys [][]string
+	// Writes are the keys each step writes, as the build says them
+	// (kavach.Abilities.Keys: COMMAND GETKEYSANDFLAGS' flags), index 0 for
+	// step 1; a nil entry, or nil Writes: the codec's Writes decides.
+	// COPY tmp greeting writes greeting and reads tmp: which the codec's
+	// list of commands cannot tell.
+	Writes [][]string
 	// Deferred leaves the kept variants' Events and Origin unmade:
 	// Variant.Build makes them when the variant is replayed. A long
 	// recording's variants are then not all in memory at once (each is a
@@ -406,21 +412,40 @@ func (g *gen) places() map[int]string {
 	}
 	kF := keysOf(g.failing)
 	writes := g.opts.Codec.Abilities().Writes
-	for j := 1; j < g.failing && j <= len(g.steps); j++ {
+	// Backwards from the failing step: the keys it reads, and the keys
+	// each writer of a needed key reads (COPY tmp greeting needs tmp), so
+	// that a writer of a writer's input is a writer too (the dependency
+	// slice's writers, transitively).
+	needed := slices.Clone(kF)
+	for j := min(g.failing-1, len(g.steps)); j >= 1; j-- {
 		kj := keysOf(j)
 		if len(kF) == 0 || len(kj) == 0 {
 			out[j] = PlaceOther
 			continue
 		}
-		if !anyRelate(kj, kF) {
+		if !anyRelate(kj, needed) {
 			out[j] = ""
 			continue
 		}
 		out[j] = PlaceOther
-		if writes == nil {
+		var w []string
+		switch {
+		case j-1 < len(g.opts.Writes) && g.opts.Writes[j-1] != nil:
+			w = g.opts.Writes[j-1]
+		case writes == nil:
 			out[j] = PlaceWriter
-		} else if w, _ := writes(g.steps[j-1].Request.Data); anyRelate(w, kF) {
-			out[j] = PlaceWriter
+			continue
+		default:
+			w, _ = writes(g.steps[j-1].Request.Data)
+		}
+		if !anyRelate(w, needed) {
+			continue
+		}
+		out[j] = PlaceWriter
+		for _, k := range kj {
+			if !slices.Contains(w, k) && !slices.Contains(needed, k) {
+				needed = append(needed, k)
+			}
 		}
 	}
 	return out
