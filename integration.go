@@ -290,11 +290,11 @@ type Variation struct {
 	// set to another recorded key.
 	KeyWords func() (missing, other string)
 	// Modes are the requests that turn a mode of a connection on or off
-	// (a protocol version, a client flag) which changes what the
-	// connection's commands do, for a connection that has sent earlier
-	// (its requests so far, oldest first): each the opposite of the mode
-	// the connection is in. Nil: the service has none.
-	Modes func(earlier [][]byte, schema Schema) []Mode
+	// (a protocol version, a client flag) which can change what request
+	// does, for a connection that has sent earlier (its requests so far,
+	// oldest first): each the opposite of the mode the connection is in.
+	// Nil: the service has none.
+	Modes func(request []byte, earlier [][]byte, schema Schema) []Mode
 }
 
 // Mode is a request that turns a mode of a connection on or off, and

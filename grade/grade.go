@@ -474,16 +474,16 @@ func (d *diff) runVariants(ctx context.Context, ev *Evidence) error {
 	if cut != nil {
 		o := d.opts
 		o.stepOf = cut.shift
-		keys, writes := d.keys, d.writes
+		keys := d.keys
 		if cut.slice != nil {
-			keys, writes = cut.keys, nil // the codec's Writes decide
+			keys = cut.keys
 		}
 		ev.Variants = variantsOn(cut, func(wrec *fixtures.Recording) VariantsEvidence {
-			return replayVariants(ctx, wrec, d.old, d.new, d.ropts, rule, keys, writes, o)
+			return replayVariants(ctx, wrec, d.old, d.new, d.ropts, rule, keys, o)
 		}, d.fx)
 		ev.Variants.SliceFallback = fallback
 	} else {
-		ev.Variants = replayVariants(ctx, d.rec.Recording, d.old, d.new, d.ropts, rule, d.keys, d.writes, d.opts)
+		ev.Variants = replayVariants(ctx, d.rec.Recording, d.old, d.new, d.ropts, rule, d.keys, d.opts)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", context.Cause(ctx))

@@ -319,9 +319,13 @@ type VariantsEvidence struct {
 	// SkippedSiblings are the commands of the failing request's family
 	// the old build does not have: no sibling variant was made of them.
 	SkippedSiblings []string `json:"skipped_siblings,omitempty"`
-	// ByKind is List grouped by kind (CountKinds).
+	// ByKind is List grouped by kind (CountKinds), with how many of each
+	// kind could be made (WithApplicable): a kind applicable and not
+	// generated has a row with Generated 0.
 	ByKind []KindCount       `json:"by_kind,omitempty"`
 	List   []VariantEvidence `json:"list"`
+
+	applicable map[string]int // variants.Counted's, for ByKind
 }
 
 // VariantEvidence is one variant and its outcomes.

@@ -27,7 +27,7 @@ func learnSchema(ctx context.Context, rec *fixtures.Recording, old kavach.Launch
 // makeVariants generates the variants of fx (docs/variants.md), with
 // what their evidence says of how they were made; ok is false when the
 // integration cannot vary requests.
-func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launch, keys, writes [][]string, opts Options) (vs []variants.Variant, ve VariantsEvidence, ok bool) {
+func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launch, keys [][]string, opts Options) (vs []variants.Variant, ve VariantsEvidence, ok bool) {
 	fx := rec.Fixture()
 	ve = VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
 	variator := opts.Integration.Abilities().Variation
@@ -36,13 +36,13 @@ func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launc
 		return nil, ve, false
 	}
 	schema, note := learnSchema(ctx, rec, old, opts)
-	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Writes: writes, Deferred: true, StepOf: opts.stepOf}
+	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
 	// A contract (no failure) has regression variants of every step only.
 	if f := fx.Failure; f == nil {
-		vs = variants.Regression(fx.Events, vopts)
+		vs, ve.applicable = variants.RegressionCounted(fx.Events, vopts)
 	} else {
 		vopts.Exclude = f.ExcludeVariants
-		vs = variants.Generate(fx.Events, f.Step, vopts)
+		vs, ve.applicable = variants.Counted(fx.Events, f.Step, vopts)
 		ve.LeftWhole = variants.LeftWhole(fx.Events, f.Step, vopts)
 		ve.SkippedSiblings = variants.SkippedSiblings(fx.Events, f.Step, vopts)
 		ve.Excluded = f.ExcludeVariants
@@ -56,11 +56,11 @@ func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launc
 // that the old build handles), and replays the kept ones on the new build
 // (docs/design.md §4, steps 4 and 5), Jobs at a time, each variant
 // holding a place in the pool; the variant rule (rule, JudgeVariant)
-// judges each. keys are each step's keys and writes the keys each
-// writes (learnKeys), for where the variants go; nil when unknown.
-func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys, writes [][]string, opts Options) VariantsEvidence {
+// judges each. keys are each step's keys (learnKeys), for where the
+// variants go; nil when unknown.
+func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys [][]string, opts Options) VariantsEvidence {
 	fx := rec.Fixture()
-	vs, ve, ok := makeVariants(ctx, rec, old, keys, writes, opts)
+	vs, ve, ok := makeVariants(ctx, rec, old, keys, opts)
 	if !ok {
 		return ve
 	}
@@ -113,7 +113,7 @@ func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavac
 		}
 	}
 	countVariants(&ve)
-	ve.ByKind = CountKinds(ve.List)
+	ve.ByKind = WithApplicable(CountKinds(ve.List), ve.applicable)
 	return ve
 }
 

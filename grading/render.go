@@ -173,6 +173,9 @@ func printVariantsChecked(w io.Writer, ev grade.Evidence, ck grade.Checked) {
 	if line := KindsLine(ev.Variants.ByKind); line != "" {
 		fmt.Fprintf(w, "           by kind: %s\n", line)
 	}
+	if line := StarvedLine(ev.Variants.ByKind, ev.Variants.Excluded); line != "" {
+		fmt.Fprintf(w, "           %s\n", line)
+	}
 	for _, l := range ev.Variants.LeftWhole {
 		fmt.Fprintf(w, "           left whole: %s\n", l)
 	}
@@ -407,6 +410,9 @@ func PrintSuite(w io.Writer, s *grade.SuiteReport, old, new string, fixtures []s
 func KindsLine(kinds []grade.KindCount) string {
 	var parts []string
 	for _, k := range kinds {
+		if k.Generated == 0 {
+			continue // applicable, none generated: StarvedLine
+		}
 		kept, what := k.Reproduced, ""
 		switch {
 		case OnlyHandled(k):
@@ -421,6 +427,20 @@ func KindsLine(kinds []grade.KindCount) string {
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// StarvedLine names the kinds applicable to the incident that got none
+// of the budget (excluded ones aside), with how many of each could have
+// been made; "" when none.
+func StarvedLine(kinds []grade.KindCount, excluded []string) string {
+	var parts []string
+	for _, k := range grade.Starved(kinds, excluded) {
+		parts = append(parts, fmt.Sprintf("%s (%d)", k.Kind, k.Applicable))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "applicable, none generated: " + strings.Join(parts, ", ") + ": the budget went to the other kinds first (raise --variants)"
 }
 
 // OnlyHandled reports whether k is shown by its handled count alone: a

@@ -5,6 +5,7 @@ import (
 	"github.com/kavach-dev/kavach/internal/jsonout"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 
@@ -18,7 +19,8 @@ func (l *VariantList) PrintJSON(w io.Writer) error {
 }
 
 // Print prints the variants as `kavach variants` does: K, kind and
-// description, then their count by kind.
+// description, then, kind by kind, how many could be made and how many
+// the budget kept, and the kinds it kept none of.
 func (l *VariantList) Print(w io.Writer) error {
 	vs := l.Variants
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -31,12 +33,33 @@ func (l *VariantList) Print(w io.Writer) error {
 	if err := tw.Flush(); err != nil || len(vs) == 0 {
 		return err
 	}
-	return writeKinds(w, grade.CountKinds(kinds), false)
+	counts := grade.WithApplicable(grade.CountKinds(kinds), l.Applicable)
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tAPPLICABLE\tGENERATED")
+	for _, k := range counts {
+		generated := strconv.Itoa(k.Generated)
+		if slices.Contains(l.Excluded, k.Kind) {
+			generated = "excluded"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", k.Kind, k.Applicable, generated)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if line := StarvedLine(counts, l.Excluded); line != "" {
+		fmt.Fprintln(w, line)
+	}
+	return nil
 }
 
 // RanVariants are the variants a diff ran, as its report numbers them.
 type RanVariants struct {
 	List []grade.VariantEvidence
+	// ByKind and Excluded are the report's (applicable kinds that got
+	// none of the budget).
+	ByKind   []grade.KindCount
+	Excluded []string
 }
 
 // ReportVariants reads the variants a diff ran from the report it wrote
@@ -50,7 +73,8 @@ func ReportVariants(path string) (*RanVariants, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RanVariants{List: rep.Evidence.Variants.List}, nil
+	ve := rep.Evidence.Variants
+	return &RanVariants{List: ve.List, ByKind: ve.ByKind, Excluded: ve.Excluded}, nil
 }
 
 // PrintJSON prints the variants as JSON Lines, one a line, as
@@ -71,7 +95,13 @@ func (r *RanVariants) Print(w io.Writer) error {
 	if err := tw.Flush(); err != nil || len(r.List) == 0 {
 		return err
 	}
-	return writeKinds(w, grade.CountKinds(r.List), true)
+	if err := writeKinds(w, grade.CountKinds(r.List)); err != nil {
+		return err
+	}
+	if line := StarvedLine(r.ByKind, r.Excluded); line != "" {
+		fmt.Fprintln(w, line)
+	}
+	return nil
 }
 
 // VariantResult is what became of a variant in a diff.
@@ -93,16 +123,9 @@ func VariantResult(v grade.VariantEvidence) string {
 // many there are of each and, from a report, how many reproduced the
 // failure on the old build (a regression kind: were handled by it) and
 // how many of those the new build failed.
-func writeKinds(w io.Writer, kinds []grade.KindCount, ran bool) error {
+func writeKinds(w io.Writer, kinds []grade.KindCount) error {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if !ran {
-		fmt.Fprintln(tw, "KIND\tVARIANTS")
-		for _, k := range kinds {
-			fmt.Fprintf(tw, "%s\t%d\n", k.Kind, k.Generated)
-		}
-		return tw.Flush()
-	}
 	fmt.Fprintln(tw, "KIND\tVARIANTS\tREPRODUCED\tHANDLED\tFAILED")
 	for _, k := range kinds {
 		reproduced, handled := strconv.Itoa(k.Reproduced), "-"

@@ -31,6 +31,10 @@ type VariantsRequest struct {
 type VariantList struct {
 	Variants  []variants.Variant
 	LeftWhole []string
+	// Applicable is how many variants of each kind could be made before
+	// the budget kept some; Excluded the kinds the fixture excludes.
+	Applicable map[string]int
+	Excluded   []string
 }
 
 // ListVariants generates the variants a diff of the fixture would run,
@@ -48,17 +52,17 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 		return nil, fmt.Errorf("the %s integration cannot vary requests", fx.Header.Protocol)
 	}
 	var schema kavach.Schema
-	var keys, writes [][]string
+	var keys [][]string
 	if r.Build != "" {
-		if schema, keys, writes, err = learn(ctx, fx, in, r.Build, r.TrustLaunch); err != nil {
+		if schema, keys, _, err = learn(ctx, fx, in, r.Build, r.TrustLaunch); err != nil {
 			return nil, err
 		}
 	}
-	vs := variants.Generate(fx.Events, fx.Failure.Step, variants.Options{
-		Codec: in, Variator: variator, Schema: schema, Budget: r.Budget, Seed: r.Seed, Start: fx.Header.Start, Keys: keys, Writes: writes, Deferred: true,
+	vs, applicable := variants.Counted(fx.Events, fx.Failure.Step, variants.Options{
+		Codec: in, Variator: variator, Schema: schema, Budget: r.Budget, Seed: r.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true,
 		// The kinds the fixture excludes, as kavach diff leaves them out.
 		Exclude: fx.Failure.ExcludeVariants})
-	return &VariantList{Variants: vs,
+	return &VariantList{Variants: vs, Applicable: applicable, Excluded: fx.Failure.ExcludeVariants,
 		LeftWhole: variants.LeftWhole(fx.Events, fx.Failure.Step, variants.Options{Codec: in, Variator: variator})}, nil
 }
 

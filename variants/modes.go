@@ -30,10 +30,10 @@ func (g *gen) modes(out []Variant, affecting []int) []Variant {
 		if n != g.failing {
 			what, place = " (writes the failing request's key)", PlaceWriter
 		}
-		for _, m := range g.opts.Variator.Modes(g.connEarlier(n), g.opts.Schema) {
+		for _, m := range g.opts.Variator.Modes(g.steps[n-1].Request.Data, g.connEarlier(n), g.opts.Schema) {
 			sub := kavach.Substitution{Setup: [][]byte{m.Request}, Request: g.steps[n-1].Request.Data}
 			v := g.substituted(n, sub, fmt.Sprintf("step %d%s: on a connection in another mode: %s", n, what, m.What), false)
-			v.group, v.primary, v.Kind, v.Place = fmt.Sprintf("step %d mode %s", n, m.What), n == g.failing, "mode", place
+			v.group, v.primary, v.Kind, v.Place = fmt.Sprintf("step %d mode", n), n == g.failing, "mode", place
 			out = g.add(out, v)
 		}
 	}
@@ -67,10 +67,10 @@ func (g *gen) modeRegressions(out []Variant, affecting []int, cut int) []Variant
 		if first == 0 {
 			continue // the connection's first request is the failing one
 		}
-		for _, m := range g.opts.Variator.Modes(nil, g.opts.Schema) {
+		for _, m := range g.opts.Variator.Modes(g.steps[first-1].Request.Data, nil, g.opts.Schema) {
 			sub := kavach.Substitution{Setup: [][]byte{m.Request}, Request: g.steps[first-1].Request.Data}
 			v := g.substituted(first, sub, fmt.Sprintf("regression: step %d: its connection in another mode from its first request: %s", first, m.What), true)
-			v.group, v.Kind, v.Place = fmt.Sprintf("step %d mode %s", first, m.What), "mode", PlaceRegression
+			v.group, v.Kind, v.Place = fmt.Sprintf("step %d mode", first), "mode", PlaceRegression
 			v.build = cutBefore(v.build, cut+1, g.failing)
 			out = g.add(out, v)
 		}

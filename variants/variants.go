@@ -140,14 +140,23 @@ var clockShifts = []time.Duration{time.Second, -time.Second, time.Minute, -time.
 // order they were made. A failing step that is not one of the events'
 // steps has no variants.
 func Generate(events []kavach.Event, failing int, opts Options) []Variant {
+	vs, _ := Counted(events, failing, opts)
+	return vs
+}
+
+// Counted is Generate, and how many variants of each kind could be made
+// before the budget kept some (kinds excluded by opts.Exclude included):
+// what is applicable to this incident, kind by kind.
+func Counted(events []kavach.Event, failing int, opts Options) ([]Variant, map[string]int) {
 	if failing < 1 || failing > len(kavach.Steps(events, opts.Codec)) {
-		return nil
+		return nil, nil
 	}
 	if opts.Budget <= 0 {
 		opts.Budget = 64
 	}
 	g := newGen(events, failing, opts)
 	incident, regression := g.reaching(g.incident(), g.regression())
+	applicable := countKinds(incident, regression)
 	excluded := func(v Variant) bool { return slices.Contains(opts.Exclude, v.Kind) }
 	incident, regression = slices.DeleteFunc(incident, excluded), slices.DeleteFunc(regression, excluded)
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x6b61766163680000))
@@ -186,6 +195,17 @@ func Generate(events []kavach.Event, failing int, opts Options) []Variant {
 	for i := range out {
 		out[i].K = i + 1
 		g.finish(&out[i])
+	}
+	return out, applicable
+}
+
+// countKinds counts variants by kind.
+func countKinds(lists ...[]Variant) map[string]int {
+	out := map[string]int{}
+	for _, vs := range lists {
+		for _, v := range vs {
+			out[v.Kind]++
+		}
 	}
 	return out
 }
@@ -654,18 +674,27 @@ func (g *gen) pick(steps []int) []int {
 // the recording kept; at most opts.Budget of them (zero: 64), sampled by
 // opts.Seed as Generate samples, numbered from 1.
 func Regression(events []kavach.Event, opts Options) []Variant {
+	vs, _ := RegressionCounted(events, opts)
+	return vs
+}
+
+// RegressionCounted is Regression, and how many of each kind could be
+// made before the budget kept some (as Counted).
+func RegressionCounted(events []kavach.Event, opts Options) ([]Variant, map[string]int) {
 	if opts.Budget <= 0 {
 		opts.Budget = 64
 	}
 	g := newGen(events, len(kavach.Steps(events, opts.Codec))+1, opts)
-	vs := slices.DeleteFunc(g.regression(), func(v Variant) bool { return slices.Contains(opts.Exclude, v.Kind) })
+	all := g.regression()
+	applicable := countKinds(all)
+	vs := slices.DeleteFunc(all, func(v Variant) bool { return slices.Contains(opts.Exclude, v.Kind) })
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x6b61766163680000))
 	out := sample(vs, opts.Budget, rng)
 	for i := range out {
 		out[i].K = i + 1
 		g.finish(&out[i]) // variants are built only once chosen (as Generate does)
 	}
-	return out
+	return out, applicable
 }
 
 // regression makes the regression variants: each earlier step's fields

@@ -58,7 +58,7 @@ func (g *gen) writerSiblings(out []Variant, j int) []Variant {
 			continue
 		}
 		v := g.substituted(j, sub, fmt.Sprintf("step %d (writes the failing request's key): sibling, %s", j, sub.What), false)
-		v.group, v.Kind, v.Place = fmt.Sprintf("step %d sibling %s", j, sub.What), "sibling", PlaceWriter
+		v.group, v.Kind, v.Place = fmt.Sprintf("step %d sibling", j), "sibling", PlaceWriter
 		out = g.add(out, v)
 	}
 	return out

@@ -18,14 +18,17 @@ import (
 //   - CLIENT NO-TOUCH (Redis 7.2 on): reads that do not touch a key's
 //     access time, which LRU and LFU eviction, OBJECT IDLETIME and
 //     OBJECT FREQ read. Offered only when the build has the command
-//     (COMMAND INFO answered CLIENT|NO-TOUCH) or is not known.
+//     (COMMAND INFO answered CLIENT|NO-TOUCH) or is not known, and for a
+//     request that names a key (COMMAND INFO's key positions or key
+//     specs; without the build's word, one with arguments): it changes
+//     nothing else.
 //
 // Left out: CLIENT TRACKING (its invalidations are pushes that arrive
 // between replies), CLIENT REPLY (it takes the replies away), READONLY
 // (cluster only), CLIENT NO-EVICT (it changes only which client is
 // evicted when clients take too much memory, not what a command does),
 // SELECT (another database is other keys, not another mode).
-func (Integration) Modes(earlier [][]byte, schema kavach.Schema) []kavach.Mode {
+func (Integration) Modes(request []byte, earlier [][]byte, schema kavach.Schema) []kavach.Mode {
 	resp3, noTouch := false, false
 	for _, r := range earlier {
 		c, err := ParseCommand(r)
@@ -53,7 +56,7 @@ func (Integration) Modes(earlier [][]byte, schema kavach.Schema) []kavach.Mode {
 	} else {
 		out = append(out, kavach.Mode{Request: command([]string{"HELLO", "3"}), What: "RESP3 (HELLO 3); the connection spoke RESP2"})
 	}
-	if l, ok := schema.(*Learned); !ok || l == nil || hasCommand(l, "CLIENT|NO-TOUCH") {
+	if l, ok := schema.(*Learned); (!ok || l == nil || hasCommand(l, "CLIENT|NO-TOUCH")) && namesKeys(request, l) {
 		if noTouch {
 			out = append(out, kavach.Mode{Request: command([]string{"CLIENT", "NO-TOUCH", "OFF"}), What: "reads touch keys again (CLIENT NO-TOUCH OFF)"})
 		} else {
@@ -69,4 +72,18 @@ func (Integration) Modes(earlier [][]byte, schema kavach.Schema) []kavach.Mode {
 func hasCommand(l *Learned, name string) bool {
 	_, ok := l.Keys[name]
 	return ok
+}
+
+// namesKeys reports whether request's command names keys: as the build
+// said (COMMAND INFO's first key position, or key specs), else, not
+// asked, whether it has arguments.
+func namesKeys(request []byte, l *Learned) bool {
+	c, err := ParseCommand(request)
+	if err != nil {
+		return false
+	}
+	if l == nil || l.Keys == nil {
+		return len(c.Args) > 1
+	}
+	return l.Keys[c.Name].First > 0 || len(l.Specs[c.Name]) > 0
 }

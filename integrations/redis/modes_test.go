@@ -19,7 +19,7 @@ func TestModes(t *testing.T) {
 			reqs = append(reqs, command(e))
 		}
 		var out []string
-		for _, m := range (Integration{}).Modes(reqs, schema) {
+		for _, m := range (Integration{}).Modes(command([]string{"GET", "k"}), reqs, schema) {
 			out = append(out, Integration{}.DescribeRequest(m.Request, 0))
 		}
 		return out
@@ -57,5 +57,16 @@ func TestModes(t *testing.T) {
 	}
 	if got := modes(s); !slices.Equal(got, []string{`HELLO "3"`}) {
 		t.Errorf("modes on Debian's 7.0 build: %q, want HELLO 3 only", got)
+	}
+	// NO-TOUCH changes what a request on keys does, nothing else: not
+	// offered for PING, as the build says PING names no key.
+	l.Keys["CLIENT|NO-TOUCH"] = KeyRange{}
+	for req, want := range map[string]int{"GET": 2, "PING": 1} {
+		if got := (Integration{}).Modes(command([]string{req, "x"}), nil, l); len(got) != want {
+			t.Errorf("%s: %d modes, want %d", req, len(got), want)
+		}
+	}
+	if got := (Integration{}).Modes(command([]string{"PING"}), nil, nil); len(got) != 1 {
+		t.Errorf("PING with no argument, no build asked: %d modes, want HELLO only", len(got))
 	}
 }
