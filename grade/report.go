@@ -324,8 +324,6 @@ type VariantsEvidence struct {
 	// generated has a row with Generated 0.
 	ByKind []KindCount       `json:"by_kind,omitempty"`
 	List   []VariantEvidence `json:"list"`
-
-	applicable map[string]int // variants.Counted's, for ByKind
 }
 
 // VariantEvidence is one variant and its outcomes.

@@ -25,30 +25,31 @@ func learnSchema(ctx context.Context, rec *fixtures.Recording, old kavach.Launch
 }
 
 // makeVariants generates the variants of fx (docs/variants.md), with
-// what their evidence says of how they were made; ok is false when the
-// integration cannot vary requests.
-func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launch, keys [][]string, opts Options) (vs []variants.Variant, ve VariantsEvidence, ok bool) {
+// what their evidence says of how they were made and how many of each
+// kind could be made (applicable); ok is false when the integration
+// cannot vary requests.
+func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launch, keys [][]string, opts Options) (vs []variants.Variant, ve VariantsEvidence, applicable map[string]int, ok bool) {
 	fx := rec.Fixture()
 	ve = VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
 	variator := opts.Integration.Abilities().Variation
 	if variator == nil {
 		ve.Note = "the integration cannot vary requests: no variants"
-		return nil, ve, false
+		return nil, ve, nil, false
 	}
 	schema, note := learnSchema(ctx, rec, old, opts)
 	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
 	// A contract (no failure) has regression variants of every step only.
 	if f := fx.Failure; f == nil {
-		vs, ve.applicable = variants.RegressionCounted(fx.Events, vopts)
+		vs, applicable = variants.RegressionCounted(fx.Events, vopts)
 	} else {
 		vopts.Exclude = f.ExcludeVariants
-		vs, ve.applicable = variants.Counted(fx.Events, f.Step, vopts)
+		vs, applicable = variants.Counted(fx.Events, f.Step, vopts)
 		ve.LeftWhole = variants.LeftWhole(fx.Events, f.Step, vopts)
 		ve.SkippedSiblings = variants.SkippedSiblings(fx.Events, f.Step, vopts)
 		ve.Excluded = f.ExcludeVariants
 	}
 	ve.Note = note
-	return vs, ve, true
+	return vs, ve, applicable, true
 }
 
 // replayVariants generates the variants, replays each on the old build,
@@ -60,7 +61,7 @@ func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launc
 // variants go; nil when unknown.
 func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys [][]string, opts Options) VariantsEvidence {
 	fx := rec.Fixture()
-	vs, ve, ok := makeVariants(ctx, rec, old, keys, opts)
+	vs, ve, applicable, ok := makeVariants(ctx, rec, old, keys, opts)
 	if !ok {
 		return ve
 	}
@@ -113,7 +114,7 @@ func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavac
 		}
 	}
 	countVariants(&ve)
-	ve.ByKind = WithApplicable(CountKinds(ve.List), ve.applicable)
+	ve.ByKind = WithApplicable(CountKinds(ve.List), applicable)
 	return ve
 }
 

@@ -54,7 +54,7 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 	var schema kavach.Schema
 	var keys [][]string
 	if r.Build != "" {
-		if schema, keys, _, err = learn(ctx, fx, in, r.Build, r.TrustLaunch); err != nil {
+		if schema, keys, err = learn(ctx, fx, in, r.Build, r.TrustLaunch); err != nil {
 			return nil, err
 		}
 	}
@@ -68,20 +68,20 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 
 // learn starts the build once and asks it, as kavach diff asks its old
 // build (grade.Learn), the field types of the fixture's requests and the
-// steps' keys and writes (where the variants' budget goes).
-func learn(ctx context.Context, fx *fixtures.Fixture, in kavach.Integration, build string, trust bool) (kavach.Schema, [][]string, [][]string, error) {
+// steps' keys (where the variants' budget goes).
+func learn(ctx context.Context, fx *fixtures.Fixture, in kavach.Integration, build string, trust bool) (kavach.Schema, [][]string, error) {
 	if err := checkLaunch(ctx, in, fx, trust, build); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	rec := wrap(fx.Path, fixtures.NewRecording(fx, in))
 	l, err := grade.Learn(ctx, in.WithStartTimeout(10*time.Second), rec.Launch(build), rec.Steps(), grade.Learning{Schema: true, Keys: true})
 	if errors.Is(err, grade.ErrCannotLearn) {
-		return nil, nil, nil, fmt.Errorf("the %s integration cannot learn request types from a build", fx.Header.Protocol)
+		return nil, nil, fmt.Errorf("the %s integration cannot learn request types from a build", fx.Header.Protocol)
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return l.Schema, l.Keys, l.Writes, nil
+	return l.Schema, l.Keys, nil
 }
 
 // loadFixture loads a fixture whole and finds its integration.

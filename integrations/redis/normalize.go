@@ -34,7 +34,8 @@ import (
 //     placeholder naming what was there: INFO, CLIENT LIST and INFO,
 //     MEMORY, DEBUG, SLOWLOG, LATENCY, LOLWUT; client ids (CLIENT ID, the
 //     id in HELLO's reply: they count the server's connections, readiness
-//     probes included) and the version in HELLO's reply (the build's); the members returned by
+//     probes included) and the version in HELLO's reply (the build's);
+//     the members returned by
 //     RANDOMKEY, SRANDMEMBER, SPOP, HRANDFIELD and ZRANDMEMBER (their
 //     count is kept); the microseconds of TIME; the data file a replica
 //     is sent (SYNC, PSYNC) and PSYNC's +FULLRESYNC line.
