@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kavach-dev/kavach"
 )
 
 // proc is what TestKill9DuringDiff reads of a process in /proc.
@@ -96,7 +98,12 @@ func TestKill9DuringDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	data, err := sampleFixture("resp", true, 0)
+	// The failure is one every redis-server gives (INCR of a word), so
+	// that the diff goes on to its variants and lasts long enough to be
+	// killed mid-way on a fast machine: a failure the build does not give
+	// ends the diff after one replay.
+	data, err := sampleFixtureFailing("resp", true, 0, kavach.Failure{Step: 5, Signature: "error:ERR",
+		Oracle: kavach.Oracle{Kind: kavach.Error, Class: "ERR"}, Evidence: "ERR value is not an integer or out of range"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +120,8 @@ func TestKill9DuringDiff(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Wait()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	kavachPid := cmd.Process.Pid
 	// Mid-diff: a server runs under its wrapper, a moment into the
 	// replays; the kill comes while one does.
@@ -137,8 +145,14 @@ func TestKill9DuringDiff(t *testing.T) {
 				break
 			}
 		}
+		select {
+		case err := <-exited:
+			t.Fatalf("kavach diff ended (%v) before a wrapped redis-server had run 300 ms under it; its output:\n%s", err, out.String())
+		default:
+		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
+			<-exited
 			t.Fatalf("no wrapped redis-server seen under kavach diff in 2 minutes; its output:\n%s", out.String())
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -147,6 +161,7 @@ func TestKill9DuringDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
+	<-exited
 	builds := filepath.Join(os.TempDir(), "kavach-build-"+strconv.Itoa(kavachPid)+"-")
 	left := func() []string {
 		var l []string

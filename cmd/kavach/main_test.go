@@ -273,6 +273,12 @@ var sampleFailStep = 6
 // sampleFixture is a small incident on conn 1 and 2: a few commands, an
 // error reply, a reply that arrives late on a blocking pop, and a crash.
 func sampleFixture(protocol string, end bool, bigReply int) ([]byte, error) {
+	return sampleFixtureFailing(protocol, end, bigReply, kavach.Failure{Step: sampleFailStep, Oracle: kavach.Oracle{Kind: kavach.Crash},
+		Signature: "crash", Evidence: "connection closed by the server; killed by SIGSEGV"})
+}
+
+// sampleFixtureFailing is sampleFixture with the failure marked as given.
+func sampleFixtureFailing(protocol string, end bool, bigReply int, failure kavach.Failure) ([]byte, error) {
 	var buf bytes.Buffer
 	w, err := fixtures.NewWriter(&buf, "sample", fixtures.Header{
 		Protocol: protocol,
@@ -309,8 +315,7 @@ func sampleFixture(protocol string, end bool, bigReply int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if err := w.Failure(kavach.Failure{Step: sampleFailStep, Oracle: kavach.Oracle{Kind: kavach.Crash}, Signature: "crash",
-		Evidence: "connection closed by the server; killed by SIGSEGV"}); err != nil {
+	if err := w.Failure(failure); err != nil {
 		return nil, err
 	}
 	w.Flush()
