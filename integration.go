@@ -178,6 +178,12 @@ type Abilities struct {
 	// included), for telling a changed refusal of the failing command
 	// from a regression elsewhere. Nil: no request has kin.
 	Kin func(request []byte) (command string, family []string)
+	// Group asks the build at addr which group its own documentation puts
+	// a request's command in, and the group's commands (itself included):
+	// a later refusal changed in one of them on the same inputs is the
+	// failing command's kin too, whatever Kin's table says (Redis: COMMAND
+	// DOCS `group`). Nil, or an error: Kin's family alone.
+	Group func(ctx context.Context, addr string, request []byte) (group string, commands []string, err error)
 	// RedactArgs removes secrets from launch arguments written to a
 	// fixture (Start puts one back for a replay). Nil: none are secret.
 	RedactArgs func(args []string) []string

@@ -249,6 +249,68 @@ check: outcome.startsWith("error:")
 
 func TestAfterChangedRefusal(t *testing.T) { changedRefusal(t).run(t) }
 
+// noGroup is the Redis integration without kavach.Abilities.Group: the
+// changed-refusal rule reaches the family table's commands alone, as it
+// did before the build was asked.
+type noGroup struct{ redis.Integration }
+
+func (n noGroup) Abilities() kavach.Abilities {
+	ab := n.Integration.Abilities()
+	ab.Group = nil
+	return ab
+}
+
+// TestAfterChangedRefusalInGroup: the old build checks the type before the
+// arguments in SETRANGE, GETRANGE and LRANGE; the correct fix reads the
+// arguments first in SETRANGE (the failure) and in GETRANGE, the family
+// table's outsider from the same COMMAND DOCS group (string): both builds
+// refuse GETRANGE on a list, WRONGTYPE then ERR, a changed refusal the
+// build's own docs tie to the failing command. The reach is the group's:
+// a fix that also changes LRANGE (group list) is diverged there; the
+// correct fix graded without asking the build for the group is diverged
+// at GETRANGE, which proves the build's answer decided it.
+func TestAfterChangedRefusalInGroup(t *testing.T) {
+	old := afterBuild(t, []string{"setrange-offset-late.patch", "getrange-type-first.patch", "lrange-type-first.patch"})
+	session := [][]string{
+		{"SET", "greeting", "hello"},
+		{"RPUSH", "list:k", "a", "b"},
+		{"SETRANGE", "k", "abc", "x"}, // the failure: answered on a missing key
+		{"SETRANGE", "list:k", "abc", "x"},
+		{"GETRANGE", "list:k", "abc", "x"},
+		{"LRANGE", "greeting", "abc", "x"},
+		{"GETRANGE", "greeting", "0", "2"},
+	}
+	set := parseSet(t, `name: setrange-offset-integer
+description: SETRANGE refuses an offset that is not an integer
+when: req.command == "SETRANGE" && !req.args[1].matches("^-?[0-9]+$")
+check: outcome.startsWith("error:")
+`)
+	fx := recordCli(t, old, session, []string{"SETRANGE", "k", "abc", "x"}, "invariant:setrange-offset-integer")
+	getrange := stepOf(t, fx, "GETRANGE", "list:k", "abc", "x")
+	lrange := stepOf(t, fx, "LRANGE", "greeting", "abc", "x")
+	correct := afterBuild(t, []string{"lrange-type-first.patch"})
+	rep := gradeAfter(t, fx, old, correct, set, 0)
+	if rep.Verdict != "fixed" || explainedAs(rep, getrange) != grade.ReasonRefusal {
+		t.Fatalf("correct fix: %s, GETRANGE on the list explained as %q, want fixed and %s; findings %+v",
+			rep.Verdict, explainedAs(rep, getrange), grade.ReasonRefusal, rep.Findings)
+	}
+	if rep.Evidence.FailureGroup != "string" || !slices.Contains(rep.Evidence.FailureFamily, "GETRANGE") {
+		t.Errorf("the failing command's group %q, family %v: want string, with GETRANGE", rep.Evidence.FailureGroup, rep.Evidence.FailureFamily)
+	}
+	if rep := gradeAfter(t, fx, old, redisbuild.MustBuild(t), set, 0); rep.Verdict != "diverged@"+itoa(lrange) {
+		t.Errorf("fix that also changes LRANGE's refusal: %s, want diverged@%d; explained %+v", rep.Verdict, lrange, rep.Explained)
+	}
+	c := noGroup{}
+	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: correct},
+		grade.Options{Integration: c, Seed: 1, Invariants: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verdict != "diverged@"+itoa(getrange) {
+		t.Errorf("correct fix, the build not asked for the group: %s, want diverged@%d (the family table alone does not reach GETRANGE)", rep.Verdict, getrange)
+	}
+}
+
 // Shape 2: the bug is that the failing request touched a name it should
 // not have. LMPOP on an empty list looks one past its keys, at its
 // direction token, and pops the list named LEFT. Key specs say its only

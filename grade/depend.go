@@ -12,10 +12,18 @@ import (
 // after the failure, and for where the variants go (the steps before
 // it). Every step stays unknown (nil) when the integration cannot tell or
 // the build cannot be asked; a nil writes entry is unknown too (the step
-// may write every key it touches, kavach.Abilities.Keys).
-func learnKeys(ctx context.Context, steps []kavach.Step, old kavach.Launch, opts Options) (keys, writes [][]string) {
-	l, _ := Learn(ctx, opts.Integration, old, steps, Learning{Keys: true, Pool: opts.Pool})
-	return l.Keys, l.Writes
+// may write every key it touches, kavach.Abilities.Keys). The same build
+// is asked for the failing step's group (Learning.Group), which the
+// changed-refusal rule reaches.
+func learnKeys(ctx context.Context, steps []kavach.Step, failing int, old kavach.Launch, opts Options) Learned {
+	ask := Learning{Keys: true, Pool: opts.Pool}
+	for _, s := range steps {
+		if s.N == failing {
+			ask.Group = s.Request.Data
+		}
+	}
+	l, _ := Learn(ctx, opts.Integration, old, steps, ask)
+	return l
 }
 
 // The rules that judge a step after the failure, and the reasons a
@@ -28,7 +36,7 @@ const (
 	RuleInferred = "inferred"
 
 	ReasonInputs  = "inputs-differ"     // what the step read differs between the builds
-	ReasonRefusal = "changed-refusal"   // both refuse a request of the failing command's family, on the same inputs
+	ReasonRefusal = "changed-refusal"   // both refuse a request of the failing command's family or group, on the same inputs
 	ReasonShown   = "failure-shown"     // the recording or the old build showed a failure at the step
 	ReasonDepends = "depends-on-change" // the step touches state a changed step wrote (inferred)
 )

@@ -137,6 +137,10 @@ type diff struct {
 	// (learnKeys): keys[keyOf(n)] are step n's.
 	keys, writes [][]string
 	keyOf        func(n int) int
+	// group and groupCommands are the failing command's group as the old
+	// build documents it, and its commands (learnKeys).
+	group         string
+	groupCommands []string
 }
 
 // newDiff checks what Run was asked, with its options' defaults, and
@@ -203,13 +207,15 @@ func (d *diff) findKeys(ctx context.Context) error {
 	if d.contract || !(f < n || d.opts.Variants > 0 && f <= n) {
 		return nil
 	}
+	var l Learned
 	if d.win != nil {
-		d.keys, d.writes = learnKeys(ctx, d.win.steps, d.old, d.opts)
+		l = learnKeys(ctx, d.win.steps, f, d.old, d.opts)
 		first := d.win.first
 		d.keyOf = func(n int) int { return n - first }
 	} else {
-		d.keys, d.writes = learnKeys(ctx, d.rec.Steps(), d.old, d.opts)
+		l = learnKeys(ctx, d.rec.Steps(), f, d.old, d.opts)
 	}
+	d.keys, d.writes, d.group, d.groupCommands = l.Keys, l.Writes, l.Group, l.GroupCommands
 	return nil
 }
 
@@ -373,7 +379,12 @@ func (d *diff) addStep(ev *Evidence, s kavach.Step, noise replay.Noise, olds []r
 		var family []string
 		se.Command, family = kin(s.Request.Data)
 		if s.N == f {
-			ev.FailureFamily = family
+			ev.FailureFamily, ev.FailureGroup = family, d.group
+			for _, c := range d.groupCommands {
+				if !slices.Contains(ev.FailureFamily, c) {
+					ev.FailureFamily = append(ev.FailureFamily, c)
+				}
+			}
 		}
 	}
 	if !contract && s.N > f {

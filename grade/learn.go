@@ -16,6 +16,9 @@ type Learning struct {
 	// Keys: which keys (or resources) each step touches, and which of them
 	// it may write.
 	Keys bool
+	// Group, if set, is a request whose command's group the build is
+	// asked (kavach.Abilities.Group): the failing step's.
+	Group []byte
 	// Pool, if set, is where the build takes its place while it runs.
 	// Nil: it runs outside any pool.
 	Pool *Pool
@@ -32,6 +35,11 @@ type Learned struct {
 	// is unknown, and every entry is when the integration cannot tell
 	// or the build could not be asked.
 	Keys, Writes [][]string
+	// Group and GroupCommands are, when asked and told, the group the
+	// build's documentation puts Learning.Group's command in and the
+	// group's commands.
+	Group         string
+	GroupCommands []string
 }
 
 // ErrCannotLearn is Learn's error when the schema is asked of an
@@ -56,7 +64,8 @@ func Learn(ctx context.Context, in kavach.Integration, old kavach.Launch, steps 
 		return out, ErrCannotLearn
 	}
 	askKeys := l.Keys && ab.Keys != nil && len(steps) > 0
-	if !l.Schema && !askKeys {
+	askGroup := l.Group != nil && ab.Group != nil
+	if !l.Schema && !askKeys && !askGroup {
 		return out, nil
 	}
 	if l.Pool != nil {
@@ -87,6 +96,13 @@ func Learn(ctx context.Context, in kavach.Integration, old kavach.Launch, steps 
 			if i < len(w) {
 				out.Writes[i] = w[i]
 			}
+		}
+	}
+	if askGroup {
+		// Not told (an old build, an undocumented command): the
+		// integration's family alone reaches, as before.
+		if g, cmds, err := ab.Group(ctx, p.Addr(), l.Group); err == nil {
+			out.Group, out.GroupCommands = g, cmds
 		}
 	}
 	return out, nil

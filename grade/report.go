@@ -171,10 +171,14 @@ type Evidence struct {
 	// else why not (the inferred rule judged them).
 	Inputs string `json:"inputs,omitempty"`
 	// FailureFamily is the failing request's command and the commands of
-	// its family, when the integration tells them (kavach.Abilities.Kin): a later
-	// request of one of them that both builds refuse, on the same inputs,
-	// is a changed refusal.
+	// its family, when the integration tells them (kavach.Abilities.Kin),
+	// and of its group, when the old build documents one
+	// (kavach.Abilities.Group): a later request of one of them that both
+	// builds refuse, on the same inputs, is a changed refusal.
 	FailureFamily []string `json:"failure_family,omitempty"`
+	// FailureGroup is the group the old build's documentation puts the
+	// failing command in ("" when it gives none).
+	FailureGroup string `json:"failure_group,omitempty"`
 	// StateLacking: the fixture was recorded in front of a running
 	// service and holds none of its state (recorded before fixtures held
 	// it, or with --state none), so a difference every replay of the old

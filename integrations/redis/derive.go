@@ -1,8 +1,11 @@
 package redis
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // A DerivedFamily is a family of commands the build's COMMAND DOCS gives:
@@ -110,4 +113,43 @@ func derivedSiblings(command []string, l *Learned) []Sibling {
 			What: name + " → " + showCommand(m, command[1:]) + " (" + d.Name() + ")"})
 	}
 	return out
+}
+
+// Group asks the build at addr for the COMMAND DOCS group of request's
+// command and every command of that group, sorted
+// (kavach.Abilities.Group): the changed-refusal rule's reach, from the
+// build rather than the family table. A build without COMMAND DOCS
+// (Redis before 7), or a command it does not document, gives an error.
+func (Integration) Group(ctx context.Context, addr string, request []byte) (string, []string, error) {
+	c, err := ParseCommand(request)
+	if err != nil || c.Name == "" {
+		return "", nil, fmt.Errorf("group: not a command")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := call(ctx, addr, "COMMAND", "DOCS")
+	if err != nil {
+		return "", nil, fmt.Errorf("group of %s: %w", c.Name, err)
+	}
+	if v.Kind == KindError {
+		return "", nil, fmt.Errorf("group of %s: COMMAND DOCS: %s", c.Name, v.Str)
+	}
+	return groupOf(docEntries(v), c.Name)
+}
+
+// groupOf is command's group in docs and the commands of that group,
+// sorted.
+func groupOf(docs map[string]docEntry, command string) (string, []string, error) {
+	d, ok := docs[strings.ToUpper(command)]
+	if !ok || d.group == "" {
+		return "", nil, fmt.Errorf("group of %s: COMMAND DOCS does not give one", command)
+	}
+	var members []string
+	for name, o := range docs {
+		if o.group == d.group {
+			members = append(members, name)
+		}
+	}
+	slices.Sort(members)
+	return d.group, members, nil
 }

@@ -84,6 +84,7 @@ var abilities = func() kavach.Abilities {
 		Fingerprint:      &kavach.Fingerprinting{Launch: in.FingerprintLaunch, NewProbe: in.NewProbe},
 		SetsState:        in.SetsState,
 		Kin:              in.Kin,
+		Group:            in.Group,
 		RedactArgs: func(args []string) []string {
 			out, _ := RedactArgs(args)
 			return out
