@@ -37,7 +37,7 @@ func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launc
 		return nil, ve, nil, false
 	}
 	schema, note := learnSchema(ctx, rec, old, opts)
-	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
+	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Cap: variants.CapFor(opts.Variants), Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Deferred: true, StepOf: opts.stepOf}
 	// A contract (no failure) has regression variants of every step only.
 	if f := fx.Failure; f == nil {
 		vs, applicable = variants.RegressionCounted(fx.Events, vopts)

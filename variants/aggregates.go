@@ -43,7 +43,7 @@ func (g *gen) aggregates() (incident, regression []Variant) {
 	for _, j := range picked {
 		for _, m := range g.fieldMutations(j, false) {
 			v := g.mutated(j, m, "step %d (before the failure, feeding the aggregate it reads): %s", false)
-			v.group, v.Kind, v.Place = "aggregate "+m.group, "aggregate", PlaceWriter
+			v.group, v.Kind, v.Place, v.cause = "aggregate "+m.group, "aggregate", PlaceWriter, j
 			incident = g.add(incident, v)
 		}
 		d := g.lazily(fmt.Sprintf("aggregate|dropped|%d", j), func() string {
@@ -57,7 +57,7 @@ func (g *gen) aggregates() (incident, regression []Variant) {
 		}, func() Variant { return g.moved(j) })
 		d.group, t.group, mv.group = "aggregate dropped", "aggregate twice", "aggregate moved"
 		for _, v := range []Variant{d, t, mv} {
-			v.Kind, v.Place = "aggregate", PlaceWriter
+			v.Kind, v.Place, v.cause = "aggregate", PlaceWriter, j
 			incident = g.add(incident, v)
 		}
 		for _, m := range g.fieldMutations(j, false) {

@@ -33,7 +33,7 @@ func (g *gen) modes(out []Variant, affecting []int) []Variant {
 		for _, m := range g.opts.Variator.Modes(g.steps[n-1].Request.Data, g.connEarlier(n), g.opts.Schema) {
 			sub := kavach.Substitution{Setup: [][]byte{m.Request}, Request: g.steps[n-1].Request.Data}
 			v := g.substituted(n, sub, fmt.Sprintf("step %d%s: on a connection in another mode: %s", n, what, m.What), false)
-			v.group, v.primary, v.Kind, v.Place = fmt.Sprintf("step %d mode", n), n == g.failing, "mode", place
+			v.group, v.primary, v.Kind, v.Place, v.cause = fmt.Sprintf("step %d mode", n), n == g.failing, "mode", place, n
 			out = g.add(out, v)
 		}
 	}

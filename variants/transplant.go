@@ -162,7 +162,7 @@ func (g *gen) siteTransplants(n int, t trigger) []Variant {
 			where = "after"
 		}
 		v := g.substituted(n, sub, fmt.Sprintf("step %d (%s the failure): %s, step %d's %s carried over", n, where, sub.What, g.failing, g.fieldName(t.i, t.field)), false)
-		v.Kind, v.Place, v.FailsAt, v.group = "transplant", g.placeOf(n), n, "transplant"
+		v.Kind, v.Place, v.FailsAt, v.group, v.cause = "transplant", g.placeOf(n), n, "transplant", n
 		out = append(out, v)
 	}
 	return out
@@ -189,7 +189,7 @@ func (g *gen) transplanted(n int, fields []kavach.Field, j int, t trigger) Varia
 	// The key of the earlier step's mutation that makes the same request
 	// (mutated): the two are one variant, made as that mutation.
 	key := sha256.Sum256(fmt.Appendf(nil, "lazy|%d|false|%d=%s", n, j, t.field.Value))
-	v := Variant{key: key, Kind: "transplant", Place: g.placeOf(n), FailsAt: n, group: "transplant"}
+	v := Variant{key: key, Kind: "transplant", Place: g.placeOf(n), FailsAt: n, group: "transplant", cause: n}
 	v.describe = func() string {
 		return fmt.Sprintf("step %d (%s the failure): %s %s → %s, step %d's %s carried over",
 			n, where, g.fieldName(j, fields[j]), quote(fields[j].Value), quote(t.field.Value), g.failing, g.fieldName(t.i, t.field))

@@ -60,7 +60,10 @@ type Variant struct {
 
 	group   string // what it mutates (a field of a step, moves, drops, ...), for sampling
 	primary bool   // mutates the failing request itself, moves it, or shifts the clock
-	order   int    // position in the order made
+	// cause is the earlier step a variant placed at a writer mutates (a
+	// cause of the failure, for the budget's first rounds); 0 for others.
+	cause int
+	order int // position in the order made
 }
 
 // ShiftAt is the clock shift of a step of the variant.
@@ -77,9 +80,14 @@ type Options struct {
 	Variator *kavach.Variation  // the integration's Variation: fields of requests; required
 	Schema   kavach.Schema      // field types learned from the old build; nil: guessed
 	// Budget is the most variants made; the rest of what could be made is
-	// sampled by Seed. Zero means 64.
+	// sampled by Seed. Zero means DefaultBudget.
 	Budget int
-	Seed   uint64
+	// Cap, when above Budget, lets the budget grow with what is
+	// applicable (docs/variants.md, "Every kind before any twice"): two
+	// variants per slot of the first rounds, at least Budget, at most
+	// Cap. Zero: the budget is Budget.
+	Cap  int
+	Seed uint64
 	// Exclude are variant kinds not to make (kavach.VariantKinds). Nil: none.
 	Exclude []string
 	// Start is the wall-clock time of the recording's offset 0 (the
@@ -130,75 +138,6 @@ const MissingKey = "kavach:missing-key"
 // before the failing step.
 var clockShifts = []time.Duration{time.Second, -time.Second, time.Minute, -time.Minute, time.Hour, -time.Hour, 24 * time.Hour, -24 * time.Hour}
 
-// Generate makes up to opts.Budget variants of the incident whose failure
-// is at step failing. Variants of the incident itself come first (at most
-// three quarters of the budget when regression variants could fill the
-// rest); then regression variants. Duplicates are removed. When more were
-// made than fit, each kind of mutation (a field of a step, moves, drops,
-// repeats, clock jumps) gets its first mutation before any gets a second,
-// and so on, the last round sampled with Seed; the kept ones stay in the
-// order they were made. A failing step that is not one of the events'
-// steps has no variants.
-func Generate(events []kavach.Event, failing int, opts Options) []Variant {
-	vs, _ := Counted(events, failing, opts)
-	return vs
-}
-
-// Counted is Generate, and how many variants of each kind could be made
-// before the budget kept some (kinds excluded by opts.Exclude included):
-// what is applicable to this incident, kind by kind.
-func Counted(events []kavach.Event, failing int, opts Options) ([]Variant, map[string]int) {
-	if failing < 1 || failing > len(kavach.Steps(events, opts.Codec)) {
-		return nil, nil
-	}
-	if opts.Budget <= 0 {
-		opts.Budget = 64
-	}
-	g := newGen(events, failing, opts)
-	incident, regression := g.reaching(g.incident(), g.regression())
-	applicable := countKinds(incident, regression)
-	excluded := func(v Variant) bool { return slices.Contains(opts.Exclude, v.Kind) }
-	incident, regression = slices.DeleteFunc(incident, excluded), slices.DeleteFunc(regression, excluded)
-	rng := rand.New(rand.NewPCG(opts.Seed, 0x6b61766163680000))
-	nInc := min(len(incident), opts.Budget)
-	if len(regression) > 0 && nInc > opts.Budget*3/4 {
-		nInc = max(opts.Budget*3/4, opts.Budget-len(regression))
-	}
-	// Within the incident's variants, mutations of the failing request
-	// itself (and moves and clock jumps) come first: up to two thirds of
-	// their share; then the earlier requests that write a key it names, up
-	// to two thirds of what is left; then the other earlier requests that
-	// may affect it.
-	first := make([]Variant, 0, len(incident))
-	var writers, rest []Variant
-	for _, v := range incident {
-		switch v.Place {
-		case PlaceFailing:
-			first = append(first, v)
-		case PlaceWriter:
-			writers = append(writers, v)
-		default:
-			rest = append(rest, v)
-		}
-	}
-	nFirst := share(len(first), nInc, len(writers)+len(rest))
-	// The writers' two thirds rounded up: the others get at most a third,
-	// rounded down.
-	left := nInc - nFirst
-	nWriters := min(len(writers), left)
-	if len(rest) > 0 && nWriters > left-left/3 {
-		nWriters = max(left-left/3, left-len(rest))
-	}
-	chosen := slices.Concat(sample(first, nFirst, rng), sample(writers, nWriters, rng), sample(rest, left-nWriters, rng))
-	slices.SortStableFunc(chosen, func(a, b Variant) int { return a.order - b.order })
-	out := append(chosen, sample(regression, opts.Budget-nInc, rng)...)
-	for i := range out {
-		out[i].K = i + 1
-		g.finish(&out[i])
-	}
-	return out, applicable
-}
-
 // countKinds counts variants by kind.
 func countKinds(lists ...[]Variant) map[string]int {
 	out := map[string]int{}
@@ -218,17 +157,6 @@ func (v *Variant) Build() ([]kavach.Event, []int) {
 		return v.build()
 	}
 	return v.Events, v.Origin
-}
-
-// share is how many of have candidates take of n places, when others
-// candidates want the rest: all that fit, but at most two thirds when the
-// others could fill the remainder.
-func share(have, n, others int) int {
-	k := min(have, n)
-	if others > 0 && k > n*2/3 {
-		k = max(n*2/3, n-others)
-	}
-	return k
 }
 
 // finish builds a variant made lazily, once kept, unless its building
@@ -305,48 +233,6 @@ func MapSteps(s string, to func(n int) int) string {
 
 func isWordByte(c byte) bool {
 	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-}
-
-// sample keeps n of vs in their original order: round by round, the
-// first variant of every group, then the second, ...; the round that does
-// not fit whole is sampled with rng.
-func sample(vs []Variant, n int, rng *rand.Rand) []Variant {
-	if n >= len(vs) {
-		return vs
-	}
-	if n <= 0 {
-		return nil
-	}
-	rank := make([]int, len(vs))
-	seen := map[string]int{}
-	for i, v := range vs {
-		rank[i] = seen[v.group]
-		seen[v.group]++
-	}
-	keep := make([]bool, len(vs))
-	for r, left := 0, n; left > 0; r++ {
-		var round []int
-		for i := range vs {
-			if rank[i] == r {
-				round = append(round, i)
-			}
-		}
-		if len(round) > left {
-			rng.Shuffle(len(round), func(a, b int) { round[a], round[b] = round[b], round[a] })
-			round = round[:left]
-		}
-		for _, i := range round {
-			keep[i] = true
-		}
-		left -= len(round)
-	}
-	out := make([]Variant, 0, n)
-	for i, v := range vs {
-		if keep[i] {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // gen holds what generation needs about the incident.
@@ -563,7 +449,7 @@ func (g *gen) incident() []Variant {
 	for _, j := range affecting {
 		for _, m := range g.fieldMutations(j, false) {
 			v := g.mutated(j, m, "step %d (before the failure): %s", false)
-			v.group, v.Kind, v.Place = m.group, "earlier-field", g.place[j]
+			v.group, v.Kind, v.Place, v.cause = m.group, "earlier-field", g.place[j], j
 			out = g.add(out, v)
 		}
 	}
@@ -584,6 +470,7 @@ func (g *gen) incident() []Variant {
 		d.group, t.group = "dropped", "twice"
 		d.Kind, t.Kind = "dropped", "twice"
 		d.Place, t.Place = g.place[j], g.place[j]
+		d.cause, t.cause = j, j
 		out = g.add(out, d)
 		out = g.add(out, t)
 	}
@@ -667,34 +554,6 @@ func (g *gen) pick(steps []int) []int {
 	out = out[:n]
 	slices.Sort(out)
 	return out
-}
-
-// Regression makes the regression variants of a recording with no
-// failure (a contract): every step's fields mutated in turn, the rest of
-// the recording kept; at most opts.Budget of them (zero: 64), sampled by
-// opts.Seed as Generate samples, numbered from 1.
-func Regression(events []kavach.Event, opts Options) []Variant {
-	vs, _ := RegressionCounted(events, opts)
-	return vs
-}
-
-// RegressionCounted is Regression, and how many of each kind could be
-// made before the budget kept some (as Counted).
-func RegressionCounted(events []kavach.Event, opts Options) ([]Variant, map[string]int) {
-	if opts.Budget <= 0 {
-		opts.Budget = 64
-	}
-	g := newGen(events, len(kavach.Steps(events, opts.Codec))+1, opts)
-	all := g.regression()
-	applicable := countKinds(all)
-	vs := slices.DeleteFunc(all, func(v Variant) bool { return slices.Contains(opts.Exclude, v.Kind) })
-	rng := rand.New(rand.NewPCG(opts.Seed, 0x6b61766163680000))
-	out := sample(vs, opts.Budget, rng)
-	for i := range out {
-		out[i].K = i + 1
-		g.finish(&out[i]) // variants are built only once chosen (as Generate does)
-	}
-	return out, applicable
 }
 
 // regression makes the regression variants: each earlier step's fields

@@ -30,7 +30,7 @@ func (g *gen) writerValues(out []Variant, affecting []int) []Variant {
 		}
 		for _, sub := range g.valuesOf(j) {
 			v := g.substituted(j, sub.Substitution, fmt.Sprintf("step %d (%s): %s, %s", j, what, sub.kind, sub.What), false)
-			v.group, v.Kind, v.Place = fmt.Sprintf("step %d writer-value %s", j, sub.kind), "writer-value", g.place[j]
+			v.group, v.Kind, v.Place, v.cause = fmt.Sprintf("step %d writer-value %s", j, sub.kind), "writer-value", g.place[j], j
 			out = g.add(out, v)
 		}
 		if g.place[j] == PlaceWriter {
@@ -58,7 +58,7 @@ func (g *gen) writerSiblings(out []Variant, j int) []Variant {
 			continue
 		}
 		v := g.substituted(j, sub, fmt.Sprintf("step %d (writes the failing request's key): sibling, %s", j, sub.What), false)
-		v.group, v.Kind, v.Place = fmt.Sprintf("step %d sibling", j), "sibling", PlaceWriter
+		v.group, v.Kind, v.Place, v.cause = fmt.Sprintf("step %d sibling", j), "sibling", PlaceWriter, j
 		out = g.add(out, v)
 	}
 	return out
