@@ -1121,8 +1121,11 @@ func numbers(v string) []string {
 	if err != nil {
 		return []string{"0", "-1", "1"}
 	}
-	out := []string{"0", "1", "-1"}
-	for _, x := range []int64{n + 1, n - 1, -n, n * 2, n / 2} {
+	// The recorded value's next comes second: the nearest other input of
+	// the same shape (another id, another length), which a fix of the
+	// recorded input alone gets wrong.
+	out := []string{"0", strconv.FormatInt(n+1, 10), "1", "-1"}
+	for _, x := range []int64{n - 1, -n, n * 2, n / 2} {
 		out = append(out, strconv.FormatInt(x, 10))
 	}
 	return append(out, "2147483648", "-2147483649", "9223372036854775807", "-9223372036854775808", "99999999999999999999")
