@@ -220,8 +220,9 @@ func firstRounds(vs []Variant, failing int, rng *rand.Rand) [][]int {
 	return [][]int{first, second}
 }
 
-// grown is the budget: floor, or, when cap is above it, two variants per
-// slot of the first rounds, at least floor and at most cap.
+// grown is the budget: floor, or, when cap is above it, floor and one
+// more per slot of the first rounds, at most cap: the first rounds come
+// on top of the shares the floor alone would make.
 func grown(floor, cap int, rounds [][]int) int {
 	if cap <= floor {
 		return floor
@@ -230,7 +231,7 @@ func grown(floor, cap int, rounds [][]int) int {
 	for _, r := range rounds {
 		slots += len(r)
 	}
-	return min(cap, max(floor, 2*slots))
+	return min(cap, floor+slots)
 }
 
 // keepRounds marks the rounds' variants kept, round by round, within

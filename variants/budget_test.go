@@ -66,9 +66,9 @@ func TestEveryKindBeforeAnyTwice(t *testing.T) {
 	}
 }
 
-// The default budget grows with what is applicable: two variants per
-// slot of the first rounds, at least the floor, at most the cap; a
-// budget asked for is kept exactly.
+// The default budget grows with what is applicable: the floor and one
+// more per slot of the first rounds, at most the cap; a budget asked for
+// is kept exactly.
 func TestBudgetGrowsWithApplicable(t *testing.T) {
 	cmds := [][]string{}
 	for i := range 12 {
@@ -88,10 +88,13 @@ func TestBudgetGrowsWithApplicable(t *testing.T) {
 	if variants.CapFor(65) != 0 {
 		t.Errorf("a budget asked for (65) grows")
 	}
-	// A short recording stays at the floor.
+	// A short recording has fewer candidates than the floor: all made.
 	evs, keys = session([]string{"SET", "k", "v"}, []string{"GET", "k"})
 	o.Keys = keys
-	if n := len(variants.Generate(evs, 2, o)); n > variants.DefaultBudget {
-		t.Errorf("two steps: %d variants, want at most the floor %d", n, variants.DefaultBudget)
+	o.Budget, o.Cap = 1000, 0
+	all := len(variants.Generate(evs, 2, o))
+	o.Budget, o.Cap = variants.DefaultBudget, variants.DefaultCap
+	if n := len(variants.Generate(evs, 2, o)); all > variants.DefaultBudget || n != all {
+		t.Errorf("two steps: %d variants of %d, want all of them (fewer than the floor %d)", n, all, variants.DefaultBudget)
 	}
 }

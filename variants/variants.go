@@ -83,9 +83,9 @@ type Options struct {
 	// sampled by Seed. Zero means DefaultBudget.
 	Budget int
 	// Cap, when above Budget, lets the budget grow with what is
-	// applicable (docs/variants.md, "Every kind before any twice"): two
-	// variants per slot of the first rounds, at least Budget, at most
-	// Cap. Zero: the budget is Budget.
+	// applicable (docs/variants.md, "Every kind before any twice"): Budget
+	// and one more per slot of the first rounds, at most Cap. Zero: the
+	// budget is Budget.
 	Cap  int
 	Seed uint64
 	// Exclude are variant kinds not to make (kavach.VariantKinds). Nil: none.
