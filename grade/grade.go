@@ -490,11 +490,11 @@ func (d *diff) runVariants(ctx context.Context, ev *Evidence) error {
 			keys = cut.keys
 		}
 		ev.Variants = variantsOn(cut, func(wrec *fixtures.Recording) VariantsEvidence {
-			return replayVariants(ctx, wrec, d.old, d.new, d.ropts, rule, keys, o)
+			return replayVariants(ctx, wrec, d.old, d.new, d.ropts, rule, keys, nil, o)
 		}, d.fx)
 		ev.Variants.SliceFallback = fallback
 	} else {
-		ev.Variants = replayVariants(ctx, d.rec.Recording, d.old, d.new, d.ropts, rule, d.keys, d.opts)
+		ev.Variants = replayVariants(ctx, d.rec.Recording, d.old, d.new, d.ropts, rule, d.keys, d.writes, d.opts)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", context.Cause(ctx))
