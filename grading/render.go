@@ -440,7 +440,7 @@ func StarvedLine(kinds []grade.KindCount, excluded []string) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "applicable, none generated: " + strings.Join(parts, ", ") + ": the budget went to the other kinds first (raise --variants)"
+	return "applicable, none generated: " + strings.Join(parts, ", ") + ": the budget asked for is smaller than the kinds applicable, each of which gets one first (raise --variants)"
 }
 
 // OnlyHandled reports whether k is shown by its handled count alone: a
