@@ -257,6 +257,11 @@ type Variation struct {
 	// (EVALSHA for EVAL, DECRBY for INCRBY), arguments mapped and setup
 	// in Setup; skipped names the members the build lacks.
 	Siblings func(request []byte, schema Schema) (subs []Substitution, skipped []string)
+	// Translate is request, a write of key from, made to write the same
+	// elements into key to as a value of type typ (RPUSH q a b as ZADD to
+	// 0 a 1 b); ok false when it cannot. Nil: nothing is translated, and
+	// a sibling on another type keeps its default content.
+	Translate func(request []byte, from, to, typ string) (out []byte, ok bool)
 	// Values is the request with one value varied inside its argument (a
 	// number's forms, a structured value's part, a command its script
 	// calls, its script run another way), each with its Kind and Group;

@@ -489,6 +489,21 @@ type Substitution struct {
 	// makes it with Rebuild only when the variant is kept, so that a
 	// request of many arguments is not copied once per candidate.
 	Edit *FieldEdit
+	// Moved, for a sibling made on a key of another type, says which: the
+	// generator carries the failing request's scenario over to it
+	// (docs/variants.md, "Siblings with their scenario").
+	Moved *KeyMove
+}
+
+// KeyMove is a sibling's request moved from the recorded key From to a
+// key of its own, To, of type Type, written by the first Writes
+// requests of the substitution's Setup (a default content of the type).
+type KeyMove struct {
+	From, To, Type string
+	Writes         int
+	// What names the sibling for a person without its default content
+	// ("BLMPOP → BZMPOP (pops)").
+	What string
 }
 
 // FieldEdit is one field of a request set to another value.

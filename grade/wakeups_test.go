@@ -125,6 +125,33 @@ func TestWakeupsCatchWokenCount(t *testing.T) {
 	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
 }
 
+// A sibling with its scenario (#41 item 2): the old build refuses a
+// blocked pop woken with fewer elements than its COUNT, on a list
+// (BLMPOP) and on a sorted set (BZMPOP), and the wrong fix mends the
+// list's path only. The incident is the list's: BLMPOP 0 1 jobs LEFT
+// COUNT 5 woken by another connection's RPUSH jobs a b. Only the
+// BZMPOP sibling sees the wrong fix, and only when it is woken as the
+// recorded pop was: the push translated into a ZADD of its key from the
+// other connection, its timeout the recorded one. Sent alone, on a
+// sorted set of the type's default content, it is answered at once and
+// the old build never fails it.
+func TestSiblingScenarioCatchesAFixOfOneType(t *testing.T) {
+	t.Parallel()
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenRefusesBoth)...)
+	fixed := redisbuild.MustBuild(t)
+	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenFixListsOnly)...)
+	fx, err := incidents.RecordClients(t.TempDir(), old, incidents.WokenShort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx = markAt(t, fx.Path, []string{"BLMPOP", "0", "1", "jobs", "LEFT", "COUNT", "5"}, "error")
+	c := redis.Integration{}
+	opts := grade.Options{Integration: c}
+	checkCaughtBy(t, "sibling", func(new kavach.Launch, exclude bool) *grade.Report {
+		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "sibling", exclude)
+	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
+}
+
 // Shape 5: a metrics page every earlier request feeds. The old build
 // counts every 2xx response other than 200 twice, and its metrics page
 // refuses (500) once it has counted more responses than requests. The

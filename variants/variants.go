@@ -317,7 +317,6 @@ func (g *gen) places() map[int]string {
 		return nil
 	}
 	kF := keysOf(g.failing)
-	writes := g.opts.Codec.Abilities().Writes
 	// Backwards from the failing step: the keys it reads, and the keys
 	// each writer of a needed key reads (COPY tmp greeting needs tmp), so
 	// that a writer of a writer's input is a writer too (the dependency
@@ -334,15 +333,10 @@ func (g *gen) places() map[int]string {
 			continue
 		}
 		out[j] = PlaceOther
-		var w []string
-		switch {
-		case j-1 < len(g.opts.Writes) && g.opts.Writes[j-1] != nil:
-			w = g.opts.Writes[j-1]
-		case writes == nil:
+		w, known := g.writesOf(j)
+		if !known {
 			out[j] = PlaceWriter
 			continue
-		default:
-			w, _ = writes(g.steps[j-1].Request.Data)
 		}
 		if !anyRelate(w, needed) {
 			continue
@@ -355,6 +349,21 @@ func (g *gen) places() map[int]string {
 		}
 	}
 	return out
+}
+
+// writesOf are the keys step j writes: the build's word (Options.Writes)
+// where given, else the codec's (Writes); known is false when neither
+// can tell (every key it names may be written).
+func (g *gen) writesOf(j int) (w []string, known bool) {
+	if j-1 < len(g.opts.Writes) && g.opts.Writes[j-1] != nil {
+		return g.opts.Writes[j-1], true
+	}
+	writes := g.opts.Codec.Abilities().Writes
+	if writes == nil {
+		return nil, false
+	}
+	w, _ = writes(g.steps[j-1].Request.Data)
+	return w, true
 }
 
 func anyRelate(a, b []string) bool {
@@ -431,7 +440,12 @@ func (g *gen) incident() []Variant {
 		out = g.add(out, v)
 	}
 	for _, sub := range g.substitutions(g.failing, true) {
-		v := g.substituted(g.failing, sub.Substitution, fmt.Sprintf("step %d: %s", g.failing, sub.What), false)
+		var v Variant
+		if sc, ok := g.scenario(sub.Substitution); ok && sub.kind == "sibling" {
+			v = g.withScenario(sc, fmt.Sprintf("step %d: %s", g.failing, sc.sub.What))
+		} else {
+			v = g.substituted(g.failing, sub.Substitution, fmt.Sprintf("step %d: %s", g.failing, sub.What), false)
+		}
 		v.group, v.primary, v.Kind, v.Place = sub.kind+" "+sub.What, true, sub.kind, PlaceFailing
 		if sub.Group != "" {
 			v.group = sub.kind + " " + sub.Group
@@ -676,16 +690,22 @@ func (g *gen) substituted(n int, sub kavach.Substitution, what string, regressio
 }
 
 func (g *gen) substitutedNow(n int, sub kavach.Substitution) Variant {
+	return g.substitutedIn(g.events, n, sub)
+}
+
+// substitutedIn is substitutedNow on events, the recording's events with
+// some requests replaced (scenario).
+func (g *gen) substitutedIn(from []kavach.Event, n int, sub kavach.Substitution) Variant {
 	i := g.span[n][0]
-	req := g.events[i]
-	events := make([]kavach.Event, 0, len(g.events)+len(sub.Setup))
-	events = append(events, g.events[:i]...)
+	req := from[i]
+	events := make([]kavach.Event, 0, len(from)+len(sub.Setup))
+	events = append(events, from[:i]...)
 	for _, w := range sub.Setup {
 		events = append(events, kavach.Event{Conn: req.Conn, Dir: kavach.Request, Flags: kavach.Inserted, Offset: req.Offset, Data: w})
 	}
 	req.Data, req.Flags = g.subRequest(n, sub), req.Flags&^kavach.Redacted
 	events = append(events, req)
-	events = append(events, g.events[i+1:]...)
+	events = append(events, from[i+1:]...)
 	return g.variant(events, "", false)
 }
 

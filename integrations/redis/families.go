@@ -63,7 +63,10 @@ type Sibling struct {
 	Family string
 	Setup  [][]string
 	Args   []string
-	What   string
+	// Moved says the sibling is on a key of its own type, written by the
+	// first Moved.Writes of Setup; nil when it is on the recorded key.
+	Moved *kavach.KeyMove
+	What  string
 }
 
 // Families is the table of families, in the order siblings are made.
@@ -157,10 +160,15 @@ func Siblings(command []string, l *Learned) (sibs []Sibling, skipped []string) {
 			}
 			what += " after " + strings.Join(s, ", ")
 		}
-		sibs = append(sibs, Sibling{Family: f.Name, Setup: setup, Args: append([]string{m.Command}, args...), What: what + " (" + f.Name + ")"})
+		sib := Sibling{Family: f.Name, Setup: setup, Args: append([]string{m.Command}, args...), What: what + " (" + f.Name + ")"}
+		if len(typeSetup) > 0 {
+			sib.Moved = &kavach.KeyMove{From: r.get("key"), To: mr.get("key"), Type: m.Type, Writes: len(typeSetup),
+				What: fmt.Sprintf("%s → %s (%s)", name, m.Command, f.Name)}
+		}
+		sibs = append(sibs, sib)
 		if m.also != nil {
 			if args, ok := m.also(mr); ok {
-				sibs = append(sibs, Sibling{Family: f.Name, Setup: typeSetup, Args: append([]string{m.Command}, args...),
+				sibs = append(sibs, Sibling{Family: f.Name, Setup: typeSetup, Args: append([]string{m.Command}, args...), Moved: sib.Moved,
 					What: fmt.Sprintf("%s → %s, the argument as given (%s)", name, showCommand(m.Command, args), f.Name)})
 			}
 		}
@@ -206,7 +214,7 @@ func (Integration) Siblings(request []byte, schema kavach.Schema) ([]kavach.Subs
 	sibs, skipped := Siblings(args, l)
 	out := make([]kavach.Substitution, 0, len(sibs))
 	for _, s := range sibs {
-		sub := kavach.Substitution{Request: command(s.Args), What: s.What}
+		sub := kavach.Substitution{Request: command(s.Args), What: s.What, Moved: s.Moved}
 		for _, w := range s.Setup {
 			sub.Setup = append(sub.Setup, command(w))
 		}

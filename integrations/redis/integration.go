@@ -117,6 +117,7 @@ func variation(in Integration, earlier [][]byte) *kavach.Variation {
 		Types:           in.Substitutions,
 		Grammar:         in.Rewrites,
 		Siblings:        in.Siblings,
+		Translate:       in.Translate,
 		Values:          in.Values,
 		LeftWhole:       in.LeftWhole,
 		After:           in.After,

@@ -20,6 +20,16 @@ var (
 	WokenTakesAll = []string{"blmpop-fix-takes-all.patch"}
 )
 
+// Sibling-scenario builds (docs/variants.md, "Siblings with their
+// scenario"): the old build refuses a blocked pop woken with fewer
+// elements than its COUNT on a list (BLMPOP) and on a sorted set
+// (BZMPOP); the wrong fix mends the list's path only. The correct fix is
+// the unpatched build.
+var (
+	WokenRefusesBoth  = []string{"blmpop-woken-refuses.patch", "bzmpop-woken-refuses.patch"}
+	WokenFixListsOnly = []string{"bzmpop-woken-refuses.patch"}
+)
+
 // WokenShort is the wake-up incident's session, by go-redis: connection
 // a blocks in BLMPOP 0 1 jobs LEFT COUNT 5 on an empty list; connection
 // b pushes two elements a second later, which wake it. The old build
