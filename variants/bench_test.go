@@ -86,6 +86,31 @@ func BenchmarkGenerate1000Steps(b *testing.B) {
 	}
 }
 
+// benchmarkGrown is generation at the default budget, which grows with
+// what is applicable (Cap), on a recording of n steps failing at its
+// last: the cost the first rounds add must stay linear in n (#41 item
+// 6). Compare BenchmarkGenerateSteps/fixed-N with /grown-N.
+func BenchmarkGenerateSteps(b *testing.B) {
+	for _, n := range []int{1000, 10000, 50000} {
+		evs := bigIncident(n)
+		keys := bigKeys(evs)
+		for _, grown := range []bool{false, true} {
+			o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: bigLearned, Budget: variants.DefaultBudget, Seed: 1, Keys: keys, Deferred: true}
+			name := "fixed"
+			if grown {
+				o.Cap, name = variants.DefaultCap, "grown"
+			}
+			b.Run(fmt.Sprintf("%s-%d", name, n), func(b *testing.B) {
+				for b.Loop() {
+					if vs := variants.Generate(evs, n, o); len(vs) < variants.DefaultBudget {
+						b.Fatalf("%d variants", len(vs))
+					}
+				}
+			})
+		}
+	}
+}
+
 // bigKeys are each step's keys, as kavach diff learns them from the old
 // build (COMMAND GETKEYS): the first argument.
 func bigKeys(evs []kavach.Event) [][]string {
@@ -131,13 +156,21 @@ func wideIncident(n int) []kavach.Event {
 
 func benchmarkGenerateWide(b *testing.B, n int) {
 	evs := wideIncident(n)
-	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: bigLearned, Budget: 64, Seed: 1,
-		Keys: [][]string{{"z"}, {"z"}}, Deferred: true}
-	b.ReportAllocs()
-	for b.Loop() {
-		if vs := variants.Generate(evs, 2, o); len(vs) != 64 {
-			b.Fatalf("%d variants, want 64", len(vs))
+	for _, grown := range []bool{false, true} {
+		o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: bigLearned, Budget: 64, Seed: 1,
+			Keys: [][]string{{"z"}, {"z"}}, Deferred: true}
+		name := "fixed"
+		if grown {
+			o.Cap, name = variants.DefaultCap, "grown"
 		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if vs := variants.Generate(evs, 2, o); len(vs) < 64 || !grown && len(vs) != 64 {
+					b.Fatalf("%d variants, want 64 (fixed) or more (grown)", len(vs))
+				}
+			}
+		})
 	}
 }
 
