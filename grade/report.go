@@ -387,6 +387,12 @@ type VariantStep struct {
 	// Diffs are every difference of the new build's answer from the old
 	// build's, noise included, when both ran the step.
 	Diffs []replay.Diff `json:"diffs,omitempty"`
+	// InputsDiffer are the values of the state the step was about to
+	// read that differed between the builds, as a second replay of each
+	// fingerprinted them (made only for a kept variant whose output
+	// differed before the old build failed): the difference is then the
+	// state's, explained (docs/variants.md, "What the variant read").
+	InputsDiffer []InputField `json:"inputs_differ,omitempty"`
 }
 
 // VariantReply is one build's answer at a step of a variant.

@@ -626,7 +626,8 @@ func DeriveSuite(s *SuiteReport) (Verdict, []Verdict) {
 // build's doing); or, before the old build's first failure (the recorded
 // way, a crash or a hang) and where the old build did not fail, an output
 // different from the old build's, the noise of the step's origin
-// excepted, and a contract's steps where the old build breaks an
+// excepted, a step whose inputs were seen to differ (InputsDiffer) not
+// counted, and a contract's steps where the old build breaks an
 // invariant not compared.
 func JudgeVariant(ev Evidence, v VariantEvidence) VariantEvidence {
 	return newVariantRule(ev).judge(v)
@@ -778,7 +779,10 @@ func (r variantRule) fails(v *VariantEvidence, at, limit int) {
 				counted = append(counted, d)
 			}
 		}
-		if len(counted) > 0 {
+		// Another answer from another state (fingerprinted) is the
+		// state's: a silent difference of an earlier step (the bug's
+		// write, or the fix's) that the old build's failure shows later.
+		if len(counted) > 0 && len(s.InputsDiffer) == 0 {
 			v.FailedStep, v.NewOutcome, v.Diffs = s.Step, n.Outcome, counted
 			// A variant of the incident keeps the old outcome that kept
 			// it (at OldStep); a regression variant, kept by failing

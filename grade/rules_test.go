@@ -69,6 +69,18 @@ func TestJudgeVariant(t *testing.T) {
 				{Step: 2, Old: *reply(kavach.OK), New: reply(kavach.OK), Diffs: diff},
 				{Step: 3, Origin: 3, Old: *reply(kavach.Crash), New: reply(kavach.OK)}}},
 			"kept at step 3, failed at step 2"},
+		{"another answer before the failure from a state seen to differ (the old build's bug wrote it silently): passed",
+			grade.VariantEvidence{FailsAt: 3, Replayed: 3, Steps: []grade.VariantStep{
+				{Step: 2, Old: *reply(kavach.OK), New: reply(kavach.OK), Diffs: diff,
+					InputsDiffer: []grade.InputField{{Field: "stock digest", Old: "a1", New: "b2"}}},
+				{Step: 3, Origin: 3, Old: *reply(kavach.Crash), New: reply(kavach.OK)}}},
+			"kept at step 3, passed"},
+		{"the state seen to differ, but the new build crashes there: failed",
+			grade.VariantEvidence{FailsAt: 3, Replayed: 3, Steps: []grade.VariantStep{
+				{Step: 2, Old: *reply(kavach.OK), New: reply(kavach.Crash), Diffs: diff,
+					InputsDiffer: []grade.InputField{{Field: "stock digest", Old: "a1", New: "b2"}}},
+				{Step: 3, Origin: 3, Old: *reply(kavach.Crash), New: reply(kavach.OK)}}},
+			"kept at step 3, failed at step 2"},
 		{"an error both builds give alike before the failure is none of the new build's doing: passed",
 			grade.VariantEvidence{FailsAt: 3, Replayed: 3, Steps: []grade.VariantStep{
 				{Step: 2, Origin: 2, Old: *reply(kavach.Error), New: reply(kavach.Error)},

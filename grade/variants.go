@@ -4,6 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -97,7 +100,7 @@ func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavac
 				// per worker, not one per variant.
 				v := vs[i]
 				v.Events, v.Origin = v.Build()
-				results[i] = runVariant(ctx, v, f, old, new, ropts, rule, opts)
+				results[i] = runVariant(ctx, v, f, old, new, ropts, rule, keys, opts)
 				opts.Pool.release()
 				if results[i].Kept && results[i].FailedStep > 0 {
 					failed.Store(true)
@@ -122,8 +125,9 @@ func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavac
 // runVariant replays one variant on the old build and, if the variant
 // rule keeps it, on the new one, and returns the variant with its steps
 // on both builds, judged (JudgeVariant). f is the failure of the
-// recording the variant was made from (zero for a contract).
-func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, rule variantRule, opts Options) VariantEvidence {
+// recording the variant was made from (zero for a contract); keys its
+// steps' keys, for the fingerprints of observeInputs.
+func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys [][]string, opts Options) VariantEvidence {
 	r := VariantEvidence{K: v.K, Kind: v.Kind, Place: v.Place, Description: v.Description, Regression: v.Regression}
 	// A transplant reproduces at the request its trigger went into.
 	at := 0
@@ -139,7 +143,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 	}
 	oldInv := checkInvariants(opts.Invariants, opts.Integration, ot, v.Kind)
 	r.Replayed = len(ot.Steps)
-	r.Steps = variantSteps(v, at, ot, nil, oldInv, checked{}, opts.stepOf)
+	r.Steps = variantSteps(v, at, ot, nil, oldInv, checked{}, opts.stepOf, nil)
 	if r = rule.judge(r); !r.Kept {
 		return r
 	}
@@ -149,8 +153,74 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		return r
 	}
 	newInv := checkInvariants(opts.Invariants, opts.Integration, nt, v.Kind)
-	r.Steps = variantSteps(v, at, ot, nt, oldInv, newInv, opts.stepOf)
-	return rule.judge(r)
+	r.Steps = variantSteps(v, at, ot, nt, oldInv, newInv, opts.stepOf, nil)
+	if r = rule.judge(r); r.FailedStep == 0 || len(r.Diffs) == 0 {
+		return r
+	}
+	// Failed by another answer before the old build's failure: was it
+	// the same state that answered otherwise? Observed, not inferred.
+	if differ := observeInputs(ctx, v, old, new, ropts, keys, opts); len(differ) > 0 {
+		r.Steps = variantSteps(v, at, ot, nt, oldInv, newInv, opts.stepOf, differ)
+		r = rule.judge(r)
+	}
+	return r
+}
+
+// observeInputs replays variant v once more on each build, fingerprinting
+// the state every step is about to read (the integration's probe, keys
+// the step's origin's), and returns, by the variant's own step, the
+// fields whose type and value differ between the builds (a key's
+// digest; the access clock and encoding, which differ between two
+// replays of one build, are left out). Nil when the integration cannot
+// fingerprint, a build cannot be (its recording sends DEBUG), or a replay
+// did not start: the step is then judged by its answer alone.
+func observeInputs(ctx context.Context, v variants.Variant, old, new kavach.Launch, ropts replay.Options, keys [][]string, opts Options) map[int][]InputField {
+	fp := opts.Integration.Abilities().Fingerprint
+	if fp == nil {
+		return nil
+	}
+	requests := func(yield func([]byte) bool) {
+		for _, e := range v.Events {
+			if e.Dir == kavach.Request && !yield(e.Data) {
+				return
+			}
+		}
+	}
+	ol, whyOld := fp.Launch(old, requests)
+	nl, whyNew := fp.Launch(new, requests)
+	if whyOld != "" || whyNew != "" {
+		return nil
+	}
+	ropts.Inputs = &replay.Inputs{Fingerprint: fp, Keys: func(n int) []string {
+		if o := originOf(v, n); o > 0 && o-1 < len(keys) {
+			return keys[o-1]
+		}
+		return nil
+	}}
+	ot, err := runRetry(ctx, ol, v.Events, ropts)
+	if err != nil {
+		return nil
+	}
+	nt, err := runRetry(ctx, nl, v.Events, ropts)
+	if err != nil {
+		return nil
+	}
+	out := map[int][]InputField{}
+	for i, o := range ot.Steps {
+		if i >= len(nt.Steps) || o.Inputs == nil || nt.Steps[i].Inputs == nil {
+			continue
+		}
+		n := nt.Steps[i]
+		for _, k := range slices.Sorted(maps.Keys(o.Inputs)) {
+			if !strings.HasSuffix(k, "digest") {
+				continue
+			}
+			if ov, nv := o.Inputs[k], cmp.Or(n.Inputs[k], "(none)"); ov != nv {
+				out[o.N] = append(out[o.N], InputField{Field: k, Old: ov, New: nv})
+			}
+		}
+	}
+	return out
 }
 
 // variantSteps are a variant's replays on the old build (ot) and the new
@@ -160,7 +230,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 // is at (the varied failing request; 0 for a regression variant). A step
 // is named, and its origin given, by the fixture's steps (stepOf, for a
 // variant of a window or slice of a long recording).
-func variantSteps(v variants.Variant, at int, ot, nt *replay.Trace, oldInv, newInv checked, stepOf func(int) int) []VariantStep {
+func variantSteps(v variants.Variant, at int, ot, nt *replay.Trace, oldInv, newInv checked, stepOf func(int) int, differ map[int][]InputField) []VariantStep {
 	reply := func(s replay.StepResult, inv checked, failing bool) VariantReply {
 		r := VariantReply{Ran: s.Ran, Outcome: s.Outcome, Violated: inv.violated[s.N], Message: inv.message(s.N)}
 		if failing {
@@ -172,7 +242,7 @@ func variantSteps(v variants.Variant, at int, ot, nt *replay.Trace, oldInv, newI
 	for i, o := range ot.Steps {
 		origin := originOf(v, o.N)
 		failing := at != 0 && origin == at
-		vs := VariantStep{Step: fixtureStep(v, o.N, stepOf, true), Origin: fixtureStep(v, origin, stepOf, false), Old: reply(o, oldInv, failing)}
+		vs := VariantStep{Step: fixtureStep(v, o.N, stepOf, true), Origin: fixtureStep(v, origin, stepOf, false), Old: reply(o, oldInv, failing), InputsDiffer: differ[o.N]}
 		quiet := o.Ran && o.Outcome.Kind == kavach.OK && len(vs.Old.Violated) == 0
 		if nt != nil && i < len(nt.Steps) {
 			n := reply(nt.Steps[i], newInv, failing)

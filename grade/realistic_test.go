@@ -1,0 +1,109 @@
+package grade_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/internal/redisbuild"
+)
+
+// recordShop records the shop's realistic session (incidents.Shop) on
+// old, checks it is one as users record them (at least 40 steps on at
+// least 3 connections), and marks the failure at the step whose request
+// is failing, the first such after the step whose request is after
+// (none: from the start), with oracle; invariants are embedded when
+// given.
+func recordShop(t *testing.T, old string, after, failing []string, oracle, invariants string) *fixtures.Fixture {
+	t.Helper()
+	fx, err := incidents.RecordClients(t.TempDir(), old, incidents.Shop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := kavach.Steps(fx.Events, redis.Integration{})
+	conns := map[uint64]bool{}
+	from := 0
+	n := 0
+	for _, s := range steps {
+		conns[s.Conn()] = true
+		c, err := redis.ParseCommand(s.Request.Data)
+		if err != nil {
+			continue
+		}
+		switch {
+		case after != nil && from == 0 && sameCommand(c, after):
+			from = s.N
+		case n == 0 && (after == nil || from > 0) && sameCommand(c, failing):
+			n = s.N
+		}
+	}
+	if len(steps) < 40 || len(conns) < 3 || n == 0 {
+		t.Fatalf("shop: %d steps on %d connections, failing step %d: want at least 40 on 3, and %q", len(steps), len(conns), n, failing)
+	}
+	if invariants != "" {
+		if err := fixtures.Amend(fx.Path, fixtures.Amendment{Invariants: &fixtures.Invariants{Name: "shop.invariants", Source: invariants}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := incidents.MarkFailure(fx.Path, n, oracle); err != nil {
+		t.Fatal(err)
+	}
+	if fx, err = fixtures.Load(fx.Path); err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+func sameCommand(c redis.Command, args []string) bool {
+	if len(c.Args) != len(args) {
+		return false
+	}
+	for i, a := range c.Args {
+		if string(a) != args[i] && (i > 0 || !strings.EqualFold(string(a), args[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// Item 1 inside a realistic recording: the hash decrement stored twice,
+// by HINCRBY and HINCRBYFLOAT, seen by the shop's invariant at the web's
+// HGET after the worker's HINCRBY -3, among a restock script, a woken
+// worker and three connections' traffic. The wrong fix mends HINCRBY
+// only; the writer's sibling (HINCRBYFLOAT of the worker's decrement)
+// catches it with the default options, and nothing else does.
+func TestRealisticShopWriterSibling(t *testing.T) {
+	t.Parallel()
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.HashDecrementOld)...)
+	fixed := redisbuild.MustBuild(t)
+	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.HashDecrementHincrbyOnly)...)
+	fx := recordShop(t, old, []string{"HINCRBY", "stock", "apples", "-3"}, []string{"HGET", "stock", "apples"},
+		"invariant:hash-increment-reads-back", incidents.ShopInvariants)
+	set := parseSet(t, incidents.ShopInvariants)
+	opts := grade.Options{Integration: redis.Integration{}, Invariants: set}
+	checkCaughtBy(t, "sibling", func(new kavach.Launch, exclude bool) *grade.Report {
+		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "sibling", exclude)
+	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
+}
+
+// Item 2 inside a realistic recording: a blocked pop woken short of its
+// COUNT is refused, on lists and on sorted sets; the recording is the
+// shop's, whose worker's BLMPOP is woken by the web's RPUSH of two jobs.
+// The wrong fix mends lists only; the BZMPOP sibling with its scenario
+// (the web's push as a ZADD of its key) catches it with the default
+// options, and nothing else does.
+func TestRealisticShopWokenSibling(t *testing.T) {
+	t.Parallel()
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenRefusesBoth)...)
+	fixed := redisbuild.MustBuild(t)
+	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenFixListsOnly)...)
+	fx := recordShop(t, old, nil, []string{"BLMPOP", "0", "1", "jobs", "LEFT", "COUNT", "5"}, "error", "")
+	opts := grade.Options{Integration: redis.Integration{}}
+	checkCaughtBy(t, "sibling", func(new kavach.Launch, exclude bool) *grade.Report {
+		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "sibling", exclude)
+	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
+}
