@@ -107,3 +107,20 @@ func TestRealisticShopWokenSibling(t *testing.T) {
 		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "sibling", exclude)
 	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
 }
+
+// Item 3 inside a realistic recording: a negative double reply refused
+// in both protocols, seen at the web's ZINCRBY board -30 ann (RESP2, as
+// go-redis spoke it). The wrong fix mends RESP2 only; the variant on the
+// web's connection turned to RESP3 (HELLO 3) catches it with the default
+// options, and nothing else does.
+func TestRealisticShopModes(t *testing.T) {
+	t.Parallel()
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ModesOld)...)
+	fixed := redisbuild.MustBuild(t)
+	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ModesResp2Only)...)
+	fx := recordShop(t, old, nil, []string{"ZINCRBY", "board", "-30", "ann"}, "error", "")
+	opts := grade.Options{Integration: redis.Integration{}}
+	checkCaughtBy(t, "mode", func(new kavach.Launch, exclude bool) *grade.Report {
+		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "mode", exclude)
+	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
+}

@@ -10,7 +10,7 @@ import (
 // Shop is a realistic session (#41 "Done when"; docs/variants.md, "A
 // realistic recording"), as users record them rather than as one shape
 // staged alone: three go-redis connections (web, worker, admin), about
-// fifty steps of a shop's traffic, a restock script among the writers of
+// fifty-five steps of a shop's traffic, a restock script among the writers of
 // the stock, a worker blocked in BLMPOP and woken by the web's push, and
 // the stock read back after the worker lowers it. The planted shapes
 // re-recorded inside it fail at different steps, by the old build they
@@ -19,6 +19,8 @@ import (
 //     -3 answers the decrement stored twice (ShopInvariants sees it);
 //   - WokenRefusesBoth: the worker's BLMPOP, woken by two jobs with
 //     COUNT 5, is refused;
+//   - ModesOld: the web's ZINCRBY board -30 ann, a negative score, is
+//     refused;
 //   - on a pristine build nothing fails.
 //
 // The session does not check answers: it records what the build gives.
@@ -67,6 +69,11 @@ func Shop(addr string) error {
 	do(worker, "HINCRBY", "stock", "pears", "-1")
 	do(worker, "HSET", "order:1", "state", "shipped")
 	do(worker, "LPUSH", "log", "shipped order:1")
+	// The web keeps a leaderboard of buyers; one loses points.
+	do(web, "ZADD", "board", "10", "ann", "20", "bob")
+	do(web, "ZINCRBY", "board", "5", "ann")
+	do(web, "ZSCORE", "board", "bob")
+	do(web, "ZINCRBY", "board", "-30", "ann")
 	// Everyone reads on.
 	do(web, "HGET", "order:1", "state")
 	do(web, "HGET", "stock", "pears")
