@@ -1,6 +1,7 @@
 package grade_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -123,4 +124,43 @@ func TestRealisticShopModes(t *testing.T) {
 	checkCaughtBy(t, "mode", func(new kavach.Launch, exclude bool) *grade.Report {
 		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "mode", exclude)
 	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
+}
+
+// Item 4 inside a realistic recording: the old build checks SETRANGE's
+// offset after the key (a missing key's SETRANGE banner abc x is
+// answered: the invariant sees it) and the type before the arguments in
+// GETRANGE and LRANGE. The correct fix reads the arguments first in
+// SETRANGE and GETRANGE (one COMMAND DOCS group, string): the admin's
+// later GETRANGE of the log (a list), refused WRONGTYPE then ERR, is a
+// changed refusal the build's docs explain, and the diff is fixed with
+// the default options. A fix that also changes LRANGE (group list) is
+// diverged there; the correct fix graded without the build's group is
+// diverged at the GETRANGE.
+func TestRealisticShopChangedRefusal(t *testing.T) {
+	t.Parallel()
+	old := afterBuild(t, []string{"setrange-offset-late.patch", "getrange-type-first.patch", "lrange-type-first.patch"})
+	correct := afterBuild(t, []string{"lrange-type-first.patch"})
+	wrong := redisbuild.MustBuild(t)
+	fx := recordShop(t, old, nil, []string{"SETRANGE", "banner", "abc", "x"}, "invariant:setrange-offset-integer", incidents.ShopSetrangeInvariants)
+	set := parseSet(t, incidents.ShopSetrangeInvariants)
+	getrange := stepOf(t, fx, "GETRANGE", "log", "abc", "x")
+	lrange := stepOf(t, fx, "LRANGE", "config:currency", "abc", "x")
+	grade := func(c kavach.Integration, new string) *grade.Report {
+		t.Helper()
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
+			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Invariants: set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := grade(redis.Integration{}, correct); rep.Verdict != "fixed" || explainedAs(rep, getrange) != "changed-refusal" {
+		t.Errorf("correct fix: %s, GETRANGE of the list explained as %q, want fixed and changed-refusal; findings %+v", rep.Verdict, explainedAs(rep, getrange), rep.Findings)
+	}
+	if rep := grade(redis.Integration{}, wrong); rep.Verdict != "diverged@"+itoa(lrange) {
+		t.Errorf("fix that also changes LRANGE: %s, want diverged@%d; findings %+v", rep.Verdict, lrange, rep.Findings)
+	}
+	if rep := grade(noGroup{}, correct); rep.Verdict != "diverged@"+itoa(getrange) {
+		t.Errorf("correct fix, the build not asked for its group: %s, want diverged@%d", rep.Verdict, getrange)
+	}
 }

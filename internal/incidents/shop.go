@@ -10,7 +10,7 @@ import (
 // Shop is a realistic session (#41 "Done when"; docs/variants.md, "A
 // realistic recording"), as users record them rather than as one shape
 // staged alone: three go-redis connections (web, worker, admin), about
-// fifty-five steps of a shop's traffic, a restock script among the writers of
+// sixty steps of a shop's traffic, a restock script among the writers of
 // the stock, a worker blocked in BLMPOP and woken by the web's push, and
 // the stock read back after the worker lowers it. The planted shapes
 // re-recorded inside it fail at different steps, by the old build they
@@ -21,6 +21,10 @@ import (
 //     COUNT 5, is refused;
 //   - ModesOld: the web's ZINCRBY board -30 ann, a negative score, is
 //     refused;
+//   - SETRANGE checking its offset after the key's existence (and
+//     GETRANGE, LRANGE checking the type first): the admin's SETRANGE
+//     banner abc x, on a missing key, is answered (ShopSetrangeInvariants
+//     sees it);
 //   - on a pristine build nothing fails.
 //
 // The session does not check answers: it records what the build gives.
@@ -74,6 +78,13 @@ func Shop(addr string) error {
 	do(web, "ZINCRBY", "board", "5", "ann")
 	do(web, "ZSCORE", "board", "bob")
 	do(web, "ZINCRBY", "board", "-30", "ann")
+	// A buggy banner job writes at an offset that is not a number, then
+	// reads ranges with its arguments swapped, on keys of other types.
+	do(admin, "SETRANGE", "banner", "abc", "x")
+	do(admin, "SETRANGE", "log", "abc", "x")
+	do(admin, "GETRANGE", "log", "abc", "x")
+	do(admin, "LRANGE", "config:currency", "abc", "x")
+	do(admin, "GETRANGE", "config:currency", "0", "2")
 	// Everyone reads on.
 	do(web, "HGET", "order:1", "state")
 	do(web, "HGET", "stock", "pears")
@@ -95,3 +106,11 @@ const RestockScript = "return redis.call('HINCRBY', KEYS[1], ARGV[1], ARGV[2])"
 // ShopInvariants are the shop's invariants: a read of an incremented
 // stock field answers what the increment answered.
 const ShopInvariants = HashDecrementInvariants
+
+// ShopSetrangeInvariants says SETRANGE refuses an offset that is not an
+// integer.
+const ShopSetrangeInvariants = `name: setrange-offset-integer
+description: SETRANGE refuses an offset that is not an integer
+when: req.command == "SETRANGE" && !req.args[1].matches("^-?[0-9]+$")
+check: outcome.startsWith("error:")
+`
