@@ -1,6 +1,7 @@
 package grade_test
 
 import (
+	"cmp"
 	"context"
 	"path/filepath"
 	"slices"
@@ -27,7 +28,8 @@ import (
 // kind, and nothing else, is what caught it.
 
 // gradeKind grades new against fx, with the failure's variants of kind
-// excluded when exclude is set, as kavach mark --exclude does.
+// excluded when exclude is set, as kavach mark --exclude does; the
+// budget is opts.Variants, 64 (the default) when zero.
 func gradeKind(t *testing.T, fx *fixtures.Fixture, old, new kavach.Launch, opts grade.Options, kind string, exclude bool) *grade.Report {
 	t.Helper()
 	if exclude {
@@ -37,7 +39,7 @@ func gradeKind(t *testing.T, fx *fixtures.Fixture, old, new kavach.Launch, opts 
 		cp.Failure = &f
 		fx = &cp
 	}
-	opts.Variants, opts.MinVariants, opts.Seed = 64, 10, 1
+	opts.Variants, opts.MinVariants, opts.Seed = cmp.Or(opts.Variants, 64), 10, 1
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, opts.Integration), old, new, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,17 @@ var (
 	// hash increments are still refused. Only a function run through the
 	// EVAL path (its library wrapped into a script) sees it.
 	ScriptsFcallOnly = []string{"scripts-old.patch", "scripts-fix-fcall-only.patch"}
+	// ScriptsArgvFixed is the correct fix of the empty ARGV alone, on
+	// every runner: the hash increments are still refused, as by the old
+	// build. The runner shapes recorded inside traffic that also sends a
+	// negative HINCRBY (incidents.Shop) need it: the pristine build
+	// mends that refusal too, which is not the incident's.
+	ScriptsArgvFixed = []string{"scripts-old.patch", "scripts-fix-argv.patch"}
+	// ScriptsEvalOnly lifts the empty ARGV's refusal on the EVAL path
+	// only (FCALL still refuses it; the hash increments are still
+	// refused): ScriptsNarrow without its HINCRBY half, for traffic that
+	// sends a negative HINCRBY of its own.
+	ScriptsEvalOnly = []string{"scripts-old.patch", "scripts-fix-eval-only.patch"}
 )
 
 // HincrbyScript is the script of the EVALSHA incident, as ScriptHincrby

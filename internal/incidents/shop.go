@@ -28,7 +28,18 @@ import (
 //   - on a pristine build nothing fails.
 //
 // The session does not check answers: it records what the build gives.
-func Shop(addr string) error {
+func Shop(addr string) error { return ShopWith(nil)(addr) }
+
+// ShopWith is Shop with the requests of extra sent by the admin, in
+// order, right after the shop opens (before the restock script): a
+// planted shape of an earlier round, recorded inside the shop's traffic
+// rather than alone. Keys the shape shares with the shop (stock) are
+// the shop's.
+func ShopWith(extra [][]string) func(addr string) error {
+	return func(addr string) error { return shop(addr, extra) }
+}
+
+func shop(addr string, extra [][]string) error {
 	c, done := connect(addr, 3)
 	defer done()
 	web, worker, admin, ctx := c[0], c[1], c[2], context.Background()
@@ -49,6 +60,13 @@ func Shop(addr string) error {
 	do(web, "SMEMBERS", "cart:1")
 	do(web, "HGET", "stock", "apples")
 	do(web, "TTL", "session:1")
+	for _, args := range extra {
+		a := make([]any, len(args))
+		for i, x := range args {
+			a[i] = x
+		}
+		do(admin, a...)
+	}
 	// Admin restocks apples through a script, reads the stock back and
 	// keeps a log.
 	do(admin, "EVAL", RestockScript, "1", "stock", "apples", "5")
