@@ -34,6 +34,11 @@ func TestSiblingCommands(t *testing.T) {
 	oneMember := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.FamiliesOneMember)...)
 	for _, inc := range incidents.FamilyIncidents {
 		t.Run(strings.ReplaceAll(inc.Family, " ", "-"), func(t *testing.T) {
+			fixed, oneMember := fixed, oneMember
+			if inc.Family == "script runners" {
+				fixed = redisbuild.MustBuild(t, incidents.PatchPaths(incidents.FamiliesScriptRunnersFixed)...)
+				oneMember = redisbuild.MustBuild(t, incidents.PatchPaths(incidents.FamiliesEvalOnly)...)
+			}
 			out := filepath.Join(t.TempDir(), "family.kavach")
 			if err := incidents.RecordWithRedisCli(out, old, cli, inc.Session); err != nil {
 				t.Fatal(err)
@@ -103,7 +108,7 @@ func TestRunnersTheOldBuildLacks(t *testing.T) {
 		t.Fatalf("redis-cli (the stock client, Debian's redis-tools) is needed: %v", err)
 	}
 	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.FamiliesOld)...)
-	fixed := redisbuild.MustBuild(t)
+	fixed := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.FamiliesScriptRunnersFixed)...)
 	i := slices.IndexFunc(incidents.FamilyIncidents, func(inc incidents.FamilyIncident) bool { return inc.Family == "script runners" })
 	inc := incidents.FamilyIncidents[i]
 	out := filepath.Join(t.TempDir(), "runners.kavach")

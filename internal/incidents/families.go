@@ -30,6 +30,14 @@ var (
 	FamiliesOld = []string{"families-other-members.patch", "families-incident-members.patch"}
 	// FamiliesOneMember is the fix made in the incidents' commands only.
 	FamiliesOneMember = []string{"families-other-members.patch"}
+	// FamiliesScriptRunnersFixed and FamiliesEvalOnly are the correct and
+	// the one-member fix of the script runners' incident alone, every
+	// other family's defect left as the old build has it: its variants
+	// include a regression variant (SET counter 10 EX 100) that meets the
+	// expiry setters' defect, which a build mending every family answers
+	// otherwise, rightly red for a fix of more than the incident.
+	FamiliesScriptRunnersFixed = []string{"families-other-members.patch", "families-incident-members.patch", "families-fix-script-runners.patch"}
+	FamiliesEvalOnly           = []string{"families-other-members.patch", "families-incident-members.patch", "families-fix-eval-only.patch"}
 )
 
 // A FamilyIncident is a session typed into redis-cli and the step that
