@@ -50,7 +50,7 @@ func Counted(events []kavach.Event, failing int, opts Options) ([]Variant, map[s
 	if failing < 1 || failing > len(kavach.Steps(events, opts.Codec)) {
 		return nil, nil
 	}
-	floor := cmpOr(opts.Budget, DefaultBudget)
+	floor := floorOf(opts.Budget)
 	// Generation makes as many candidates as the largest budget keeps.
 	opts.Budget = max(floor, opts.Cap)
 	g := newGen(events, failing, opts)
@@ -113,7 +113,7 @@ func Regression(events []kavach.Event, opts Options) []Variant {
 // RegressionCounted is Regression, and how many of each kind could be
 // made before the budget kept some (as Counted).
 func RegressionCounted(events []kavach.Event, opts Options) ([]Variant, map[string]int) {
-	floor := cmpOr(opts.Budget, DefaultBudget)
+	floor := floorOf(opts.Budget)
 	opts.Budget = max(floor, opts.Cap)
 	g := newGen(events, len(kavach.Steps(events, opts.Codec))+1, opts)
 	all := g.regression()
@@ -141,11 +141,13 @@ func RegressionCounted(events []kavach.Event, opts Options) ([]Variant, map[stri
 	return out, applicable
 }
 
-func cmpOr(n, def int) int {
-	if n <= 0 {
-		return def
+// floorOf is the budget asked for, DefaultBudget when none (zero or
+// less).
+func floorOf(budget int) int {
+	if budget <= 0 {
+		return DefaultBudget
 	}
-	return n
+	return budget
 }
 
 // firstRounds are the budget's first two rounds, as indexes of vs: one
