@@ -229,6 +229,11 @@ type Fingerprinting struct {
 	// NewProbe is a probe of the build at addr; it connects when first
 	// asked for a fingerprint.
 	NewProbe func(addr string, timeout time.Duration) Probe
+	// Content reports whether a fingerprint field is the state's content
+	// (a key's type and value), not how the build keeps it (its access
+	// clock, its encoding): a variant's answer from another content is
+	// the state's doing. Nil: every field is content.
+	Content func(field string) bool
 }
 
 // Variation is what variants know of a protocol's requests: typed fields

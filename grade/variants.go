@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -169,9 +168,10 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 // observeInputs replays variant v once more on each build, fingerprinting
 // the state every step is about to read (the integration's probe, keys
 // the step's origin's), and returns, by the variant's own step, the
-// fields whose type and value differ between the builds (a key's
-// digest; the access clock and encoding, which differ between two
-// replays of one build, are left out). Nil when the integration cannot
+// fields of the state's content that differ between the builds
+// (Fingerprinting.Content: a key's type and value; its access clock and
+// encoding, which differ between two replays of one build, are left
+// out). Nil when the integration cannot
 // fingerprint, a build cannot be (its recording sends DEBUG), or a replay
 // did not start: the step is then judged by its answer alone.
 func observeInputs(ctx context.Context, v variants.Variant, old, new kavach.Launch, ropts replay.Options, keys [][]string, opts Options) map[int][]InputField {
@@ -212,7 +212,7 @@ func observeInputs(ctx context.Context, v variants.Variant, old, new kavach.Laun
 		}
 		n := nt.Steps[i]
 		for _, k := range slices.Sorted(maps.Keys(o.Inputs)) {
-			if !strings.HasSuffix(k, "digest") {
+			if fp.Content != nil && !fp.Content(k) {
 				continue
 			}
 			if ov, nv := o.Inputs[k], cmp.Or(n.Inputs[k], "(none)"); ov != nv {

@@ -288,3 +288,8 @@ func (p *probe) Close() error {
 	}
 	return p.nc.Close()
 }
+
+// FingerprintContent reports whether a fingerprint field is a key's
+// content ("KEY digest", "* digest": type and value), not its access
+// clock or encoding (kavach.Fingerprinting.Content).
+func FingerprintContent(field string) bool { return strings.HasSuffix(field, " digest") }

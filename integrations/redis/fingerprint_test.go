@@ -144,3 +144,13 @@ func TestProbeWithoutDebug(t *testing.T) {
 		t.Errorf("fingerprint %v with DEBUG refused, want an error", fp)
 	}
 }
+
+// A key's digest is its content; its access clock and encoding are how
+// the build keeps it, and differ between two replays of one build.
+func TestFingerprintContent(t *testing.T) {
+	for field, want := range map[string]bool{"stock digest": true, "* digest": true, "stock access": false, "stock encoding": false, "digest": false} {
+		if got := FingerprintContent(field); got != want {
+			t.Errorf("FingerprintContent(%q) = %v, want %v", field, got, want)
+		}
+	}
+}

@@ -81,7 +81,7 @@ var abilities = func() kavach.Abilities {
 		Keys:             in.Keys,
 		Inspect:          in.Inspect,
 		Writes:           in.Writes,
-		Fingerprint:      &kavach.Fingerprinting{Launch: in.FingerprintLaunch, NewProbe: in.NewProbe},
+		Fingerprint:      &kavach.Fingerprinting{Launch: in.FingerprintLaunch, NewProbe: in.NewProbe, Content: FingerprintContent},
 		SetsState:        in.SetsState,
 		Kin:              in.Kin,
 		Group:            in.Group,
