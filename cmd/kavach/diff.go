@@ -39,7 +39,7 @@ func diffCommand() *cli.Command {
 			"kavach diff ./redis-old ./redis-new incident.kavach --out report.json"),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "invariants", Usage: "check the invariants in `FILE` (default: those embedded in the fixture, or FIXTURE's name with .invariants)"},
-			&cli.IntFlag{Name: "variants", Value: 64, Usage: "generate at most `N` variants"},
+			&cli.IntFlag{Name: "variants", Value: 64, Usage: "generate at most `N` variants (the default 64 grows by one per kind and cause, to 128)"},
 			&cli.IntFlag{Name: "min-variants", Value: 10, Usage: "call it fixed only with at least `M` reproducing variants"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the variant generator"},
 			&cli.IntFlag{Name: "j", Usage: "run `N` replays at once, across all of a suite's fixtures", DefaultText: jobsDefault},

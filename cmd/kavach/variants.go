@@ -22,7 +22,7 @@ func variantsCommand() *cli.Command {
 			"with what became of each.",
 			"kavach variants incident.kavach --variants 64 --seed 1\n   kavach variants --report report.json"),
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "variants", Value: 64, Usage: "generate at most `N` variants"},
+			&cli.IntFlag{Name: "variants", Value: 64, Usage: "generate at most `N` variants (the default 64 grows by one per kind and cause, to 128)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed `S` of the generator"},
 			&cli.StringFlag{Name: "build", Usage: "learn request types from the old build at `PATH`"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON Lines, one variant per line"},
