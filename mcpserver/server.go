@@ -231,7 +231,7 @@ type DiffInput struct {
 	Fixture        string   `json:"fixture" jsonschema:"path of the incident's fixture file (or a contract's: a fixture with no failure), written by kavach record; or a directory of .kavach files, graded as a suite in name order (a relative path is taken from the working directory kavach mcp was started in)"`
 	Fixtures       []string `json:"fixtures,omitempty" jsonschema:"more fixtures (files, or directories of .kavach files) graded with fixture as a suite: the verdict is then the suite's (the first red fixture's in order, else the first unverified, else fixed or held), and fixture_verdicts lists each (a relative path is taken from the working directory kavach mcp was started in)"`
 	Invariants     string   `json:"invariants,omitempty" jsonschema:"path of an invariants file to check (default: those embedded in the fixture, or the fixture's name with .invariants) (a relative path is taken from the working directory kavach mcp was started in)"`
-	Variants       int      `json:"variants,omitempty" jsonschema:"generate at most this many variants of the incident"`
+	Variants       int      `json:"variants,omitempty" jsonschema:"generate at most this many variants of the incident (the default 64 grows by one per kind and cause, to 128)"`
 	MinVariants    int      `json:"min_variants,omitempty" jsonschema:"call it fixed only with at least this many variants reproducing the failure on the old build"`
 	Seed           uint64   `json:"seed,omitempty" jsonschema:"seed of the variant generator"`
 	Jobs           int      `json:"jobs,omitempty" jsonschema:"replays run at once, for a suite across all its fixtures (0: as many as the CPUs kavach may use)"`
