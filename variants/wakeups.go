@@ -23,6 +23,12 @@ const (
 // than the recorded wait, so that the blocked request waits on.
 const wakeDelay = time.Second
 
+// timeoutShift is how much later the events from a woken request's
+// recorded answer on are sent when its waker is dropped and it is given
+// the short timeout: past that timeout (a second at most), with a second
+// to spare.
+const timeoutShift = 2 * time.Second
+
 // wakers are the steps that woke or fed the failing request, when it
 // blocked: steps of other connections whose requests were sent while it
 // waited for its answer (after its request, before its first reply), as
@@ -175,13 +181,23 @@ func isZero(v string) bool {
 }
 
 // droppedWaking is the incident without step j's request and replies,
-// the failing request sent as request when not nil.
+// the failing request sent as request when not nil: given a short
+// timeout, it is answered that much after it was sent, not when the
+// dropped waker came, and every event from its recorded answer on is
+// sent timeoutShift later, so that the other connections' requests
+// still come after what its connection sends once answered, as recorded
+// (a worker's HINCRBY after its woken pop, before the web's HGET).
 func (g *gen) droppedWaking(j int, request []byte) Variant {
 	events := make([]kavach.Event, 0, len(g.events))
+	answered := g.span[g.failing][1]
 	for i, ev := range g.events {
-		if !slices.Contains(g.span[j], i) {
-			events = append(events, ev)
+		if slices.Contains(g.span[j], i) {
+			continue
 		}
+		if request != nil && i >= answered {
+			ev.Offset += timeoutShift
+		}
+		events = append(events, ev)
 	}
 	g.sendFailing(events, request)
 	return g.variant(events, "", false)

@@ -226,3 +226,28 @@ func TestWakeupVariantsWithATimeout(t *testing.T) {
 		}
 	}
 }
+
+// A waker dropped, the woken request given a short timeout: what comes
+// from its recorded answer on is sent two seconds later, past the
+// timeout, so that the other connections' requests still come after it
+// answers (the recorded order); what came before is not moved.
+func TestDroppedWakerKeepsTheOrder(t *testing.T) {
+	evs, keys := woken()
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Budget: 64, Seed: 1, Keys: keys}
+	for _, v := range variants.Generate(evs, 2, o) {
+		if !strings.Contains(v.Description, "dropped; step 2's") {
+			continue
+		}
+		events, _ := v.Build()
+		var got []time.Duration
+		for _, e := range events {
+			got = append(got, e.Offset)
+		}
+		want := []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 2302 * time.Millisecond, 2400 * time.Millisecond, 2401 * time.Millisecond}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: offsets %v, want %v", v.Description, got, want)
+		}
+		return
+	}
+	t.Fatal("no dropped-waker variant")
+}
