@@ -78,6 +78,36 @@ func sameCommand(c redis.Command, args []string) bool {
 	return true
 }
 
+// shopShape is a planted shape recorded inside the shop's session: the
+// old build's patches and the wrong fix's (the correct fix is the
+// pristine build), the failing request (the first after the request
+// after, when given), its oracle and invariants, and the kind that alone
+// catches the wrong fix.
+type shopShape struct {
+	old, wrong        []string
+	after, failing    []string
+	oracle, invariant string
+	kind              string
+}
+
+// check records the shape inside the shop and grades it with the
+// default options: the correct fix fixed, the wrong fix variant_failed
+// through the kind alone, fixed with the kind excluded (checkCaughtBy).
+func (s shopShape) check(t *testing.T) {
+	t.Helper()
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(s.old)...)
+	fixed := redisbuild.MustBuild(t)
+	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(s.wrong)...)
+	fx := recordShop(t, old, s.after, s.failing, s.oracle, s.invariant)
+	opts := grade.Options{Integration: redis.Integration{}}
+	if s.invariant != "" {
+		opts.Invariants = parseSet(t, s.invariant)
+	}
+	checkCaughtBy(t, s.kind, func(new kavach.Launch, exclude bool) *grade.Report {
+		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, s.kind, exclude)
+	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
+}
+
 // Item 1 inside a realistic recording: the hash decrement stored twice,
 // by HINCRBY and HINCRBYFLOAT, seen by the shop's invariant at the web's
 // HGET after the worker's HINCRBY -3, among a restock script, a woken
@@ -86,16 +116,9 @@ func sameCommand(c redis.Command, args []string) bool {
 // catches it with the default options, and nothing else does.
 func TestRealisticShopWriterSibling(t *testing.T) {
 	t.Parallel()
-	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.HashDecrementOld)...)
-	fixed := redisbuild.MustBuild(t)
-	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.HashDecrementHincrbyOnly)...)
-	fx := recordShop(t, old, []string{"HINCRBY", "stock", "apples", "-3"}, []string{"HGET", "stock", "apples"},
-		"invariant:hash-increment-reads-back", incidents.ShopInvariants)
-	set := parseSet(t, incidents.ShopInvariants)
-	opts := grade.Options{Integration: redis.Integration{}, Invariants: set}
-	checkCaughtBy(t, "sibling", func(new kavach.Launch, exclude bool) *grade.Report {
-		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "sibling", exclude)
-	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
+	shopShape{old: incidents.HashDecrementOld, wrong: incidents.HashDecrementHincrbyOnly,
+		after: []string{"HINCRBY", "stock", "apples", "-3"}, failing: []string{"HGET", "stock", "apples"},
+		oracle: "invariant:hash-increment-reads-back", invariant: incidents.ShopInvariants, kind: "sibling"}.check(t)
 }
 
 // Item 2 inside a realistic recording: a blocked pop woken short of its
@@ -106,14 +129,8 @@ func TestRealisticShopWriterSibling(t *testing.T) {
 // options, and nothing else does.
 func TestRealisticShopWokenSibling(t *testing.T) {
 	t.Parallel()
-	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenRefusesBoth)...)
-	fixed := redisbuild.MustBuild(t)
-	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenFixListsOnly)...)
-	fx := recordShop(t, old, nil, []string{"BLMPOP", "0", "1", "jobs", "LEFT", "COUNT", "5"}, "error", "")
-	opts := grade.Options{Integration: redis.Integration{}}
-	checkCaughtBy(t, "sibling", func(new kavach.Launch, exclude bool) *grade.Report {
-		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "sibling", exclude)
-	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
+	shopShape{old: incidents.WokenRefusesBoth, wrong: incidents.WokenFixListsOnly,
+		failing: []string{"BLMPOP", "0", "1", "jobs", "LEFT", "COUNT", "5"}, oracle: "error", kind: "sibling"}.check(t)
 }
 
 // Item 3 inside a realistic recording: a negative double reply refused
@@ -123,14 +140,8 @@ func TestRealisticShopWokenSibling(t *testing.T) {
 // options, and nothing else does.
 func TestRealisticShopModes(t *testing.T) {
 	t.Parallel()
-	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ModesOld)...)
-	fixed := redisbuild.MustBuild(t)
-	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.ModesResp2Only)...)
-	fx := recordShop(t, old, nil, []string{"ZINCRBY", "board", "-30", "ann"}, "error", "")
-	opts := grade.Options{Integration: redis.Integration{}}
-	checkCaughtBy(t, "mode", func(new kavach.Launch, exclude bool) *grade.Report {
-		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "mode", exclude)
-	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
+	shopShape{old: incidents.ModesOld, wrong: incidents.ModesResp2Only,
+		failing: []string{"ZINCRBY", "board", "-30", "ann"}, oracle: "error", kind: "mode"}.check(t)
 }
 
 // Item 4 inside a realistic recording: the old build checks SETRANGE's

@@ -112,9 +112,17 @@ func checkCaughtBy(t *testing.T, kind string, run func(new kavach.Launch, exclud
 // wrong fix taking two elements where the old build took one.
 func TestWakeupsCatchWokenCount(t *testing.T) {
 	t.Parallel()
-	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenRefuses)...)
+	checkWoken(t, "wakeup", incidents.WokenRefuses, incidents.WokenTakesAll)
+}
+
+// checkWoken records the wake-up incident (incidents.WokenShort) on the
+// build of the old patches and checks that kind alone catches the build
+// of the wrong ones, the pristine build fixed (checkCaughtBy).
+func checkWoken(t *testing.T, kind string, oldPatches, wrongPatches []string) {
+	t.Helper()
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(oldPatches)...)
 	fixed := redisbuild.MustBuild(t)
-	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenTakesAll)...)
+	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(wrongPatches)...)
 	fx, err := incidents.RecordClients(t.TempDir(), old, incidents.WokenShort)
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +130,8 @@ func TestWakeupsCatchWokenCount(t *testing.T) {
 	fx = markAt(t, fx.Path, []string{"BLMPOP", "0", "1", "jobs", "LEFT", "COUNT", "5"}, "error")
 	c := redis.Integration{}
 	opts := grade.Options{Integration: c}
-	checkCaughtBy(t, "wakeup", func(new kavach.Launch, exclude bool) *grade.Report {
-		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "wakeup", exclude)
+	checkCaughtBy(t, kind, func(new kavach.Launch, exclude bool) *grade.Report {
+		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, kind, exclude)
 	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
 }
 
@@ -139,19 +147,7 @@ func TestWakeupsCatchWokenCount(t *testing.T) {
 // the old build never fails it.
 func TestSiblingScenarioCatchesAFixOfOneType(t *testing.T) {
 	t.Parallel()
-	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenRefusesBoth)...)
-	fixed := redisbuild.MustBuild(t)
-	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.WokenFixListsOnly)...)
-	fx, err := incidents.RecordClients(t.TempDir(), old, incidents.WokenShort)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx = markAt(t, fx.Path, []string{"BLMPOP", "0", "1", "jobs", "LEFT", "COUNT", "5"}, "error")
-	c := redis.Integration{}
-	opts := grade.Options{Integration: c}
-	checkCaughtBy(t, "sibling", func(new kavach.Launch, exclude bool) *grade.Report {
-		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, "sibling", exclude)
-	}, kavach.Launch{Path: fixed}, kavach.Launch{Path: wrong})
+	checkWoken(t, "sibling", incidents.WokenRefusesBoth, incidents.WokenFixListsOnly)
 }
 
 // Shape 5: a metrics page every earlier request feeds. The old build

@@ -9,6 +9,20 @@ import (
 	"github.com/kavach-dev/kavach/variants"
 )
 
+// siblingOptions are options for every variant of a recording whose
+// steps' keys are keys, on a build that has commands and writes lists
+// and sorted sets.
+func siblingOptions(keys [][]string, commands ...string) variants.Options {
+	l := &redis.Learned{
+		Types:    []redis.TypeWrite{{Type: "list", Write: []string{"RPUSH", "", "alpha", "beta"}}, {Type: "zset", Write: []string{"ZADD", "", "1", "alpha"}}},
+		Commands: map[string]bool{},
+	}
+	for _, c := range commands {
+		l.Commands[c] = true
+	}
+	return variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: l, Budget: 1000, Seed: 1, Keys: keys}
+}
+
 // A sibling of a woken pop on a key of another type carries its
 // scenario: the push that woke the recorded BLMPOP (another connection,
 // step 3) pushes into the sibling's key as its type, and the sibling
@@ -16,11 +30,7 @@ import (
 // type's default content there and answering at once.
 func TestSiblingCarriesItsScenario(t *testing.T) {
 	evs, keys := woken()
-	l := &redis.Learned{
-		Types:    []redis.TypeWrite{{Type: "list", Write: []string{"RPUSH", "", "alpha", "beta"}}, {Type: "zset", Write: []string{"ZADD", "", "1", "alpha"}}},
-		Commands: map[string]bool{"BLMPOP": true, "BZMPOP": true, "LMPOP": true, "ZMPOP": true, "BLPOP": true, "BZPOPMIN": true},
-	}
-	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: l, Budget: 1000, Seed: 1, Keys: keys}
+	o := siblingOptions(keys, "BLMPOP", "BZMPOP", "LMPOP", "ZMPOP", "BLPOP", "BZPOPMIN")
 	var found bool
 	var siblings []string
 	for _, v := range variants.Generate(evs, 2, o) {
@@ -98,11 +108,7 @@ func TestSiblingGetsTheWritersAsItsType(t *testing.T) {
 		[]string{"LPUSH", "q", "c"},      // 3: writes q
 		[]string{"LRANGE", "q", "0", "-1"},
 	)
-	l := &redis.Learned{
-		Types:    []redis.TypeWrite{{Type: "list", Write: []string{"RPUSH", "", "alpha", "beta"}}, {Type: "zset", Write: []string{"ZADD", "", "1", "alpha"}}},
-		Commands: map[string]bool{"LRANGE": true, "ZRANGE": true, "GETRANGE": true, "SUBSTR": true, "ZREVRANGE": true},
-	}
-	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: l, Budget: 1000, Seed: 1, Keys: keys}
+	o := siblingOptions(keys, "LRANGE", "ZRANGE", "GETRANGE", "SUBSTR", "ZREVRANGE")
 	var descs []string
 	for _, v := range variants.Generate(evs, 4, o) {
 		if v.Kind != "sibling" {
