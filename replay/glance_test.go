@@ -1,8 +1,12 @@
 package replay
 
 import (
+	"bytes"
 	"io"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -32,3 +36,65 @@ func TestGlanceFollowsTheTree(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestLookCountsADyingRootAsBusy: a root process that exited and is not
+// reaped yet is not idle (its exit is what comes next, and Kavach has not
+// seen it), while a zombie child the build has not reaped is not work.
+// Planted: without the dying rule, the first look says idle.
+func TestLookCountsADyingRootAsBusy(t *testing.T) {
+	root := exec.Command("sh", "-c", "exit 0")
+	if err := root.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := watch{pid: root.Process.Pid}
+	waitFor(t, "a zombie", func() bool {
+		b, _ := os.ReadFile("/proc/" + itoa(w.pid) + "/stat")
+		s, _ := stateFlags(b[bytes.LastIndexByte(b, ')')+1:])
+		return s == 'Z'
+	})
+	if busy, _ := w.look(); !busy {
+		t.Error("look of an exited, unreaped root: idle, want busy until its exit is seen")
+	}
+	root.Wait()
+	if busy, _ := w.look(); !busy {
+		t.Error("look of a reaped root: idle, want busy until its exit is seen")
+	}
+
+	// sleep does not reap the child the shell left it.
+	parent := exec.Command("sh", "-c", "(exit 0) & exec sleep 30")
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { parent.Process.Kill(); parent.Wait() }()
+	p := watch{pid: parent.Process.Pid}
+	waitFor(t, "sleep with a zombie child", func() bool {
+		t := p.tree()
+		if len(t) != 2 {
+			return false
+		}
+		b, _ := os.ReadFile("/proc/" + itoa(t[1]) + "/stat")
+		s, _ := stateFlags(b[bytes.LastIndexByte(b, ')')+1:])
+		c, _ := os.ReadFile("/proc/" + itoa(t[0]) + "/comm")
+		return s == 'Z' && strings.TrimSpace(string(c)) == "sleep"
+	})
+	waitFor(t, "idle", func() bool { b, _ := p.look(); return !b })
+}
+
+func TestStateFlags(t *testing.T) {
+	for _, c := range []struct {
+		stat  string
+		state byte
+		flags uint64
+	}{
+		{" S 1 2 3 0 -1 4194560 96 0 0", 'S', 4194560},
+		{" R 1 2 3 0 -1 4194308 96", 'R', 4194308},
+		{" Z 1 2 3 0 -1 4", 'Z', 4},
+		{" S 1 2", 'S', 0},
+		{" D 1 2 3 0 -1 12x4", 'D', 0},
+		{"", 0, 0},
+	} {
+		if s, f := stateFlags([]byte(c.stat)); s != c.state || f != c.flags {
+			t.Errorf("stateFlags(%q) = %c, %d; want %c, %d", c.stat, s, f, c.state, c.flags)
+		}
+	}
+}

@@ -55,21 +55,80 @@ func (w watch) busy() bool {
 
 // look reports whether a thread of the build is running or runnable, and
 // whether one is stopped (by SIGSTOP or a tracer) while none runs.
+//
+// A build that is dying counts as running: a thread in its exit (the
+// kernel's PF_EXITING, before it is a zombie) is still closing what it
+// held, and a root process whose every thread has exited (a zombie, or
+// already reaped) is waiting for Kavach to see its exit. Either way what
+// comes next is the exit, which Kavach has not seen yet: on a loaded
+// machine the readers of its connections and the waiter of its process
+// can lag the kernel by a long moment, and a build taken as idle there
+// was sent the next step as if it lived (TestFaults, crash mid-replay).
+// A zombie child of the build is not counted: the build reaps it when it
+// pleases (a fork reaped on the build's own timer).
 func (w watch) look() (busy, stopped bool) {
-	w.threads(func(stat []byte) bool {
+	rootThreads, rootGone := 0, 0
+	w.threads(func(root bool, stat []byte) bool {
 		if len(stat) < 2 {
 			return true
 		}
-		switch stat[1] {
+		state, flags := stateFlags(stat)
+		if root {
+			rootThreads++
+		}
+		switch state {
 		case 'R', 'D':
 			busy = true
 			return false
+		case 'Z', 'X', 'x':
+			if root {
+				rootGone++
+			}
+			return true
 		case 'T', 't':
 			stopped = true
 		}
+		if flags&pfExiting != 0 {
+			busy = true
+			return false
+		}
 		return true
 	})
+	if !busy && w.pid > 0 && rootGone == rootThreads {
+		busy = true // every thread of the root exited, or it is reaped
+	}
 	return busy, !busy && stopped
+}
+
+// stateFlags reads the state and the kernel flags from what follows the
+// command in a /proc stat line (" S 1 2 3 4 5 FLAGS ..."), without
+// allocating: look runs before a reply is given up on.
+func stateFlags(stat []byte) (state byte, flags uint64) {
+	field := -1
+	for i := 0; i < len(stat); i++ {
+		if stat[i] == ' ' {
+			continue
+		}
+		field++
+		j := i
+		for j < len(stat) && stat[j] != ' ' {
+			j++
+		}
+		switch field {
+		case 0:
+			state = stat[i]
+		case 6:
+			for _, c := range stat[i:j] {
+				if c < '0' || c > '9' {
+					return state, 0
+				}
+				flags = flags*10 + uint64(c-'0')
+			}
+			return state, flags
+		}
+		i = j
+	}
+	return state, 0
 }
 
 // cpu is the processor time the build's threads have used so far, user
@@ -78,7 +137,7 @@ func (w watch) look() (busy, stopped bool) {
 // machine (a starved build uses none).
 func (w watch) cpu() time.Duration {
 	var ticks int64
-	w.threads(func(stat []byte) bool {
+	w.threads(func(_ bool, stat []byte) bool {
 		// After the command: state is field 3, utime 14, stime 15.
 		f := strings.Fields(string(stat))
 		if len(f) >= 13 {
@@ -92,8 +151,9 @@ func (w watch) cpu() time.Duration {
 }
 
 // threads calls fn with what follows the command in each of the build's
-// threads' /proc stat lines (" S 1 ..."), until fn returns false.
-func (w watch) threads(fn func(stat []byte) bool) {
+// threads' /proc stat lines (" S 1 ..."), and whether the thread is the
+// root process's, until fn returns false.
+func (w watch) threads(fn func(root bool, stat []byte) bool) {
 	if w.pid <= 0 {
 		return
 	}
@@ -107,7 +167,7 @@ func (w watch) threads(fn func(stat []byte) bool) {
 			if i < 0 {
 				continue
 			}
-			if !fn(b[i+1:]) {
+			if !fn(pid == w.pid, b[i+1:]) {
 				return
 			}
 		}
