@@ -483,6 +483,12 @@ type Substitution struct {
 	// group get their turns round by round. Both are empty for a type or
 	// grammar substitution.
 	Kind, Group string
+	// Part, for a Values substitution, names the part of the field it
+	// varies (a stream id's ms part, a number's form): one part's values
+	// come in the order to try them, so that a writer's value the old
+	// build refuses is replaced by the next of its part (docs/variants.md,
+	// "A value the writer refuses"). Empty: the field is one part.
+	Part string
 	// Edit, when set, says the substitution is the request with one field
 	// (as Variation.Fields numbers them) set to another value, and
 	// Setup before it. Request may then be nil: the variants package

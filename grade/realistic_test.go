@@ -203,8 +203,8 @@ func TestRealisticShopLastRoundShapes(t *testing.T) {
 		{"runner-fcall", incidents.ScriptsOld, incidents.ScriptsArgvFixed, incidents.ScriptsFcallOnly, incidents.ScriptFcall, incidents.ScriptFcall[3], "runner", 0},
 		{"number-form", incidents.ValuesOld, nil, incidents.ValuesNarrow, incidents.IncrbyFloat, incidents.IncrbyFloat[3], "number-form", 0},
 		{"structured", incidents.ValuesOld, nil, incidents.ValuesNarrow, incidents.StreamID, incidents.StreamID[2], "structured", 0},
-		{"writer-value", incidents.WritersOld, incidents.StreamGapFixed, incidents.WritersWrong, incidents.StreamGap, incidents.StreamGap[4], "writer-value", 200},
-		{"read-back", incidents.WritersOld, nil, incidents.WritersWrong, incidents.FloatReadBack, incidents.FloatReadBack[4], "read-back", 200},
+		{"writer-value", incidents.WritersOld, incidents.StreamGapFixed, incidents.WritersWrong, incidents.StreamGap, incidents.StreamGap[4], "writer-value", 0},
+		{"read-back", incidents.WritersOld, nil, incidents.WritersWrong, incidents.FloatReadBack, incidents.FloatReadBack[4], "read-back", 0},
 		{"transplant", incidents.SafeIntegerOld, nil, incidents.SafeIntegerExpireOnly, incidents.SafeInteger, incidents.SafeInteger[4], "transplant", 0},
 		{"wakeup", incidents.WokenRefuses, nil, incidents.WokenTakesAll, nil, []string{"BLMPOP", "0", "1", "jobs", "LEFT", "COUNT", "5"}, "wakeup", 0},
 	} {

@@ -340,6 +340,13 @@ type VariantEvidence struct {
 	Place       string `json:"place,omitempty"`
 	Description string `json:"description"`
 	Regression  bool   `json:"regression,omitempty"`
+	// Refused is, for a variant of a writer's value, how many values of
+	// the writer's part the old build refused before the one run
+	// (Description's): a refused write stores nothing, so the next value
+	// of the part is tried (docs/variants.md, "A value the writer
+	// refuses"). When every value tried was refused, the last is the one
+	// run.
+	Refused int `json:"refused,omitempty"`
 	// Kept: a variant of the incident that fails on the old build with the
 	// recorded signature at the varied failing request (OldStep), or a regression variant the old
 	// build handled without failing. Only kept variants count.

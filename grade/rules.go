@@ -854,6 +854,14 @@ func JudgeVariants(ev Evidence) (Evidence, []VariantChange) {
 // Result is a variant's judgment in words: "not kept", "skipped", "kept
 // at step 5, passed", "kept, failed at step 3".
 func (v VariantEvidence) Result() string {
+	s := v.result()
+	if v.Refused > 0 {
+		s += fmt.Sprintf(" (after %d values of the writer the old build refused)", v.Refused)
+	}
+	return s
+}
+
+func (v VariantEvidence) result() string {
 	switch {
 	case v.Skipped:
 		return "skipped"

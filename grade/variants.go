@@ -140,6 +140,23 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 		return r
 	}
+	// A writer's value the old build refused stored nothing: the next
+	// value of its part is tried, observed on the old build too.
+	for _, a := range v.Alternates {
+		if !refusedAtWriter(v, ot) {
+			break
+		}
+		a.K = v.K
+		a.Events, a.Origin = a.Build()
+		at, err := runRetry(ctx, old, a.Events, ropts)
+		if err != nil {
+			r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
+			return r
+		}
+		v, ot = a, at
+		r.Refused++
+		r.Description = v.Description
+	}
 	oldInv := checkInvariants(opts.Invariants, opts.Integration, ot, v.Kind)
 	r.Replayed = len(ot.Steps)
 	r.Steps = variantSteps(v, at, ot, nil, oldInv, checked{}, opts.stepOf, nil)
@@ -163,6 +180,22 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r = rule.judge(r)
 	}
 	return r
+}
+
+// refusedAtWriter reports whether the old build's replay ot of a variant
+// of a writer's value answered the varied writer with an error.
+func refusedAtWriter(v variants.Variant, ot *replay.Trace) bool {
+	w := v.Writer()
+	if w == 0 {
+		return false
+	}
+	for i, o := range v.Origin {
+		if o == w && i < len(ot.Steps) {
+			s := ot.Steps[i]
+			return s.Ran && s.Outcome.Kind == kavach.Error
+		}
+	}
+	return false
 }
 
 // observeInputs replays variant v once more on each build, fingerprinting

@@ -97,6 +97,7 @@ func Counted(events []kavach.Event, failing int, opts Options) ([]Variant, map[s
 		out[i].K = i + 1
 		g.finish(&out[i])
 	}
+	g.withAlternates(out, all)
 	return out, applicable
 }
 
@@ -201,6 +202,9 @@ func firstRounds(vs []Variant, failing int, rng *rand.Rand) [][]int {
 	pick := func(is []int) int {
 		if heads := slices.DeleteFunc(slices.Clone(is), func(i int) bool { return !firstOfGroup[i] }); len(heads) > 0 {
 			is = heads
+		}
+		if near := slices.DeleteFunc(slices.Clone(is), func(i int) bool { return !vs[i].affine }); len(near) > 0 {
+			is = near
 		}
 		i := is[rng.IntN(len(is))]
 		taken[slotOf[i]] = true

@@ -2,7 +2,9 @@ package variants
 
 import (
 	"fmt"
+	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,16 +28,33 @@ func (g *gen) readBacks(out []Variant, cut int) []Variant {
 		return out
 	}
 	readAt := g.readBack()
-	var steps []int
+	// The writes by the failing request's own command come first: a fix
+	// changes the code of the command that failed, and how that command
+	// stores a number is what its fix may have changed (docs/variants.md,
+	// "Read back").
+	failing := ""
+	if g.failing <= len(g.steps) {
+		_, failing, _, _ = g.fieldsOf(g.failing)
+	}
+	var same, others []int
 	for j := 1; j < g.failing && j <= len(g.steps); j++ {
-		if readAt[j] > 0 {
-			steps = append(steps, j)
+		if readAt[j] == 0 {
+			continue
+		}
+		if _, kind, _, ok := g.fieldsOf(j); ok && failing != "" && kind == failing {
+			same = append(same, j)
+		} else {
+			others = append(others, j)
 		}
 	}
-	for _, j := range spread(g.pick(steps), max(1, g.opts.Budget/4)) {
+	n := max(1, g.opts.Budget/4)
+	same = spread(same, n)
+	steps := slices.Concat(same, spread(g.pick(others), n-len(same)))
+	for _, j := range steps {
+		affine := slices.Contains(same, j)
 		for _, sub := range g.readBackForms(j) {
 			v := g.substituted(j, sub.Substitution, fmt.Sprintf("read-back: step %d: %s, read back at step %d", j, sub.What, readAt[j]), true)
-			v.group, v.Kind, v.Place = fmt.Sprintf("step %d read-back", j), "read-back", PlaceRegression
+			v.group, v.Kind, v.Place, v.affine = fmt.Sprintf("step %d read-back", j), "read-back", PlaceRegression, affine
 			v.build = cutBefore(v.build, cut+len(sub.Setup), g.failing-1+len(sub.Setup))
 			out = g.add(out, v)
 		}
@@ -48,6 +67,9 @@ func (g *gen) readBacks(out []Variant, cut int) []Variant {
 // and each write read back is one group there, so more writes than that
 // would only cost the making of variants no budget keeps.
 func spread(steps []int, n int) []int {
+	if n <= 0 {
+		return nil
+	}
 	if len(steps) <= n {
 		return steps
 	}
@@ -125,12 +147,18 @@ func ancestors(key string) []string {
 // a fraction, an exponent, negative zero (the largest and smallest
 // magnitudes are written with an exponent); not an integer written
 // otherwise, which the regression variants' field mutations already
-// store. The numbers no binary float holds exactly (0.1, 1e-3) come
-// first: a lossy round trip changes them, so a budget that keeps a few
-// of a write's keeps those.
+// store. First the forms whose stored number, written with 17
+// significant digits, is not the number written at its shortest (a
+// lossy round trip shows in them: 10.001 is 10.000999999999999); the
+// stored number is the write's own recorded answer where that is a
+// number (an increment answers what it stored: the answer less the
+// recorded value plus the new one), else the new value. Then the other
+// numbers no binary float holds exactly (0.1, 1e-3), then the rest: a
+// budget that keeps a few of a write's keeps those that can show it.
 func (g *gen) readBackForms(j int) []substitution {
 	var before []kavach.Field // split when a form does not say what it sets (Edit)
-	var inexact, exact []substitution
+	var shows, inexact, exact []substitution
+	base, hasBase := g.storedBase(j, &before)
 	for _, sub := range g.valuesOf(j) {
 		if sub.kind != "number-form" {
 			continue
@@ -138,13 +166,84 @@ func (g *gen) readBackForms(j int) []substitution {
 		v, ok := g.newValue(j, sub, &before)
 		switch {
 		case !ok, !strings.ContainsAny(v, ".eE") && !strings.HasPrefix(v, "-0"):
+		case showsAt17(v, base, hasBase):
+			shows = append(shows, sub)
 		case binaryHolds(v):
 			exact = append(exact, sub)
 		default:
 			inexact = append(inexact, sub)
 		}
 	}
-	return append(inexact, exact...)
+	return slices.Concat(shows, inexact, exact)
+}
+
+// storedBase is, when step j's recorded answer is a number and the
+// field its number forms vary held one, the answer less that value:
+// what an increment added to (INCRBYFLOAT k 2.5 answered 12.5: 10).
+func (g *gen) storedBase(j int, before *[]kavach.Field) (float64, bool) {
+	s := g.steps[j-1]
+	if len(s.Responses) != 1 {
+		return 0, false
+	}
+	answer, ok := number(g.opts.Codec.Normalize(s.Request.Data, s.Responses[0].Data))
+	if !ok {
+		return 0, false
+	}
+	for _, sub := range g.valuesOf(j) {
+		if sub.kind != "number-form" || sub.Edit == nil {
+			continue
+		}
+		if *before == nil {
+			_, f, ok := g.opts.Variator.Fields(s.Request.Data, nil)
+			if !ok {
+				return 0, false
+			}
+			*before = f
+		}
+		if i := sub.Edit.Field; i >= 0 && i < len(*before) {
+			if was, err := strconv.ParseFloat((*before)[i].Value, 64); err == nil {
+				return answer - was, true
+			}
+		}
+		return 0, false
+	}
+	return 0, false
+}
+
+// number is a normalized answer as a number: an integer, or a string
+// that reads as a finite one.
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case float64:
+		return x, true
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		return f, err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
+	case []byte:
+		return number(string(x))
+	}
+	return 0, false
+}
+
+// showsAt17 reports whether the number stored when v is written (v, or
+// base plus v) has a fraction and reads otherwise with 17 significant
+// digits than at its shortest.
+func showsAt17(v string, base float64, hasBase bool) bool {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return false
+	}
+	if hasBase {
+		f += base
+	}
+	if f == math.Trunc(f) {
+		return false // a whole number: stored and read back as one
+	}
+	return strconv.FormatFloat(f, 'g', 17, 64) != strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 // newValue is the value sub sets in step j's request: its Edit's, or

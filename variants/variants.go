@@ -58,12 +58,33 @@ type Variant struct {
 	// describe makes Description of a variant made lazily, once kept.
 	describe func() string
 
-	group   string // what it mutates (a field of a step, moves, drops, ...), for sampling
-	primary bool   // mutates the failing request itself, moves it, or shifts the clock
+	// Alternates are, for a variant of a writer's value (kind
+	// "writer-value"), the next values of the same part of the same
+	// field, in the order made, at most maxAlternates: a value the old
+	// build refuses at the writer stores nothing, and the grader tries
+	// the next (docs/variants.md, "A value the writer refuses").
+	Alternates []Variant `json:"-"`
+
+	group string // what it mutates (a field of a step, moves, drops, ...), for sampling
+	alt   string // the writer's step, field and part a writer-value varies, for Alternates
+	// affine: a read-back of a write by the failing request's own
+	// command, which the budget's first round prefers.
+	affine  bool
+	primary bool // mutates the failing request itself, moves it, or shifts the clock
 	// cause is the earlier step a variant placed at a writer mutates (a
 	// cause of the failure, for the budget's first rounds); 0 for others.
 	cause int
 	order int // position in the order made
+}
+
+// Writer is, for a variant of a writer's value (kind "writer-value"),
+// the step of the events it was made from whose request it varies; 0
+// for every other variant.
+func (v Variant) Writer() int {
+	if v.Kind != "writer-value" {
+		return 0
+	}
+	return v.cause
 }
 
 // ShiftAt is the clock shift of a step of the variant.

@@ -31,6 +31,11 @@ func (g *gen) writerValues(out []Variant, affecting []int) []Variant {
 		for _, sub := range g.valuesOf(j) {
 			v := g.substituted(j, sub.Substitution, fmt.Sprintf("step %d (%s): %s, %s", j, what, sub.kind, sub.What), false)
 			v.group, v.Kind, v.Place, v.cause = fmt.Sprintf("step %d writer-value %s", j, sub.kind), "writer-value", g.place[j], j
+			field := -1
+			if sub.Edit != nil {
+				field = sub.Edit.Field
+			}
+			v.alt = fmt.Sprintf("%s|%d|%s", v.group, field, sub.Part)
 			out = g.add(out, v)
 		}
 		if g.place[j] == PlaceWriter {
@@ -38,6 +43,45 @@ func (g *gen) writerValues(out []Variant, affecting []int) []Variant {
 		}
 	}
 	return out
+}
+
+// maxAlternates is how many values of a writer's part the grader tries
+// after the kept one is refused: a stream id's ms part goes from 2^64-1
+// through 0, 2^64 and 2^63 to 2^63-1, the largest a build that reads it
+// as a signed number stores.
+const maxAlternates = 6
+
+// withAlternates gives each kept writer-value variant of out the next
+// variants of its part among all (in the order made, not kept
+// themselves), finished: Variant.Alternates.
+func (g *gen) withAlternates(out, all []Variant) {
+	kept := map[[32]byte]bool{}
+	for _, v := range out {
+		kept[v.key] = true
+	}
+	at := map[[32]byte]int{}
+	for i, v := range all {
+		if v.alt != "" {
+			at[v.key] = i
+		}
+	}
+	for i := range out {
+		v := &out[i]
+		from, ok := at[v.key]
+		if v.alt == "" || !ok {
+			continue
+		}
+		for _, a := range all[from+1:] {
+			if len(v.Alternates) == maxAlternates {
+				break
+			}
+			if a.alt == v.alt && !kept[a.key] {
+				a.K = v.K
+				g.finish(&a)
+				v.Alternates = append(v.Alternates, a)
+			}
+		}
+	}
 }
 
 // writerSiblings are the incident's variants that make writer j by the

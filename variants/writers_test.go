@@ -210,3 +210,91 @@ func TestWriterSiblings(t *testing.T) {
 		}
 	}
 }
+
+// A kept variant of a writer's value carries the next values of the same
+// part of the same field (Alternates, in the order made): a value the
+// old build refuses at the writer stores nothing, and the grader tries
+// the next. The stream id's ms part goes from 2^64-1 down to 2^63-1.
+func TestWriterValueAlternates(t *testing.T) {
+	evs, keys := session(
+		[]string{"XADD", "events", "5000000000-1", "name", "a"},
+		[]string{"XADD", "events", "5000000001-1", "name", "b"},
+		[]string{"XRANGE", "events", "-", "+"},
+	)
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: writersSchema, Budget: 64, Seed: 1, Keys: keys}
+	var first *variants.Variant
+	vs := variants.Generate(evs, 3, o)
+	for i, v := range vs {
+		if v.Kind != "writer-value" && len(v.Alternates) > 0 {
+			t.Errorf("%s (%s) has alternates", v.Description, v.Kind)
+		}
+		if v.Kind == "writer-value" && strings.HasPrefix(v.Description, `step 2 (writes the failing request's key): structured, argument 2 (id) "5000000001-1" → "18446744073709551615-1"`) {
+			first = &vs[i]
+		}
+	}
+	if first == nil {
+		t.Fatalf("no writer-value variant of step 2's ms part 2^64-1 among:\n%s", strings.Join(descriptions(vs), "\n"))
+	}
+	var got []string
+	for _, a := range first.Alternates {
+		if a.K != first.K || a.Writer() != 2 || first.Writer() != 2 {
+			t.Errorf("alternate %s: K %d (want %d), writer %d", a.Description, a.K, first.K, a.Writer())
+		}
+		got = append(got, a.Description[strings.LastIndex(a.Description, "→"):])
+	}
+	want := []string{`→ "0-1" (ms part zero)`, `→ "18446744073709551616-1" (ms part 2^64, past the largest)`, `→ "9223372036854775808-1" (ms part 2^63, past 64-bit signed)`, `→ "9223372036854775807-1" (ms part 2^63-1)`, `→ "1-1" (ms part one)`, `→ "5000000002-1" (ms part +1)`}
+	if !slices.Equal(got, want) {
+		t.Errorf("alternates of %s:\n%s\nwant\n%s", first.Description, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	a := first.Alternates[3]
+	steps := kavach.Steps(func() []kavach.Event { e, _ := a.Build(); return e }(), redis.Integration{})
+	if d := (redis.Integration{}).DescribeRequest(steps[1].Request.Data, 0); d != `XADD "events" "9223372036854775807-1" "name" "b"` {
+		t.Errorf("alternate 4 sends %s at step 2", d)
+	}
+}
+
+// Read-back forms come in the order that can show a lossy write: first
+// those whose stored number (the write's recorded answer less its
+// recorded value plus the new one: INCRBYFLOAT answered 12.5 after 2.5,
+// so 10 plus the new value) reads otherwise at 17 digits (10.001 is
+// 10.000999999999999; 10.1 and 12.51 are not); and the budget's first
+// round takes the read-back of a write by the failing request's own
+// command. Planted: 2.51 first, or the SET's read-back, fails it.
+func TestReadBackFormsThatShow(t *testing.T) {
+	evs, keys := session(
+		[]string{"SET", "balance", "10"},          // 1: read back by 2
+		[]string{"INCRBYFLOAT", "balance", "2.5"}, // 2: read back by 3
+		[]string{"GET", "balance"},                // 3
+		[]string{"SET", "debt", "5"},              // 4
+		[]string{"INCRBYFLOAT", "debt", "-3"},     // 5: fails
+	)
+	for i := range evs {
+		if evs[i].Dir == kavach.Response && evs[i].Seq == 5 {
+			evs[i].Data = []byte("$4\r\n12.5\r\n")
+		}
+	}
+	o := variants.Options{Codec: redis.Integration{}, Variator: redis.Integration{}.Abilities().Variation, Schema: writersSchema, Budget: 1000, Seed: 1, Keys: keys}
+	var order []string
+	for _, v := range variants.Generate(evs, 5, o) {
+		if v.Kind == "read-back" && strings.HasPrefix(v.Description, "read-back: step 2:") {
+			order = append(order, v.Description)
+		}
+	}
+	if len(order) == 0 || !strings.Contains(order[0], `→ "1e-3"`) {
+		t.Errorf("step 2's read-back forms in order:\n%s\nwant 1e-3 first (10.001 shows at 17 digits)", strings.Join(order, "\n"))
+	}
+	// A budget the first round fills (one variant of each kind): its one
+	// read-back, whatever the seed, is step 2's.
+	for seed := uint64(1); seed <= 8; seed++ {
+		o.Budget, o.Seed = 14, seed
+		var got []string
+		for _, v := range variants.Generate(evs, 5, o) {
+			if v.Kind == "read-back" {
+				got = append(got, v.Description)
+			}
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0], `read-back: step 2: argument 2 (increment) "2.5" → "1e-3"`) {
+			t.Errorf("seed %d, budget 14: read-back variants %q, want step 2's 1e-3 alone (the failing command's own write)", seed, got)
+		}
+	}
+}

@@ -73,7 +73,7 @@ func valuesAfter(request []byte, earlier [][]byte, schema kavach.Schema, at time
 		label := argLabel(c.Name, args, i, specs[i])
 		var subs []kavach.Substitution
 		for _, f := range interleave(forms, args[i]) {
-			sub := kavach.Substitution{Kind: kind, Group: "the request's values", Edit: &kavach.FieldEdit{Field: i, Value: f.value},
+			sub := kavach.Substitution{Kind: kind, Group: "the request's values", Part: f.group, Edit: &kavach.FieldEdit{Field: i, Value: f.value},
 				What: fmt.Sprintf("%s %s → %s (%s)", label, strconv.Quote(args[i]), strconv.Quote(f.value), f.what)}
 			if len(request) <= wideRequest {
 				b := make([][]byte, len(c.Args))
