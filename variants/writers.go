@@ -72,8 +72,8 @@ func (g *gen) withAlternates(out, all []Variant) {
 			continue
 		}
 		for _, a := range all[from+1:] {
-			if len(v.Alternates) == maxAlternates {
-				break
+			if len(v.Alternates) == maxAlternates || a.cause != v.cause {
+				break // a writer's variants are made together: past them, none is
 			}
 			if a.alt == v.alt && !kept[a.key] {
 				a.K = v.K
