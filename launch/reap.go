@@ -198,41 +198,75 @@ var Subreaper = sync.OnceValue(func() bool {
 // that became this process's children (Subreaper). Only those: a child
 // os/exec started (leader among them, already reaped by its Wait) is
 // never waited for here, so no exit status is taken from it.
+//
+// As the subreaper, every process the build left comes to this process
+// once its parent is gone, so only this process's children are looked
+// at, pass after pass, until a pass finds none of the build's: a
+// handful of /proc files per stop rather than every process's
+// environment (a replay stops one build per variant). Without it, every
+// process of the machine marked with value is a victim from the start.
 func killAndReap(value string, pgid, leader int) {
 	victims := map[int]bool{}
-	for pid, v := range marked() {
-		if v == value && pid != leader {
-			victims[pid] = true
-			syscall.Kill(pid, syscall.SIGKILL)
+	sub := Subreaper()
+	if !sub {
+		for pid, v := range marked() {
+			if v == value && pid != leader {
+				victims[pid] = true
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 	}
 	self := os.Getpid()
 	deadline := time.Now().Add(2 * time.Second)
-	for {
-		waiting := false
+	for clean := 0; clean < 2; {
+		found := false
 		for _, c := range children(self) {
-			if c.pid == leader || !victims[c.pid] && c.pgrp != pgid {
+			if c.pid == leader {
 				continue
 			}
-			victims[c.pid] = true
+			if !victims[c.pid] && c.pgrp != pgid && !(sub && markedWith(c.pid, value)) {
+				continue
+			}
+			victims[c.pid], found = true, true
 			syscall.Kill(c.pid, syscall.SIGKILL)
 			var ws syscall.WaitStatus
-			if n, _ := syscall.Wait4(c.pid, &ws, syscall.WNOHANG, nil); n != c.pid {
-				waiting = true
-			}
+			syscall.Wait4(c.pid, &ws, syscall.WNOHANG, nil)
 		}
 		// A victim still under another victim that is dying comes to this
 		// process next.
 		for pid := range victims {
 			if st, ok := readStat(pid); ok && victims[st.ppid] {
-				waiting = true
+				found = true
 			}
 		}
-		if !waiting || time.Now().After(deadline) {
+		// Two passes in a row with none of the build's: the children files
+		// can miss a child while others exit as they are read.
+		if clean++; found {
+			clean = 0
+		}
+		if clean == 2 || time.Now().After(deadline) {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		if found {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
+}
+
+// markedWith reports whether process pid's environment holds OwnerEnv
+// with value.
+func markedWith(pid int, value string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	want := []byte(OwnerEnv + "=" + value)
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if bytes.Equal(kv, want) {
+			return true
+		}
+	}
+	return false
 }
 
 // procStat is what killAndReap and the watcher read of /proc/PID/stat.
@@ -264,21 +298,31 @@ func readStat(pid int) (procStat, bool) {
 	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, session: session, state: f[0][0], start: f[19]}, true
 }
 
-// children lists the processes whose parent is pid (zombies included).
+// children lists the processes whose parent is pid (zombies included),
+// from the children files of pid's threads: a few files, whatever the
+// number of processes on the machine.
 func children(pid int) []procStat {
 	var out []procStat
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := readStat(n); ok && st.ppid == pid {
-			out = append(out, st)
+	for _, tid := range threadsOf(pid) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				if st, ok := readStat(n); ok && st.ppid == pid {
+					out = append(out, st)
+				}
+			}
 		}
 	}
 	return out
+}
+
+// threadsOf are the thread ids of process pid, as /proc names them.
+func threadsOf(pid int) []string {
+	d, err := os.Open("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	return names
 }

@@ -8,7 +8,6 @@
 package launch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -428,64 +427,6 @@ func processTree(pid, limit int) []int {
 		}
 	}
 	return pids
-}
-
-// Listening reports whether a process of the tree rooted at pid holds a
-// listening TCP socket on the loopback port: the sockets listening there
-// (/proc/PID/net/tcp and tcp6, the tables of the build's network namespace) matched against the processes' open files. It
-// sends nothing: a probe that connected without it could reach another
-// process that took the port between FreePort and the build's bind.
-func Listening(pid, port int) bool {
-	// The tree's sockets first: a handful of links to read, and none at
-	// all until the build has bound, so that polling a build that is not
-	// up yet costs almost nothing. Only then the tables, which hold every
-	// socket of the machine (thousands on a busy one).
-	socks := map[string]bool{}
-	for _, p := range ProcessTree(pid) {
-		dir := "/proc/" + strconv.Itoa(p) + "/fd/"
-		d, err := os.Open(dir)
-		if err != nil {
-			continue
-		}
-		fds, _ := d.Readdirnames(-1)
-		d.Close()
-		for _, fd := range fds {
-			if l, err := os.Readlink(dir + fd); err == nil && strings.HasPrefix(l, "socket:[") && strings.HasSuffix(l, "]") {
-				socks[l[len("socket:["):len(l)-1]] = true
-			}
-		}
-	}
-	if len(socks) == 0 {
-		return false
-	}
-	local := []byte(fmt.Sprintf(":%04X ", port)) // the local address's port, as the tables write it
-	// The build's own tables: those of its network namespace.
-	for _, table := range []string{"/proc/" + strconv.Itoa(pid) + "/net/tcp", "/proc/" + strconv.Itoa(pid) + "/net/tcp6"} {
-		b, err := os.ReadFile(table)
-		if err != nil {
-			continue
-		}
-		for len(b) > 0 {
-			line := b
-			if i := bytes.IndexByte(b, '\n'); i >= 0 {
-				line, b = b[:i], b[i+1:]
-			} else {
-				b = nil
-			}
-			if !bytes.Contains(line, local) {
-				continue
-			}
-			// sl local_address rem_address st ... uid timeout inode
-			f := strings.Fields(string(line))
-			if len(f) < 10 || f[3] != "0A" || !strings.HasSuffix(f[1], string(local[:len(local)-1])) {
-				continue
-			}
-			if socks[f[9]] {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // waitExited blocks until process pid has exited, without reaping it

@@ -296,17 +296,40 @@ func TestListening(t *testing.T) {
 	}
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
-	if !Listening(os.Getpid(), port) {
-		t.Errorf("the test process listens on %d: Listening says no", port)
+	// A socket connected to it, and a Unix listener: neither listens on
+	// the port.
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer c.Close()
+	u, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
 	other := exec.Command("sleep", "100")
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { other.Process.Kill(); other.Wait() }()
-	if Listening(other.Process.Pid, port) {
-		t.Errorf("a process that does not listen on %d: Listening says yes", port)
+	// Both ways of asking: the sockets themselves, and the tables.
+	for _, tables := range []bool{false, true} {
+		pidfdRefused.Store(tables)
+		if !Listening(os.Getpid(), port) {
+			t.Errorf("tables %v: the test process listens on %d: Listening says no", tables, port)
+		}
+		if Listening(os.Getpid(), c.LocalAddr().(*net.TCPAddr).Port) {
+			t.Errorf("tables %v: a connected socket's port counted as listening", tables)
+		}
+		if Listening(other.Process.Pid, port) {
+			t.Errorf("tables %v: a process that does not listen on %d: Listening says yes", tables, port)
+		}
+		if !tables && pidfdRefused.Load() {
+			t.Logf("the kernel refused pidfd_getfd here: Listening reads the tables")
+		}
 	}
+	pidfdRefused.Store(false)
 }
 
 // TestStopKillsWhatLeftTheGroup: a build's children that left its

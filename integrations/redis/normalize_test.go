@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -86,6 +88,57 @@ func TestRawCommandDigests(t *testing.T) {
 	}
 	if d := rawCommandDigests(cmd("COMMAND", "COUNT"), []byte(":240\r\n")); d != nil {
 		t.Errorf("COMMAND COUNT: %v, want nil", d)
+	}
+}
+
+// The digest of each COMMAND reply entry is remembered by its bytes
+// (entryHashes): the same reply in another order gives the same digests
+// whether remembered or not, and an entry one byte apart gets its own.
+// Planted: a lookup that ignored the entry's bytes would give cmd042
+// its old digest.
+func TestCommandDigestsRemembered(t *testing.T) {
+	req := cmd("COMMAND", "DOCS")
+	entry := func(i int, what string) string {
+		name := fmt.Sprintf("cmd%03d", i)
+		return fmt.Sprintf("$6\r\n%s\r\n*2\r\n$7\r\nsummary\r\n$60\r\n%-60s\r\n", name, what+" "+name)
+	}
+	reply := func(order []int, what map[int]string) []byte {
+		b := []byte(fmt.Sprintf("*%d\r\n", 2*len(order)))
+		for _, i := range order {
+			w, ok := what[i]
+			if !ok {
+				w = "what does"
+			}
+			b = append(b, entry(i, w)...)
+		}
+		return b
+	}
+	order := make([]int, 100)
+	for i := range order {
+		order[i] = i
+	}
+	entryHashes.Lock()
+	entryHashes.m = nil
+	entryHashes.Unlock()
+	first := rawCommandDigests(req, reply(order, nil))
+	slices.Reverse(order)
+	again := rawCommandDigests(req, reply(order, nil))
+	if len(first) != 100 || key(first) != key(again) {
+		t.Fatalf("digests of one reply in two orders differ (%d entries)", len(first))
+	}
+	entryHashes.Lock()
+	remembered := len(entryHashes.m)
+	entryHashes.m = nil
+	entryHashes.Unlock()
+	if remembered != 100 {
+		t.Errorf("%d entries remembered, want 100", remembered)
+	}
+	if fresh := rawCommandDigests(req, reply(order, nil)); key(fresh) != key(first) {
+		t.Errorf("digests computed afresh differ from remembered ones")
+	}
+	changed := rawCommandDigests(req, reply(order, map[int]string{42: "what did!"}))
+	if changed["cmd042"] == first["cmd042"] || changed["cmd041"] != first["cmd041"] {
+		t.Errorf("an entry one summary apart: cmd042 %v (was %v), cmd041 %v (was %v)", changed["cmd042"], first["cmd042"], changed["cmd041"], first["cmd041"])
 	}
 }
 
