@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -298,6 +299,44 @@ func (c *Clock) Turn(pull bool, gone func() bool, bound time.Duration) bool {
 // clock through the vDSO, not libc). Scripts (#!) are taken as fakeable:
 // what they run inherits the environment.
 func Fakeable(path string) (bool, string) {
+	// Asked once per replay, of the same few builds: remembered by the
+	// file's identity (reading a build's sections for Go's build
+	// information was 5% of a diff's processor time).
+	st, err := os.Stat(path)
+	if err != nil {
+		return fakeable(path)
+	}
+	id := fileID{path: path, size: st.Size(), mtime: st.ModTime().UnixNano()}
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		id.dev, id.ino = uint64(s.Dev), s.Ino
+	}
+	if v, ok := fakeables.Load(id); ok {
+		a := v.(fakeAnswer)
+		return a.ok, a.why
+	}
+	ok, why := fakeable(path)
+	fakeables.Store(id, fakeAnswer{ok, why})
+	return ok, why
+}
+
+// fileID tells a file from another, and from itself changed.
+type fileID struct {
+	path     string
+	size     int64
+	mtime    int64
+	dev, ino uint64
+}
+
+type fakeAnswer struct {
+	ok  bool
+	why string
+}
+
+// fakeables are Fakeable's answers by file.
+var fakeables sync.Map
+
+// fakeable is Fakeable, asked of the file.
+func fakeable(path string) (bool, string) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return true, "" // not ELF (a script): its interpreter's children get LD_PRELOAD
@@ -321,11 +360,11 @@ func Fakeable(path string) (bool, string) {
 // clockDir is where clock pages go: /dev/shm when it is there and
 // writable (the page is memory either way; a file there is never written
 // back), else the temporary directory.
-func clockDir() string {
+var clockDir = sync.OnceValue(func() string {
 	if f, err := os.CreateTemp("/dev/shm", ".kavach-probe-"); err == nil {
 		f.Close()
 		os.Remove(f.Name())
 		return "/dev/shm"
 	}
 	return ""
-}
+})

@@ -286,3 +286,25 @@ func TestClockRefusesStatic(t *testing.T) {
 		t.Fatalf("Fakeable(static) = %v, %q", ok, why)
 	}
 }
+
+// Fakeable's answer is remembered per file, and asked again of a file
+// that changed: a script (fakeable) replaced by a static binary at the
+// same path (not).
+func TestFakeableAskedAgainOfAChangedFile(t *testing.T) {
+	dir := t.TempDir()
+	path, src := filepath.Join(dir, "build"), filepath.Join(dir, "s.c")
+	os.WriteFile(path, []byte("#!/bin/sh\nexec sleep 1\n"), 0o755)
+	if ok, why := Fakeable(path); !ok {
+		t.Fatalf("a script: not fakeable: %s", why)
+	}
+	os.WriteFile(src, []byte("int main(void){return 0;}\n"), 0o644)
+	if out, err := exec.Command("cc", "-static", "-o", path+".new", src).CombinedOutput(); err != nil {
+		t.Fatalf("cc -static: %v\n%s", err, out)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := Fakeable(path); ok || !strings.Contains(why, "statically linked") {
+		t.Errorf("the script replaced by a static binary: fakeable %v (%s), want refused", ok, why)
+	}
+}
