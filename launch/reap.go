@@ -303,7 +303,7 @@ func readStat(pid int) (procStat, bool) {
 // number of processes on the machine.
 func children(pid int) []procStat {
 	var out []procStat
-	for _, tid := range threadsOf(pid) {
+	for _, tid := range Threads(pid) {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/children")
 		for _, f := range strings.Fields(string(b)) {
 			if n, err := strconv.Atoi(f); err == nil {
@@ -316,8 +316,9 @@ func children(pid int) []procStat {
 	return out
 }
 
-// threadsOf are the thread ids of process pid, as /proc names them.
-func threadsOf(pid int) []string {
+// Threads are the thread ids of process pid, as /proc names them; none
+// for a process gone.
+func Threads(pid int) []string {
 	d, err := os.Open("/proc/" + strconv.Itoa(pid) + "/task")
 	if err != nil {
 		return nil

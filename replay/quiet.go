@@ -37,16 +37,6 @@ type watch struct {
 // tree is the pids of the process tree rooted at w.pid, the root first.
 func (w watch) tree() []int { return launch.ProcessTree(w.pid) }
 
-func tasks(pid int) []string {
-	d, err := os.Open("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(-1)
-	return names
-}
-
 // busy reports whether a thread of the build is running or runnable.
 func (w watch) busy() bool {
 	busy, _ := w.look()
@@ -158,7 +148,7 @@ func (w watch) threads(fn func(root bool, stat []byte) bool) {
 		return
 	}
 	for _, pid := range w.tree() {
-		for _, tid := range tasks(pid) {
+		for _, tid := range launch.Threads(pid) {
 			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/stat")
 			if err != nil {
 				continue
@@ -199,7 +189,7 @@ func (w watch) stands(want []int) bool {
 		return false
 	}
 	for _, pid := range want {
-		tids := tasks(pid)
+		tids := launch.Threads(pid)
 		if len(tids) == 0 {
 			return false
 		}
@@ -274,7 +264,7 @@ func (c *lookCache) open(w watch) {
 		}
 		c.procs = append(c.procs, cp)
 		last := &c.procs[len(c.procs)-1]
-		for _, tid := range tasks(pid) {
+		for _, tid := range launch.Threads(pid) {
 			s, err1 := os.Open(p + "/task/" + tid + "/stat")
 			k, err2 := os.Open(p + "/task/" + tid + "/children")
 			if err1 != nil || err2 != nil {
