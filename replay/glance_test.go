@@ -60,6 +60,35 @@ func TestLookCountsADyingRootAsBusy(t *testing.T) {
 		t.Error("look of a reaped root: idle, want busy until its exit is seen")
 	}
 
+	// glance, with the files it keeps open, reads it alike: a build seen
+	// idle, then killed and not reaped, is busy.
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g := watch{pid: sleeper.Process.Pid, cache: &lookCache{}}
+	defer g.cache.close()
+	waitFor(t, "asleep", func() bool { b, _ := g.glance(); return !b })
+	if len(g.cache.procs) != 1 {
+		t.Fatalf("glance keeps %d processes open, want the sleeper", len(g.cache.procs))
+	}
+	sleeper.Process.Kill()
+	waitFor(t, "a zombie", func() bool {
+		b, _ := os.ReadFile("/proc/" + itoa(g.pid) + "/stat")
+		s, _ := stateFlags(b[bytes.LastIndexByte(b, ')')+1:])
+		return s == 'Z'
+	})
+	if busy, _, ok := g.cache.read(); ok && !busy {
+		t.Error("the kept files of a killed, unreaped build read idle")
+	}
+	if busy, _ := g.glance(); !busy {
+		t.Error("glance of a killed, unreaped build: idle, want busy until its exit is seen")
+	}
+	sleeper.Wait()
+	if busy, _ := g.glance(); !busy {
+		t.Error("glance of a reaped build: idle, want busy until its exit is seen")
+	}
+
 	// sleep does not reap the child the shell left it.
 	parent := exec.Command("sh", "-c", "(exit 0) & exec sleep 30")
 	if err := parent.Start(); err != nil {

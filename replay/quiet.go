@@ -306,23 +306,37 @@ func (c *lookCache) read() (busy, stopped, ok bool) {
 			}
 		}
 	}
-	for _, p := range c.procs {
+	rootGone := 0
+	for i, p := range c.procs {
 		for _, t := range p.threads {
 			b, err := c.pread(t)
 			if err != nil {
 				return false, false, false
 			}
-			f := statFields(b)
-			if len(f) == 0 {
+			at := bytes.LastIndexByte(b, ')')
+			if at < 0 || len(b) < at+3 {
 				return false, false, false
 			}
-			switch f[0] {
-			case "R", "D":
+			// As look reads it: a dying build counts as working.
+			state, flags := stateFlags(b[at+1:])
+			switch state {
+			case 'R', 'D':
 				return true, false, true
-			case "T", "t":
+			case 'Z', 'X', 'x':
+				if i == 0 {
+					rootGone++
+				}
+				continue
+			case 'T', 't':
 				stopped = true
 			}
+			if flags&pfExiting != 0 {
+				return true, false, true
+			}
 		}
+	}
+	if rootGone == len(c.procs[0].threads) {
+		return true, false, true
 	}
 	return false, stopped, true
 }

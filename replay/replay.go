@@ -1241,7 +1241,10 @@ func (r *runner) unanswered() string {
 // idle reports whether the build has done everything it will do until a
 // timer or a request wakes it, and every reply it sent has been framed:
 // no thread of it running, twice, a moment apart, with no reply in
-// between and no byte unread on any connection.
+// between and no byte unread on any connection. It looks through the
+// /proc files kept open (glance): walking the tree and opening every
+// thread's file for each look was the largest part of a replay's own
+// processor time under the race detector.
 func (r *runner) idle() bool {
 	if r.watch.pid <= 0 {
 		// No process to watch (a launcher of another kind): a reply that
@@ -1250,7 +1253,7 @@ func (r *runner) idle() bool {
 	}
 	for range 2 {
 		n := r.frames.Load()
-		if busy, stopped := r.watch.look(); busy || stopped || r.unread() {
+		if busy, stopped := r.watch.glance(); busy || stopped || r.unread() {
 			// A stopped build (SIGSTOP, a tracer) is not idle: what it
 			// was sent is not done, and it answers nothing until it runs.
 			return false

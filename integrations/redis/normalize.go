@@ -8,7 +8,6 @@ import (
 	"hash/fnv"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -413,11 +412,35 @@ func rawHeader(data []byte, p int) (n, end int, ok bool) {
 	if nl < 2 || data[p+nl-1] != '\r' {
 		return 0, 0, false
 	}
-	n, err := strconv.Atoi(string(data[p+1 : p+nl-1]))
-	if err != nil || n < -1 || n > MaxElems {
+	n, ok = smallInt(data[p+1 : p+nl-1])
+	if !ok || n < -1 || n > MaxElems {
 		return 0, 0, false
 	}
 	return n, p + nl + 1, true
+}
+
+// smallInt reads a decimal integer of at most 18 digits, signed, as
+// strconv.Atoi would, without a string: COMMAND DOCS has tens of
+// thousands of headers, read in every replay.
+func smallInt(b []byte) (int, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg, b = b[0] == '-', b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // rawString reads a bulk or simple string at p.

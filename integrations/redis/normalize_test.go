@@ -180,3 +180,21 @@ func TestHelloHidesIdAndVersion(t *testing.T) {
 		}
 	}
 }
+
+// smallInt reads what strconv.Atoi reads, up to 18 digits.
+func FuzzSmallInt(f *testing.F) {
+	for _, s := range []string{"0", "-1", "+7", "240", "", "-", "1x", "123456789012345678", "1234567890123456789"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := smallInt(b)
+		want, err := strconv.Atoi(string(b))
+		digits := len(bytes.TrimLeft(b, "+-"))
+		switch {
+		case ok && (err != nil || got != want):
+			t.Fatalf("smallInt(%q) = %d, Atoi: %d, %v", b, got, want, err)
+		case !ok && err == nil && digits <= 18 && len(b)-digits <= 1:
+			t.Fatalf("smallInt(%q) refused what Atoi reads (%d)", b, want)
+		}
+	})
+}
