@@ -57,37 +57,53 @@ func (w watch) busy() bool {
 // A zombie child of the build is not counted: the build reaps it when it
 // pleases (a fork reaped on the build's own timer).
 func (w watch) look() (busy, stopped bool) {
-	rootThreads, rootGone := 0, 0
-	w.threads(func(root bool, stat []byte) bool {
-		if len(stat) < 2 {
-			return true
-		}
-		state, flags := stateFlags(stat)
-		if root {
-			rootThreads++
-		}
-		switch state {
-		case 'R', 'D':
-			busy = true
-			return false
-		case 'Z', 'X', 'x':
-			if root {
-				rootGone++
-			}
-			return true
-		case 'T', 't':
-			stopped = true
-		}
-		if flags&pfExiting != 0 {
-			busy = true
-			return false
-		}
-		return true
-	})
-	if !busy && w.pid > 0 && rootGone == rootThreads {
-		busy = true // every thread of the root exited, or it is reaped
+	if w.pid <= 0 {
+		return false, false
 	}
-	return busy, !busy && stopped
+	var t tally
+	w.threads(func(root bool, stat []byte) bool {
+		return len(stat) < 2 || !t.add(root, stat)
+	})
+	return t.result()
+}
+
+// tally judges a build's threads one stat line at a time, as look and
+// glance both read them (look says why a dying build is busy).
+type tally struct {
+	rootThreads, rootGone int
+	busy, stopped         bool
+}
+
+// add counts one thread's stat line (what follows the command), root
+// when it is the root process's; it reports whether the build is
+// already known to be busy.
+func (t *tally) add(root bool, stat []byte) bool {
+	state, flags := stateFlags(stat)
+	if root {
+		t.rootThreads++
+	}
+	switch state {
+	case 'R', 'D':
+		t.busy = true
+	case 'Z', 'X', 'x':
+		if root {
+			t.rootGone++
+		}
+		return false
+	case 'T', 't':
+		t.stopped = true
+	}
+	if flags&pfExiting != 0 {
+		t.busy = true
+	}
+	return t.busy
+}
+
+// result is the build busy (a thread running or in its exit, or every
+// thread of the root exited, or the root reaped) and, when not, stopped.
+func (t *tally) result() (busy, stopped bool) {
+	busy = t.busy || t.rootGone == t.rootThreads
+	return busy, !busy && t.stopped
 }
 
 // stateFlags reads the state and the kernel flags from what follows the
@@ -306,7 +322,7 @@ func (c *lookCache) read() (busy, stopped, ok bool) {
 			}
 		}
 	}
-	rootGone := 0
+	var tl tally
 	for i, p := range c.procs {
 		for _, t := range p.threads {
 			b, err := c.pread(t)
@@ -317,28 +333,13 @@ func (c *lookCache) read() (busy, stopped, ok bool) {
 			if at < 0 || len(b) < at+3 {
 				return false, false, false
 			}
-			// As look reads it: a dying build counts as working.
-			state, flags := stateFlags(b[at+1:])
-			switch state {
-			case 'R', 'D':
-				return true, false, true
-			case 'Z', 'X', 'x':
-				if i == 0 {
-					rootGone++
-				}
-				continue
-			case 'T', 't':
-				stopped = true
-			}
-			if flags&pfExiting != 0 {
+			if tl.add(i == 0, b[at+1:]) {
 				return true, false, true
 			}
 		}
 	}
-	if rootGone == len(c.procs[0].threads) {
-		return true, false, true
-	}
-	return false, stopped, true
+	busy, stopped = tl.result()
+	return busy, stopped, true
 }
 
 // pread reads a /proc file from its start into c's buffer.
