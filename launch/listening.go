@@ -26,7 +26,7 @@ func Listening(pid, port int) bool {
 		return listeningInTables(pid, port)
 	}
 	for _, p := range ProcessTree(pid) {
-		fds := socketFDs(p)
+		fds := sockets(p)
 		if len(fds) == 0 {
 			continue
 		}
@@ -63,8 +63,15 @@ const (
 // tables.
 var pidfdRefused atomic.Bool
 
-// socketFDs are the descriptors of process pid that are sockets.
-func socketFDs(pid int) []int {
+// socket is one of a process's descriptors that is a socket, with the
+// socket's inode (as /proc/PID/fd links and the kernel's tables name it).
+type socket struct {
+	fd    int
+	inode string
+}
+
+// sockets are the descriptors of process pid that are sockets.
+func sockets(pid int) []socket {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
 	d, err := os.Open(dir)
 	if err != nil {
@@ -72,23 +79,25 @@ func socketFDs(pid int) []int {
 	}
 	names, _ := d.Readdirnames(-1)
 	d.Close()
-	var out []int
+	var out []socket
 	for _, name := range names {
-		if l, err := os.Readlink(dir + name); err == nil && strings.HasPrefix(l, "socket:[") {
-			if fd, err := strconv.Atoi(name); err == nil {
-				out = append(out, fd)
-			}
+		l, err := os.Readlink(dir + name)
+		if err != nil || !strings.HasPrefix(l, "socket:[") || !strings.HasSuffix(l, "]") {
+			continue
+		}
+		if fd, err := strconv.Atoi(name); err == nil {
+			out = append(out, socket{fd, l[len("socket:[") : len(l)-1]})
 		}
 	}
 	return out
 }
 
-// anyListens reports whether one of fds, sockets of the process pidfd
+// anyListens reports whether one of fds, the sockets of the process pidfd
 // refers to, listens on TCP port. An error says the kernel refused to
 // duplicate them at all (not a socket closed meanwhile).
-func anyListens(pidfd int, fds []int, port int) (bool, error) {
-	for _, fd := range fds {
-		dup, _, errno := syscall.Syscall(sysPidfdGetfd, uintptr(pidfd), uintptr(fd), 0)
+func anyListens(pidfd int, fds []socket, port int) (bool, error) {
+	for _, s := range fds {
+		dup, _, errno := syscall.Syscall(sysPidfdGetfd, uintptr(pidfd), uintptr(s.fd), 0)
 		switch {
 		case errno == syscall.EBADF:
 			continue // closed since it was listed
@@ -137,17 +146,8 @@ func listeningInTables(pid, port int) bool {
 	// socket of the machine (thousands on a busy one).
 	socks := map[string]bool{}
 	for _, p := range ProcessTree(pid) {
-		dir := "/proc/" + strconv.Itoa(p) + "/fd/"
-		d, err := os.Open(dir)
-		if err != nil {
-			continue
-		}
-		fds, _ := d.Readdirnames(-1)
-		d.Close()
-		for _, fd := range fds {
-			if l, err := os.Readlink(dir + fd); err == nil && strings.HasPrefix(l, "socket:[") && strings.HasSuffix(l, "]") {
-				socks[l[len("socket:["):len(l)-1]] = true
-			}
+		for _, s := range sockets(p) {
+			socks[s.inode] = true
 		}
 	}
 	if len(socks) == 0 {

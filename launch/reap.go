@@ -56,25 +56,39 @@ func marked() map[int]string {
 	if err != nil {
 		return out
 	}
-	key := []byte(OwnerEnv + "=")
 	self := os.Getpid()
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue // another user's, or gone
-		}
-		for _, kv := range bytes.Split(b, []byte{0}) {
-			if bytes.HasPrefix(kv, key) {
-				out[pid] = string(kv[len(key):])
-				break
-			}
+		if v, ok := ownerOf(pid); ok {
+			out[pid] = v
 		}
 	}
 	return out
+}
+
+// markedWith reports whether process pid is marked with value.
+func markedWith(pid int, value string) bool {
+	v, ok := ownerOf(pid)
+	return ok && v == value
+}
+
+// ownerOf is the OwnerEnv value in process pid's environment, if it
+// holds one (and is this user's, and still there).
+func ownerOf(pid int) (string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return "", false
+	}
+	key := []byte(OwnerEnv + "=")
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if bytes.HasPrefix(kv, key) {
+			return string(kv[len(key):]), true
+		}
+	}
+	return "", false
 }
 
 // Sweep removes what an earlier Kavach that could not clean up (kill -9,
@@ -253,22 +267,6 @@ func killAndReap(value string, pgid, leader int) {
 	}
 }
 
-// markedWith reports whether process pid's environment holds OwnerEnv
-// with value.
-func markedWith(pid int, value string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
-	}
-	want := []byte(OwnerEnv + "=" + value)
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if bytes.Equal(kv, want) {
-			return true
-		}
-	}
-	return false
-}
-
 // procStat is what killAndReap and the watcher read of /proc/PID/stat.
 type procStat struct {
 	pid, ppid, pgrp, session int
@@ -298,19 +296,13 @@ func readStat(pid int) (procStat, bool) {
 	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, session: session, state: f[0][0], start: f[19]}, true
 }
 
-// children lists the processes whose parent is pid (zombies included),
-// from the children files of pid's threads: a few files, whatever the
-// number of processes on the machine.
+// children lists the processes whose parent is pid (zombies included)
+// (childPids).
 func children(pid int) []procStat {
 	var out []procStat
-	for _, tid := range Threads(pid) {
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/children")
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				if st, ok := readStat(n); ok && st.ppid == pid {
-					out = append(out, st)
-				}
-			}
+	for _, n := range childPids(pid) {
+		if st, ok := readStat(n); ok && st.ppid == pid {
+			out = append(out, st)
 		}
 	}
 	return out

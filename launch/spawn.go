@@ -410,23 +410,25 @@ func ProcessTree(pid int) []int { return processTree(pid, 64) }
 func processTree(pid, limit int) []int {
 	pids := []int{pid}
 	for i := 0; i < len(pids) && i < limit; i++ {
-		p := strconv.Itoa(pids[i])
-		d, err := os.Open("/proc/" + p + "/task")
-		if err != nil {
-			continue
-		}
-		tids, _ := d.Readdirnames(-1)
-		d.Close()
-		for _, tid := range tids {
-			b, _ := os.ReadFile("/proc/" + p + "/task/" + tid + "/children")
-			for _, f := range strings.Fields(string(b)) {
-				if c, err := strconv.Atoi(f); err == nil {
-					pids = append(pids, c)
-				}
+		pids = append(pids, childPids(pids[i])...)
+	}
+	return pids
+}
+
+// childPids are the pids of process pid's children, from its threads'
+// children files: a few files, whatever the number of processes on the
+// machine.
+func childPids(pid int) []int {
+	var out []int
+	for _, tid := range Threads(pid) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
 			}
 		}
 	}
-	return pids
+	return out
 }
 
 // waitExited blocks until process pid has exited, without reaping it
