@@ -146,8 +146,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		if !refusedAtWriter(v, ot) {
 			break
 		}
-		a.K = v.K
-		a.Events, a.Origin = a.Build()
+		a.Events, a.Origin = a.Build() // numbered v.K by the generator
 		at, err := runRetry(ctx, old, a.Events, ropts)
 		if err != nil {
 			r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)

@@ -156,17 +156,17 @@ func ancestors(key string) []string {
 // numbers no binary float holds exactly (0.1, 1e-3), then the rest: a
 // budget that keeps a few of a write's keeps those that can show it.
 func (g *gen) readBackForms(j int) []substitution {
-	var before []kavach.Field // split when a form does not say what it sets (Edit)
+	var before []kavach.Field // the recorded request's fields, split when first needed
+	answer, answered := g.numberAnswered(j)
 	var shows, inexact, exact []substitution
-	base, hasBase := g.storedBase(j, &before)
 	for _, sub := range g.valuesOf(j) {
 		if sub.kind != "number-form" {
 			continue
 		}
-		v, ok := g.newValue(j, sub, &before)
+		v, field, ok := g.newValue(j, sub, &before)
 		switch {
 		case !ok, !strings.ContainsAny(v, ".eE") && !strings.HasPrefix(v, "-0"):
-		case showsAt17(v, base, hasBase):
+		case showsAt17(g.stored(j, v, field, answer, answered, &before)):
 			shows = append(shows, sub)
 		case binaryHolds(v):
 			exact = append(exact, sub)
@@ -177,37 +177,31 @@ func (g *gen) readBackForms(j int) []substitution {
 	return slices.Concat(shows, inexact, exact)
 }
 
-// storedBase is, when step j's recorded answer is a number and the
-// field its number forms vary held one, the answer less that value:
-// what an increment added to (INCRBYFLOAT k 2.5 answered 12.5: 10).
-func (g *gen) storedBase(j int, before *[]kavach.Field) (float64, bool) {
+// numberAnswered is step j's recorded answer, when it is one number.
+func (g *gen) numberAnswered(j int) (float64, bool) {
 	s := g.steps[j-1]
 	if len(s.Responses) != 1 {
 		return 0, false
 	}
-	answer, ok := number(g.opts.Codec.Normalize(s.Request.Data, s.Responses[0].Data))
-	if !ok {
+	return number(g.opts.Codec.Normalize(s.Request.Data, s.Responses[0].Data))
+}
+
+// stored is the number step j stores with v in its field: when the step
+// answered a number and the field held one, the answer less what the
+// field held plus v (an increment answers what it stored: INCRBYFLOAT k
+// 2.5 answered 12.5, so 10 plus v); else v. ok is false when v is no
+// finite number.
+func (g *gen) stored(j int, v string, field int, answer float64, answered bool, before *[]kavach.Field) (float64, bool) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return 0, false
 	}
-	for _, sub := range g.valuesOf(j) {
-		if sub.kind != "number-form" || sub.Edit == nil {
-			continue
+	if answered && g.recordedFields(j, before) && field < len(*before) {
+		if was, err := strconv.ParseFloat((*before)[field].Value, 64); err == nil {
+			return answer - was + f, true
 		}
-		if *before == nil {
-			_, f, ok := g.opts.Variator.Fields(s.Request.Data, nil)
-			if !ok {
-				return 0, false
-			}
-			*before = f
-		}
-		if i := sub.Edit.Field; i >= 0 && i < len(*before) {
-			if was, err := strconv.ParseFloat((*before)[i].Value, 64); err == nil {
-				return answer - was, true
-			}
-		}
-		return 0, false
 	}
-	return 0, false
+	return f, true
 }
 
 // number is a normalized answer as a number: an integer, or a string
@@ -229,47 +223,48 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
-// showsAt17 reports whether the number stored when v is written (v, or
-// base plus v) has a fraction and reads otherwise with 17 significant
-// digits than at its shortest.
-func showsAt17(v string, base float64, hasBase bool) bool {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return false
-	}
-	if hasBase {
-		f += base
-	}
-	if f == math.Trunc(f) {
+// showsAt17 reports whether the stored number f (when ok) has a fraction
+// and reads otherwise with 17 significant digits than at its shortest.
+func showsAt17(f float64, ok bool) bool {
+	if !ok || f == math.Trunc(f) {
 		return false // a whole number: stored and read back as one
 	}
 	return strconv.FormatFloat(f, 'g', 17, 64) != strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// newValue is the value sub sets in step j's request: its Edit's, or
-// the one field that differs from the recorded request's (before, split
-// once, without the schema: it costs less and places the fields alike).
-func (g *gen) newValue(j int, sub substitution, before *[]kavach.Field) (string, bool) {
-	if sub.Edit != nil {
-		return sub.Edit.Value, true
-	}
+// recordedFields splits step j's recorded request into *before, once,
+// without the schema (it costs less and places the fields alike).
+func (g *gen) recordedFields(j int, before *[]kavach.Field) bool {
 	if *before == nil {
 		_, f, ok := g.opts.Variator.Fields(g.steps[j-1].Request.Data, nil)
 		if !ok {
-			return "", false
+			return false
 		}
 		*before = f
 	}
+	return true
+}
+
+// newValue is the value sub sets in step j's request, and the field it
+// sets: its Edit's, or the one field that differs from the recorded
+// request's (before, split once).
+func (g *gen) newValue(j int, sub substitution, before *[]kavach.Field) (string, int, bool) {
+	if sub.Edit != nil {
+		return sub.Edit.Value, sub.Edit.Field, true
+	}
+	if !g.recordedFields(j, before) {
+		return "", 0, false
+	}
 	_, after, ok := g.opts.Variator.Fields(sub.Request, nil)
 	if !ok || len(after) != len(*before) {
-		return "", false
+		return "", 0, false
 	}
 	for i := range after {
 		if after[i].Value != (*before)[i].Value {
-			return after[i].Value, true
+			return after[i].Value, i, true
 		}
 	}
-	return "", false
+	return "", 0, false
 }
 
 // binaryHolds reports whether a binary fraction holds the decimal number
