@@ -130,6 +130,9 @@ func Grade(ctx context.Context, dir string, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	// The candidates share the old build's replays of the variants: each
+	// runs on the old build once (grade.Memo; each report marks them).
+	opts.Diff.Memo = grade.NewMemo()
 	var rows []Row
 	for _, cand := range ex.Candidates {
 		row := Row{Candidate: cand.Name, What: cand.What}

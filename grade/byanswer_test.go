@@ -49,7 +49,7 @@ func TestReproducesByTheFailingAnswer(t *testing.T) {
 		t.Helper()
 		c := redis.Integration{}
 		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-			grade.Options{Integration: c, Seed: 1, Variants: 64, MinVariants: 10, Invariants: set})
+			grade.Options{Integration: c, Seed: 1, Memo: oldReplays, Variants: 64, MinVariants: 10, Invariants: set})
 		if err != nil {
 			t.Fatal(err)
 		}

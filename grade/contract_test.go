@@ -39,7 +39,7 @@ func gradeContract(t *testing.T, fx *fixtures.Fixture, old, new string, set *inv
 	t.Helper()
 	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Invariants: set})
+		grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Memo: oldReplays, Invariants: set})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,11 @@ type Options struct {
 	// shares with others (a suite's, RunSuite); Jobs is then its size.
 	// Nil: a pool of Jobs of the diff's own.
 	Pool *Pool
+	// Memo, if set, remembers the old build's replays of variants for
+	// the other diffs given it (NewMemo): several new builds graded
+	// against one old build and fixture replay each variant on the old
+	// build once. Nil: every diff replays its own.
+	Memo *Memo
 	// OldRuns is how many times the old build is replayed to find noise;
 	// zero means 3. The last of them (when there are two or more) runs
 	// with its timing perturbed (replay.Options.Perturb), so that an

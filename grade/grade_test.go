@@ -56,11 +56,18 @@ func recordIncident(t *testing.T, old string) *fixtures.Fixture {
 	return fx
 }
 
+// oldReplays remembers the old builds' replays of variants for the
+// tests that grade several new builds against one old build and fixture
+// (diff, gradeKind): each variant runs on the old build once. The tests
+// of a verdict's stability (UnderLoad) and those that count or fault
+// replays grade without it.
+var oldReplays = grade.NewMemo()
+
 func diff(t *testing.T, fx *fixtures.Fixture, old, new string, minVariants int) *grade.Report {
 	t.Helper()
 	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Integration: c, MinVariants: minVariants, Variants: 64, Seed: 1})
+		grade.Options{Integration: c, MinVariants: minVariants, Variants: 64, Seed: 1, Memo: oldReplays})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +357,7 @@ func TestWrongAnswerOnlyAnInvariantSees(t *testing.T) {
 		t.Helper()
 		c := redis.Integration{}
 		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-			grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Invariants: set})
+			grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Memo: oldReplays, Invariants: set})
 		if err != nil {
 			t.Fatal(err)
 		}

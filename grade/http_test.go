@@ -51,7 +51,7 @@ func TestHTTPVerdicts(t *testing.T) {
 		t.Run(tc.candidate, func(t *testing.T) {
 			rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old, Args: []string{"--port", "{port}"}},
 				kavach.Launch{Path: build(tc.candidate), Args: []string{"--port", "{port}"}},
-				grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1})
+				grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Memo: oldReplays})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -65,7 +65,7 @@ func gradeHTTP(t *testing.T, fx *fixtures.Fixture, old, new string) *grade.Repor
 	c := axum.Integration{}
 	args := []string{"--port", "{port}"}
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old, Args: args}, kavach.Launch{Path: new, Args: args},
-		grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1})
+		grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Memo: oldReplays})
 	if err != nil {
 		t.Fatal(err)
 	}

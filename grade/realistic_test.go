@@ -166,7 +166,7 @@ func TestRealisticShopChangedRefusal(t *testing.T) {
 	grade := func(c kavach.Integration, new string) *grade.Report {
 		t.Helper()
 		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Invariants: set})
+			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Memo: oldReplays, Invariants: set})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -347,6 +347,10 @@ type VariantEvidence struct {
 	// refuses"). When every value tried was refused, the last is the one
 	// run.
 	Refused int `json:"refused,omitempty"`
+	// Remembered: the old build's replay of this variant was not run
+	// for this diff but taken from an earlier diff's, of the same inputs
+	// on the same build file, in this process (Options.Memo).
+	Remembered bool `json:"remembered,omitempty"`
 	// Kept: a variant of the incident that fails on the old build with the
 	// recorded signature at the varied failing request (OldStep), or a regression variant the old
 	// build handled without failing. Only kept variants count.

@@ -125,7 +125,7 @@ func TestRunnersTheOldBuildLacks(t *testing.T) {
 	args := []string{"--rename-command", "EVAL_RO", "", "--rename-command", "FCALL_RO", ""}
 	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old, Args: args}, kavach.Launch{Path: fixed, Args: args},
-		grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1})
+		grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Memo: oldReplays})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,16 +15,16 @@ import (
 	"github.com/kavach-dev/kavach/integrations/redis"
 )
 
-// sliceIncident is a 60,000-step recording whose last step is the
-// GETRANGE incident's failing request on a key written 5,000 steps
-// before it, far outside the variants' window: on one connection, SELECT
-// 2 and SET tmp at steps 1 and 2; COPY tmp greeting and APPEND greeting
-// at steps 55,000 and 55,001; STRLEN, a working GETRANGE and the crashing
-// one at steps 59,998 to 60,000. Every other step is another
+// sliceIncident is a 10,000-step recording, streamed from its file as a
+// long one is, whose last step is the GETRANGE incident's failing request
+// on a key written 5,000 steps before it, far outside the variants'
+// window: on one connection, SELECT 2 and SET tmp at steps 1 and 2; COPY
+// tmp greeting and APPEND greeting at steps 5,000 and 5,001; STRLEN, a
+// working GETRANGE and the crashing one at steps 9,998 to 10,000. Every other step is another
 // connection's SETs and GETs of keys of their own, in database 0.
 func sliceIncident(t *testing.T, header fixtures.Header) *fixtures.Fixture {
 	t.Helper()
-	const steps, copyAt = 60_000, 55_000
+	const steps, copyAt = 10_000, 5_000
 	const filler, incident = 1 << 20, 2 << 20
 	var evs []kavach.Event
 	var off time.Duration
@@ -83,11 +83,11 @@ func sliceIncident(t *testing.T, header fixtures.Header) *fixtures.Fixture {
 // dependency slice, not a window by position: the failing GETRANGE
 // needs greeting, which COPY wrote 5,000 steps before from tmp (written
 // at step 2), in the database SELECT chose. The slice holds those five
-// steps (the filler's 59,993 writes of other keys and the incident's own
+// steps (the filler's 9,993 writes of other keys and the incident's own
 // reads are not in it); the old build crashes on it, so it is used; ten
 // and more variants reproduce, every step they name is one of the
 // slice's fixture numbers; the correct fix is fixed, the narrow fix
-// fails a variant. On the window (steps 59,000 to 60,000) greeting would
+// fails a variant. On the window (steps 9,000 to 10,000) greeting would
 // be missing, GETRANGE would not crash, and no variant would reproduce.
 func TestVariantsOnTheSlice(t *testing.T) {
 	t.Parallel()
@@ -95,7 +95,7 @@ func TestVariantsOnTheSlice(t *testing.T) {
 	fx := sliceIncident(t, recordIncident(t, b.old).Header)
 	in := writeFixture(t, fx) // graded from the file, as kavach diff grades it
 	c := redis.Integration{}
-	slice := []int{1, 2, 55_000, 55_001, 60_000}
+	slice := []int{1, 2, 5_000, 5_001, 10_000}
 	for _, tc := range []struct {
 		name, new, want string
 	}{
@@ -104,7 +104,7 @@ func TestVariantsOnTheSlice(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := grade.Run(context.Background(), in, kavach.Launch{Path: b.old}, kavach.Launch{Path: tc.new},
-				grade.Options{Integration: c, MinVariants: 10, Variants: 32, Seed: 1, OldRuns: 1})
+				grade.Options{Integration: c, MinVariants: 10, Variants: 32, Seed: 1, Memo: oldReplays, OldRuns: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -43,7 +43,7 @@ func diffBudgetWith(t *testing.T, fx *fixtures.Fixture, old, new string, budget 
 	t.Helper()
 	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Integration: c, MinVariants: 10, Variants: budget, Seed: 1, Invariants: set})
+		grade.Options{Integration: c, MinVariants: 10, Variants: budget, Seed: 1, Memo: oldReplays, Invariants: set})
 	if err != nil {
 		t.Fatal(err)
 	}

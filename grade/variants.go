@@ -135,11 +135,12 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r.FailsAt = fixtureStep(v, at, opts.stepOf, false)
 	}
 	ropts.Shift = v.ShiftAt
-	ot, err := runRetry(ctx, old, v.Events, ropts)
+	ot, remembered, err := opts.Memo.replay(ctx, old, v.Events, ropts)
 	if err != nil {
 		r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 		return r
 	}
+	r.Remembered = remembered
 	// A writer's value the old build refused stored nothing: the next
 	// value of its part is tried, observed on the old build too.
 	for _, a := range v.Alternates {
@@ -147,12 +148,13 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 			break
 		}
 		a.Events, a.Origin = a.Build() // numbered v.K by the generator
-		at, err := runRetry(ctx, old, a.Events, ropts)
+		at, remembered, err := opts.Memo.replay(ctx, old, a.Events, ropts)
 		if err != nil {
 			r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 			return r
 		}
 		v, ot = a, at
+		r.Remembered = r.Remembered && remembered
 		r.Refused++
 		r.Description = v.Description
 	}

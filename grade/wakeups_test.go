@@ -40,6 +40,7 @@ func gradeKind(t *testing.T, fx *fixtures.Fixture, old, new kavach.Launch, opts 
 		fx = &cp
 	}
 	opts.Variants, opts.MinVariants, opts.Seed = cmp.Or(opts.Variants, 64), 10, 1
+	opts.Memo = cmp.Or(opts.Memo, oldReplays)
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, opts.Integration), old, new, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,11 @@ type Request struct {
 	// Progress, if set, is told each time a replay (or a variant)
 	// finishes; for a suite, each time a fixture is graded.
 	Progress func(done, total int)
+	// Memo, if set, is shared by the requests that grade several new
+	// builds against one old build and fixture in this process (the
+	// example harness): each variant is replayed on the old build once
+	// (grade.Memo). Nil: each request replays its own.
+	Memo *grade.Memo
 }
 
 // UsageError is a request that means nothing (a negative count, a
@@ -136,7 +141,7 @@ func (r Request) prepare() (grade.Diff, error) {
 		StepTimeout: ropts.StepTimeout, Prepare: ropts.Prepare,
 		Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs,
 		FailFast: r.FailFast, Invariants: set, Progress: r.Progress,
-		BelowFloor: r.BelowFloor, StartTimeout: r.StartTimeout,
+		BelowFloor: r.BelowFloor, StartTimeout: r.StartTimeout, Memo: r.Memo,
 	}
 	if set != nil {
 		opts.InvariantsFile = set.File

@@ -1,0 +1,149 @@
+package grade
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/replay"
+)
+
+// Memo remembers the old build's replays of variants across the diffs of
+// one process, so that grading several new builds against one old build
+// and one fixture (the example harness's candidates, a test's correct and
+// wrong fixes) replays each variant on the old build once: about three
+// replays in five of a diff are the old build's (every variant runs on
+// it; only the kept ones run on the new build).
+//
+// A replay is reused only when all it depends on is the same, each part
+// observed rather than assumed: the launch (path, arguments, environment,
+// data and state directories); the build's file (device, inode, size,
+// modification time); the events; every request as sent (Options.Prepare
+// applied); the clock's shift at every step (Options.Shift called); the
+// step timeout, the start time and the clock mode. A replay that
+// fingerprints state, or starts from a fixture's state, is not remembered;
+// nor is one whose context ended. A build that a wrapper script runs and
+// that is rebuilt while the Memo lives is not seen: a Memo is for builds
+// that do not change while it lives (docs/diff.md, "Grading several
+// fixes in one process").
+type Memo struct {
+	mu     sync.Mutex
+	traces map[memoKey]*replay.Trace
+}
+
+type memoKey [sha256.Size]byte
+
+// maxMemoTraces bounds a Memo: when full, it starts again empty.
+const maxMemoTraces = 4096
+
+// NewMemo returns an empty Memo.
+func NewMemo() *Memo { return &Memo{traces: map[memoKey]*replay.Trace{}} }
+
+// replay is runRetry of events on the old build l, remembered: a replay
+// of the same inputs made earlier through m is returned instead (true),
+// without starting the build. A nil m remembers nothing. The trace
+// returned is shared: its reader must not change it.
+func (m *Memo) replay(ctx context.Context, l kavach.Launch, events []kavach.Event, ropts replay.Options) (*replay.Trace, bool, error) {
+	if m == nil {
+		tr, err := runRetry(ctx, l, events, ropts)
+		return tr, false, err
+	}
+	key, ok := replayKey(l, events, ropts)
+	if !ok {
+		tr, err := runRetry(ctx, l, events, ropts)
+		return tr, false, err
+	}
+	m.mu.Lock()
+	tr := m.traces[key]
+	m.mu.Unlock()
+	if tr != nil {
+		return tr, true, nil
+	}
+	tr, err := runRetry(ctx, l, events, ropts)
+	if err != nil || ctx.Err() != nil {
+		return tr, false, err
+	}
+	m.mu.Lock()
+	if len(m.traces) >= maxMemoTraces {
+		clear(m.traces)
+	}
+	m.traces[key] = tr
+	m.mu.Unlock()
+	return tr, false, nil
+}
+
+// replayKey is the digest of all a replay of events on l with ropts
+// depends on; false when it is not to be remembered (Memo).
+func replayKey(l kavach.Launch, events []kavach.Event, ropts replay.Options) (memoKey, bool) {
+	if ropts.Inputs != nil || ropts.Seed != nil {
+		return memoKey{}, false
+	}
+	fi, err := os.Stat(l.Path)
+	if err != nil {
+		return memoKey{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return memoKey{}, false
+	}
+	h := sha256.New()
+	str := func(s string) { num(h, uint64(len(s))); h.Write([]byte(s)) }
+	strs := func(ss []string) {
+		num(h, uint64(len(ss)))
+		for _, s := range ss {
+			str(s)
+		}
+	}
+	str(l.Path)
+	strs(l.Args)
+	strs(l.Env)
+	str(l.Data)
+	str(l.State)
+	for _, n := range []uint64{st.Dev, st.Ino, uint64(fi.Size()), uint64(fi.ModTime().UnixNano())} {
+		num(h, n)
+	}
+	str(fmt.Sprintf("%T", ropts.Integration))
+	num(h, uint64(ropts.StepTimeout))
+	num(h, uint64(ropts.Start.UnixNano()))
+	for _, b := range []bool{ropts.RealTime, ropts.Perturb} {
+		if b {
+			num(h, 1)
+		} else {
+			num(h, 0)
+		}
+	}
+	num(h, uint64(len(events)))
+	for _, e := range events {
+		num(h, e.Seq)
+		num(h, e.Conn)
+		num(h, uint64(e.Dir))
+		num(h, uint64(e.Flags))
+		num(h, uint64(e.Offset))
+		data := e.Data
+		if e.Dir == kavach.Request && ropts.Prepare != nil {
+			data = ropts.Prepare(data)
+		}
+		num(h, uint64(len(data)))
+		h.Write(data)
+	}
+	if ropts.Shift != nil {
+		for i := range len(events) + 1 {
+			num(h, uint64(ropts.Shift(i)))
+		}
+	}
+	var k memoKey
+	h.Sum(k[:0])
+	return k, true
+}
+
+func num(h hash.Hash, n uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], n)
+	h.Write(b[:])
+}
