@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
+	"io"
 	"os"
 	"sync"
 	"syscall"
@@ -28,10 +29,11 @@ import (
 // applied); the clock's shift at every step (Options.Shift called); the
 // step timeout, the start time and the clock mode. A replay that
 // fingerprints state, or starts from a fixture's state, is not remembered;
-// nor is one whose context ended. A build that a wrapper script runs and
-// that is rebuilt while the Memo lives is not seen: a Memo is for builds
-// that do not change while it lives (docs/diff.md, "Grading several
-// fixes in one process").
+// nor is one whose context ended, nor one of a build that is not an ELF
+// executable (a wrapper script's file says nothing of the build it runs).
+// A library the build loads that changes while the Memo lives is not
+// seen: a Memo is for builds that do not change while it lives
+// (docs/diff.md, "Grading several fixes in one process").
 type Memo struct {
 	mu     sync.Mutex
 	traces map[memoKey]*replay.Trace
@@ -89,7 +91,7 @@ func replayKey(l kavach.Launch, events []kavach.Event, ropts replay.Options) (me
 		return memoKey{}, false
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+	if !ok || !isELF(l.Path) {
 		return memoKey{}, false
 	}
 	h := sha256.New()
@@ -140,6 +142,20 @@ func replayKey(l kavach.Launch, events []kavach.Event, ropts replay.Options) (me
 	var k memoKey
 	h.Sum(k[:0])
 	return k, true
+}
+
+// isELF reports whether the file at path is an ELF executable: a script
+// (a wrapper) says nothing by its own file of the build it runs, so its
+// replays are not remembered.
+func isELF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [4]byte
+	_, err = io.ReadFull(f, magic[:])
+	return err == nil && string(magic[:]) == "\x7fELF"
 }
 
 func num(h hash.Hash, n uint64) {

@@ -15,8 +15,12 @@ import (
 // replayKey tells apart every input a replay depends on, and refuses the
 // replays a Memo must not keep.
 func TestReplayKey(t *testing.T) {
-	build := filepath.Join(t.TempDir(), "build")
-	if err := os.WriteFile(build, []byte("#!/bin/sh\n"), 0o755); err != nil {
+	dir := t.TempDir()
+	build, script := filepath.Join(dir, "build"), filepath.Join(dir, "wrap.sh")
+	if err := os.WriteFile(build, []byte("\x7fELF\x02\x01\x01"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec redis-server \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	l := kavach.Launch{Path: build, Args: []string{"--port", "1"}}
@@ -78,5 +82,8 @@ func TestReplayKey(t *testing.T) {
 	}
 	if _, ok := replayKey(kavach.Launch{Path: filepath.Join(t.TempDir(), "none")}, events, ropts); ok {
 		t.Error("a build with no file: remembered")
+	}
+	if _, ok := replayKey(kavach.Launch{Path: script}, events, ropts); ok {
+		t.Error("a wrapper script: remembered")
 	}
 }
