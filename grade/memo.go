@@ -37,12 +37,18 @@ import (
 type Memo struct {
 	mu     sync.Mutex
 	traces map[memoKey]*replay.Trace
+	steps  int // the traces' steps, for maxMemoSteps
 }
 
 type memoKey [sha256.Size]byte
 
-// maxMemoTraces bounds a Memo: when full, it starts again empty.
-const maxMemoTraces = 4096
+// A Memo holds at most maxMemoTraces traces of maxMemoSteps steps in
+// all: when full, it starts again empty (a variant of a long recording's
+// window is a thousand steps and more).
+const (
+	maxMemoTraces = 4096
+	maxMemoSteps  = 200_000
+)
 
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo { return &Memo{traces: map[memoKey]*replay.Trace{}} }
@@ -72,10 +78,12 @@ func (m *Memo) replay(ctx context.Context, l kavach.Launch, events []kavach.Even
 		return tr, false, err
 	}
 	m.mu.Lock()
-	if len(m.traces) >= maxMemoTraces {
+	if len(m.traces) >= maxMemoTraces || m.steps+len(tr.Steps) > maxMemoSteps {
 		clear(m.traces)
+		m.steps = 0
 	}
 	m.traces[key] = tr
+	m.steps += len(tr.Steps)
 	m.mu.Unlock()
 	return tr, false, nil
 }
