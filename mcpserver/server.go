@@ -42,6 +42,10 @@ type Config struct {
 	// Defaults are kavach diff's flags' defaults, which the tool's input
 	// schema declares and a call that leaves a field out grades with.
 	Defaults grading.Request
+	// memo is the server's: an agent calls the tool after each attempt at
+	// a fix, with the same old build and fixture, whose variants then run
+	// on the old build once (grade.Memo).
+	memo *grade.Memo
 }
 
 // Transport is MCP's stdio transport on r and w (the process's stdin and
@@ -64,6 +68,7 @@ func (nopWriteCloser) Close() error { return nil }
 func Serve(ctx context.Context, t mcp.Transport, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	cfg.memo = grade.NewMemo()
 	calls := &inflight{}
 	server := mcp.NewServer(&mcp.Implementation{Name: "kavach", Title: "Kavach", Version: kavach.Version}, &mcp.ServerOptions{
 		Instructions: "Kavach grades a candidate fix of a service against a recorded incident. Call " + ToolName +
@@ -322,6 +327,7 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 		StartTimeout: time.Duration(in.StartTimeoutMS) * time.Millisecond,
 		Progress:     progress(ctx, req),
 		BelowFloor:   in.BelowFloor,
+		Memo:         cfg.memo,
 	}
 	if len(in.Fixtures) > 0 || isDir(in.Fixture) {
 		r.Progress = suiteProgress(ctx, req)

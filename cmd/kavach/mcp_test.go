@@ -165,6 +165,34 @@ func TestMCP(t *testing.T) {
 		}
 	})
 
+	t.Run("another attempt", func(t *testing.T) {
+		// An agent's next attempt, with the same old build and fixture:
+		// the variants' old replays are the server's from the call before
+		// (grade.Memo), and the verdict is the new build's.
+		report := filepath.Join(dir, "again.json")
+		_, out := callDiff(t, ctx, session, "", map[string]any{"old": old, "new": pristine, "fixture": fixture, "out": report})
+		if out.Verdict != "fixed" {
+			t.Fatalf("verdict %s, want fixed", out.Verdict)
+		}
+		var rep grade.Report
+		b, err := os.ReadFile(report)
+		if err == nil {
+			err = json.Unmarshal(b, &rep)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, v := range rep.Evidence.Variants.List {
+			if v.Remembered {
+				n++
+			}
+		}
+		if list := rep.Evidence.Variants.List; n == 0 || n != len(list) {
+			t.Errorf("%d of %d variants' old replays taken from the call before, want all", n, len(list))
+		}
+	})
+
 	t.Run("suite", func(t *testing.T) {
 		// The incident and a contract around it, recorded on the old
 		// build; the candidate fixes GETRANGE and breaks negative INCRBY.
