@@ -142,14 +142,7 @@ func TestMCP(t *testing.T) {
 		if code := run(ctx, []string{"kavach", "verdict", report}, nil, &stdout, &errb); code != 0 || stdout.String() != "agrees: diverged@3\n" {
 			t.Errorf("kavach verdict %s: exit %d: %s%s", report, code, stdout.String(), errb.String())
 		}
-		var rep grade.Report
-		b, err := os.ReadFile(report)
-		if err == nil {
-			err = json.Unmarshal(b, &rep)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := readReport(t, report)
 		if out.MoreFindings != len(rep.Findings)-1 {
 			t.Errorf("more_findings %d, the report has %d findings", out.MoreFindings, len(rep.Findings))
 		}
@@ -174,14 +167,7 @@ func TestMCP(t *testing.T) {
 		if out.Verdict != "fixed" {
 			t.Fatalf("verdict %s, want fixed", out.Verdict)
 		}
-		var rep grade.Report
-		b, err := os.ReadFile(report)
-		if err == nil {
-			err = json.Unmarshal(b, &rep)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := readReport(t, report)
 		n := 0
 		for _, v := range rep.Evidence.Variants.List {
 			if v.Remembered {
@@ -382,6 +368,20 @@ func TestMCP(t *testing.T) {
 
 // callDiff calls the tool, with a progress token when token is not "",
 // and returns the result and its structured output.
+// readReport is the JSON report at path.
+func readReport(t *testing.T, path string) *grade.Report {
+	t.Helper()
+	var rep grade.Report
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &rep)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rep
+}
+
 func callDiff(t *testing.T, ctx context.Context, s *mcp.ClientSession, token string, args map[string]any) (*mcp.CallToolResult, mcpserver.DiffOutput) {
 	t.Helper()
 	params := &mcp.CallToolParams{Name: mcpserver.ToolName, Arguments: args}
