@@ -76,6 +76,11 @@ type Options struct {
 	// from to the fixture's (variants.Options.StepOf); nil: the variants
 	// are made from the fixture.
 	stepOf func(int) int
+	// memoScope is the digest of the fixture's header, in Memo's keys:
+	// the integration's settings (its environment, what it leaves out of
+	// a reply) are made from the header, and a Memo's key holds only the
+	// integration's type.
+	memoScope string
 }
 
 // Run grades the new build against the fixture (docs/design.md §4) and returns
@@ -171,6 +176,9 @@ func newDiff(in *fixtures.Recording, old, new kavach.Launch, opts Options) (*dif
 	}
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
+	}
+	if opts.Memo != nil {
+		opts.memoScope = headerDigest(fx.Header)
 	}
 	d := &diff{fx: fx, old: old, new: new, opts: opts, keyOf: func(n int) int { return n - 1 }}
 	d.rec, d.long = newRecording(in, opts.LongSteps)

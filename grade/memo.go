@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"hash"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -25,7 +27,9 @@ import (
 // A replay is reused only when all it depends on is the same, each part
 // observed rather than assumed: the launch (path, arguments, environment,
 // data and state directories); the build's file (device, inode, size,
-// modification time); the events; every request as sent (Options.Prepare
+// modification time); the fixture's header, from which the integration's
+// settings are made (the key holds the integration's type, not its
+// settings); the events; every request as sent (Options.Prepare
 // applied); the clock's shift at every step (Options.Shift called); the
 // step timeout, the start time and the clock mode. A replay that
 // fingerprints state, or starts from a fixture's state, is not remembered;
@@ -57,12 +61,12 @@ func NewMemo() *Memo { return &Memo{traces: map[memoKey]*replay.Trace{}} }
 // of the same inputs made earlier through m is returned instead (true),
 // without starting the build. A nil m remembers nothing. The trace
 // returned is shared: its reader must not change it.
-func (m *Memo) replay(ctx context.Context, l kavach.Launch, events []kavach.Event, ropts replay.Options) (*replay.Trace, bool, error) {
+func (m *Memo) replay(ctx context.Context, scope string, l kavach.Launch, events []kavach.Event, ropts replay.Options) (*replay.Trace, bool, error) {
 	if m == nil {
 		tr, err := runRetry(ctx, l, events, ropts)
 		return tr, false, err
 	}
-	key, ok := replayKey(l, events, ropts)
+	key, ok := replayKey(scope, l, events, ropts)
 	if !ok {
 		tr, err := runRetry(ctx, l, events, ropts)
 		return tr, false, err
@@ -89,8 +93,9 @@ func (m *Memo) replay(ctx context.Context, l kavach.Launch, events []kavach.Even
 }
 
 // replayKey is the digest of all a replay of events on l with ropts
-// depends on; false when it is not to be remembered (Memo).
-func replayKey(l kavach.Launch, events []kavach.Event, ropts replay.Options) (memoKey, bool) {
+// depends on, within scope (Options.memoScope); false when it is not to
+// be remembered (Memo).
+func replayKey(scope string, l kavach.Launch, events []kavach.Event, ropts replay.Options) (memoKey, bool) {
 	if ropts.Inputs != nil || ropts.Seed != nil {
 		return memoKey{}, false
 	}
@@ -110,6 +115,7 @@ func replayKey(l kavach.Launch, events []kavach.Event, ropts replay.Options) (me
 			str(s)
 		}
 	}
+	str(scope)
 	str(l.Path)
 	strs(l.Args)
 	strs(l.Env)
@@ -150,6 +156,16 @@ func replayKey(l kavach.Launch, events []kavach.Event, ropts replay.Options) (me
 	var k memoKey
 	h.Sum(k[:0])
 	return k, true
+}
+
+// headerDigest is the SHA-256 of a fixture's header, as JSON.
+func headerDigest(h fixtures.Header) string {
+	b, err := json.Marshal(h)
+	if err != nil {
+		b = fmt.Appendf(nil, "%#v", h)
+	}
+	sum := sha256.Sum256(b)
+	return string(sum[:])
 }
 
 // isELF reports whether the file at path is an ELF executable: a script

@@ -30,16 +30,16 @@ func TestReplayKey(t *testing.T) {
 		{Seq: 3, Conn: 1, Dir: kavach.Response, Data: []byte("+PONG\r\n")},
 	}
 	ropts := replay.Options{Integration: redis.Integration{}, StepTimeout: time.Second, Start: time.Unix(1, 0)}
-	base, ok := replayKey(l, events, ropts)
+	base, ok := replayKey("fixture", l, events, ropts)
 	if !ok {
 		t.Fatal("a plain replay is not remembered")
 	}
-	if again, _ := replayKey(l, events, ropts); again != base {
+	if again, _ := replayKey("fixture", l, events, ropts); again != base {
 		t.Fatal("the same replay has two keys")
 	}
 	other := func(name string, l kavach.Launch, events []kavach.Event, ropts replay.Options) {
 		t.Helper()
-		k, ok := replayKey(l, events, ropts)
+		k, ok := replayKey("fixture", l, events, ropts)
 		if ok && k == base {
 			t.Errorf("%s: same key as the replay it differs from", name)
 		}
@@ -48,6 +48,9 @@ func TestReplayKey(t *testing.T) {
 		c := append([]kavach.Event(nil), events...)
 		f(c)
 		return c
+	}
+	if k, _ := replayKey("another fixture", l, events, ropts); k == base {
+		t.Error("another fixture's header: same key")
 	}
 	other("an argument", kavach.Launch{Path: build, Args: []string{"--port", "2"}}, events, ropts)
 	other("the environment", kavach.Launch{Path: build, Args: l.Args, Env: []string{"A=1"}}, events, ropts)
@@ -76,14 +79,14 @@ func TestReplayKey(t *testing.T) {
 		"fingerprinting": {Inputs: &replay.Inputs{}},
 		"a seeded state": {Seed: &kavach.Seed{}},
 	} {
-		if _, ok := replayKey(l, events, o); ok {
+		if _, ok := replayKey("fixture", l, events, o); ok {
 			t.Errorf("%s: remembered", name)
 		}
 	}
-	if _, ok := replayKey(kavach.Launch{Path: filepath.Join(t.TempDir(), "none")}, events, ropts); ok {
+	if _, ok := replayKey("fixture", kavach.Launch{Path: filepath.Join(t.TempDir(), "none")}, events, ropts); ok {
 		t.Error("a build with no file: remembered")
 	}
-	if _, ok := replayKey(kavach.Launch{Path: script}, events, ropts); ok {
+	if _, ok := replayKey("fixture", kavach.Launch{Path: script}, events, ropts); ok {
 		t.Error("a wrapper script: remembered")
 	}
 }

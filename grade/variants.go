@@ -135,7 +135,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r.FailsAt = fixtureStep(v, at, opts.stepOf, false)
 	}
 	ropts.Shift = v.ShiftAt
-	ot, remembered, err := opts.Memo.replay(ctx, old, v.Events, ropts)
+	ot, remembered, err := opts.Memo.replay(ctx, opts.memoScope, old, v.Events, ropts)
 	if err != nil {
 		r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 		return r
@@ -148,7 +148,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 			break
 		}
 		a.Events, a.Origin = a.Build() // numbered v.K by the generator
-		at, remembered, err := opts.Memo.replay(ctx, old, a.Events, ropts)
+		at, remembered, err := opts.Memo.replay(ctx, opts.memoScope, old, a.Events, ropts)
 		if err != nil {
 			r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 			return r
