@@ -62,11 +62,11 @@ func NewMemo() *Memo { return &Memo{traces: map[memoKey]*replay.Trace{}} }
 // without starting the build. A nil m remembers nothing. The trace
 // returned is shared: its reader must not change it.
 func (m *Memo) replay(ctx context.Context, scope string, l kavach.Launch, events []kavach.Event, ropts replay.Options) (*replay.Trace, bool, error) {
-	if m == nil {
-		tr, err := runRetry(ctx, l, events, ropts)
-		return tr, false, err
+	var key memoKey
+	ok := false
+	if m != nil {
+		key, ok = replayKey(scope, l, events, ropts)
 	}
-	key, ok := replayKey(scope, l, events, ropts)
 	if !ok {
 		tr, err := runRetry(ctx, l, events, ropts)
 		return tr, false, err
