@@ -31,6 +31,7 @@
 #   CLIENTS  redis-benchmark's -c (default 50)
 #   REPS     repetitions of each measurement (default 3)
 #   KEEP=1   keep the temporary directory (fixtures, logs) and print it
+#   KAVACH   the kavach binary to measure (default: built into bin/kavach)
 set -euo pipefail
 
 N=${N:-200000}
@@ -42,7 +43,7 @@ KEEP=${KEEP:-0}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-KAVACH=$ROOT/bin/kavach
+KAVACH=${KAVACH:-}
 
 for cmd in go redis-server redis-cli redis-benchmark nutcracker; do
 	command -v "$cmd" >/dev/null || {
@@ -152,7 +153,10 @@ sample_rss() {
 # ---- build and start the servers and proxies
 
 log "building bin/kavach and the plain proxy (into $TMP)"
-go build -o "$KAVACH" ./cmd/kavach
+if [ -z "$KAVACH" ]; then
+	KAVACH=$ROOT/bin/kavach
+	go build -o "$KAVACH" ./cmd/kavach
+fi
 go build -o "$TMP/plainproxy" ./bench/plainproxy
 
 RPORT=$(free_port)

@@ -65,9 +65,9 @@ type Proxy struct {
 	wg     sync.WaitGroup
 
 	mu sync.Mutex // orders events, steps and the failure
-	// forward is held by a connection from reading requests to
-	// forwarding them: requests reach the service in the order read.
-	forward  sync.Mutex
+	// arrivals reads, records and forwards every connection's requests,
+	// in the order they reached the proxy (order.go).
+	arrivals *arrivals
 	conns    map[uint64]*proxyConn
 	nextConn uint64
 	steps    int // requests written so far
@@ -137,7 +137,13 @@ func Start(opts Options, start time.Time) (*Proxy, error) {
 		opts: opts, ab: opts.Codec.Abilities(), ln: ln, start: start, log: log, ctx: ctx, cancel: cancel,
 		conns: map[uint64]*proxyConn{},
 	}
-	p.wg.Add(1)
+	if p.arrivals, err = newArrivals(p); err != nil {
+		cancel()
+		ln.Close()
+		return nil, err
+	}
+	p.wg.Add(2)
+	go p.arrivals.run()
 	go p.accept()
 	return p, nil
 }
@@ -194,11 +200,17 @@ func (p *Proxy) Close() error {
 	p.cancel()
 	err := p.ln.Close()
 	p.mu.Lock()
+	ids := make([]uint64, 0, len(p.conns))
 	for _, c := range p.conns {
 		c.client.Close()
 		c.server.Close()
+		ids = append(ids, c.id)
 	}
 	p.mu.Unlock()
+	for _, id := range ids {
+		p.arrivals.stop(id)
+	}
+	p.arrivals.close()
 	p.wg.Wait()
 	p.endWatch()
 	if errors.Is(err, net.ErrClosed) {
@@ -311,7 +323,7 @@ func (p *Proxy) serve(client net.Conn) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		closer <- whoClosed(p.copy(c, kavach.Request, server, client), "client", "server")
+		closer <- whoClosed(p.arrivals.follow(c, server), "client", "server")
 	}()
 	go func() {
 		defer wg.Done()
@@ -327,6 +339,7 @@ func (p *Proxy) serve(client net.Conn) {
 		// The service is gone; everything it sent has been forwarded.
 		client.Close()
 		server.Close()
+		p.arrivals.stop(c.id)
 	}
 	wg.Wait()
 	client.Close()
@@ -408,89 +421,110 @@ func closeWrite(c net.Conn) {
 }
 
 // copy forwards src to dst until src ends or a write fails, and records
-// the bytes as whole messages of direction dir: the messages of each read
-// are written to the fixture before its bytes are forwarded, so a reply
-// can never precede its request in the fixture. Bytes the codec cannot
-// frame are forwarded unchanged and recorded raw, marked ParseError (with
-// what looks like a secret in them redacted); framing starts again where
-// the codec says the service goes on (kavach.Abilities.Resync), else the rest of
-// the direction is raw, and so it is after a message over the size limit. It reports why it ended.
+// the bytes as whole messages of direction dir (copier.take). It reports
+// why it ended. Requests are not read this way but by the proxy's
+// arrivals, in the order they reached the proxy (order.go).
 func (p *Proxy) copy(c *proxyConn, dir kavach.Direction, dst io.Writer, src io.Reader) copyEnd {
+	k := p.newCopier(c, dir, dst)
+	buf := make([]byte, readSize)
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			if end, ok := k.take(buf[:n]); !ok {
+				return end
+			}
+		}
+		if rerr != nil {
+			return k.end(rerr)
+		}
+	}
+}
+
+// readSize is how much a copier reads at once.
+const readSize = 64 << 10
+
+// copier is one direction of a connection: what it has read of a message
+// not yet whole, and how its next bytes are taken.
+type copier struct {
+	p       *Proxy
+	c       *proxyConn
+	dir     kavach.Direction
+	dst     io.Writer
+	split   func([]byte) (int, error)
+	pending []byte // bytes read but not yet a whole message
+	batch   []message
+	mode    rawMode
+	rs      rawState
+}
+
+func (p *Proxy) newCopier(c *proxyConn, dir kavach.Direction, dst io.Writer) *copier {
 	split := p.opts.Codec.SplitRequest
 	if dir == kavach.Response {
 		split = p.opts.Codec.SplitResponse
 	}
-	buf := make([]byte, 64<<10)
-	var (
-		pending []byte // bytes read but not yet a whole message
-		batch   []message
-		mode    rawMode
-		rs      rawState
-	)
-	for {
-		n, rerr := src.Read(buf)
-		if n > 0 && dir == kavach.Request {
-			// Requests reach the service in the order the proxy read
-			// them, whatever their connection: a client that writes EXEC
-			// on one connection and then LPUSH on another, without waiting,
-			// has them run in that order, as without the proxy (Redis's
-			// suite, "BRPOPLPUSH does not affect WATCH while still
-			// blocked", failed through the recorder every time without
-			// this). The lock is held from the read to the forward.
-			p.forward.Lock()
+	return &copier{p: p, c: c, dir: dir, dst: dst, split: split}
+}
+
+// take records the bytes of one read as whole messages and then forwards
+// them: the messages of each read are written to the fixture before its
+// bytes are forwarded, so a reply can never precede its request in the
+// fixture. Bytes the codec cannot frame are forwarded unchanged and
+// recorded raw, marked ParseError (with what looks like a secret in them
+// redacted); framing starts again where the codec says the service goes
+// on (kavach.Abilities.Resync), else the rest of the direction is raw, and
+// so it is after a message over the size limit. It reports false, and
+// why, when dst could not be written. chunk is not kept.
+func (k *copier) take(chunk []byte) (copyEnd, bool) {
+	p := k.p
+	k.batch = k.batch[:0]
+	switch k.mode {
+	case rawRest:
+		k.batch = append(k.batch, p.rawMessage(k.dir, &k.rs, chunk, true))
+	case rawLine:
+		// The unparsable line goes on: raw up to its end.
+		i := bytes.IndexByte(chunk, '\n') + 1
+		if i == 0 {
+			k.batch = append(k.batch, p.rawMessage(k.dir, &k.rs, chunk, false))
+			break
 		}
-		if n > 0 {
-			chunk := buf[:n]
-			batch = batch[:0]
-			switch mode {
-			case rawRest:
-				batch = append(batch, p.rawMessage(dir, &rs, chunk, true))
-			case rawLine:
-				// The unparsable line goes on: raw up to its end.
-				i := bytes.IndexByte(chunk, '\n') + 1
-				if i == 0 {
-					batch = append(batch, p.rawMessage(dir, &rs, chunk, false))
-					break
-				}
-				batch = append(batch, p.rawMessage(dir, &rs, chunk[:i], false))
-				pending = append(pending[:0], chunk[i:]...)
-				pending, mode, batch = p.frames(c.id, dir, split, pending, batch, &rs)
-			default:
-				pending = p.room(pending, len(chunk), dir)
-				pending = append(pending, chunk...)
-				pending, mode, batch = p.frames(c.id, dir, split, pending, batch, &rs)
-			}
-			p.record(c, dir, batch)
-			pending = letGo(pending, batch)
-			clear(batch) // nor keep them through the batch
-			_, err := dst.Write(chunk)
-			if dir == kavach.Request {
-				p.forward.Unlock()
-			}
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) && p.ctx.Err() != nil {
-					return proxyClosed
-				}
-				return dstFailed
-			}
-		}
-		if rerr != nil {
-			if len(pending) > 0 {
-				// The stream ended inside a message: keep what there was.
-				p.record(c, dir, []message{p.rawMessage(dir, &rs, pending, mode == rawRest)})
-			}
-			if cap(pending) > largePending {
-				// A large message cut short: its memory goes back now,
-				// not whenever the runtime gets to it.
-				pending = nil
-				debug.FreeOSMemory()
-			}
-			if errors.Is(rerr, net.ErrClosed) && p.ctx.Err() != nil {
-				return proxyClosed
-			}
-			return srcEnded
-		}
+		k.batch = append(k.batch, p.rawMessage(k.dir, &k.rs, chunk[:i], false))
+		k.pending = append(k.pending[:0], chunk[i:]...)
+		k.pending, k.mode, k.batch = p.frames(k.c.id, k.dir, k.split, k.pending, k.batch, &k.rs)
+	default:
+		k.pending = p.room(k.pending, len(chunk), k.dir)
+		k.pending = append(k.pending, chunk...)
+		k.pending, k.mode, k.batch = p.frames(k.c.id, k.dir, k.split, k.pending, k.batch, &k.rs)
 	}
+	p.record(k.c, k.dir, k.batch)
+	k.pending = letGo(k.pending, k.batch)
+	clear(k.batch) // nor keep them through the batch
+	if _, err := k.dst.Write(chunk); err != nil {
+		if errors.Is(err, net.ErrClosed) && p.ctx.Err() != nil {
+			return proxyClosed, false
+		}
+		return dstFailed, false
+	}
+	return 0, true
+}
+
+// end records what is left when the source ended with err, and reports
+// why the copy ended.
+func (k *copier) end(err error) copyEnd {
+	p := k.p
+	if len(k.pending) > 0 {
+		// The stream ended inside a message: keep what there was.
+		p.record(k.c, k.dir, []message{p.rawMessage(k.dir, &k.rs, k.pending, k.mode == rawRest)})
+	}
+	if cap(k.pending) > largePending {
+		// A large message cut short: its memory goes back now,
+		// not whenever the runtime gets to it.
+		k.pending = nil
+		debug.FreeOSMemory()
+	}
+	if errors.Is(err, net.ErrClosed) && p.ctx.Err() != nil {
+		return proxyClosed
+	}
+	return srcEnded
 }
 
 // room makes room in pending for more bytes of a message: for the whole
