@@ -887,9 +887,14 @@ func (r *runner) observable(from, to time.Time, blocked bool) bool {
 // (done), looking again whenever a reply comes or 50 µs pass. A build
 // stopped meanwhile is left to quiesce, which decides its hang; one
 // gone, an interrupted replay, or the step timeout of real time end the
-// wait.
+// wait, and so does a build working on something long (workLong of its
+// own processor time), as in quiesce: a script looping until a later
+// step kills it sends nothing before that step, which waiting cannot
+// bring (Redis's suite waited the step timeout, 5 s, at each of its four
+// SCRIPT KILL and FUNCTION KILL tests: 20 s of a 31 s replay).
 func (r *runner) finishing() {
 	began := time.Now()
+	long := r.long()
 	for {
 		done, stopped := r.done()
 		if done {
@@ -899,7 +904,7 @@ func (r *runner) finishing() {
 			r.quiesce()
 			return
 		}
-		if r.proc.Exited() != nil || r.ctx.Err() != nil || time.Since(began) > r.opts.StepTimeout {
+		if r.proc.Exited() != nil || r.ctx.Err() != nil || time.Since(began) > r.opts.StepTimeout || long.done() {
 			break
 		}
 		r.waitFine(50 * time.Microsecond)
