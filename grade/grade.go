@@ -47,6 +47,14 @@ type Options struct {
 	// with its timing perturbed (replay.Options.Perturb), so that an
 	// answer that depends on the machine's load shows as noise.
 	OldRuns int
+	// Confirm is how many more times the old build is replayed when the
+	// new build's answer to a step differs from the recording where the
+	// OldRuns replays showed no noise: a difference the old build also
+	// gives, asked again, is the old build's noise, not a finding
+	// (docs/diff.md, "Noise"). It is asked again so, up to 4 times, while
+	// the last time turned a difference into noise. Zero means 4;
+	// negative: never.
+	Confirm int
 	// Progress, if set, is told each time a replay (or a variant) finishes.
 	Progress func(done, total int)
 	// FailFast stops running variants on the new build after the first
@@ -121,6 +129,18 @@ func Run(ctx context.Context, rec *fixtures.Recording, old, new kavach.Launch, o
 	if err != nil {
 		return nil, err
 	}
+	for round, left := 0, countedDiffs(ev); d.opts.Confirm > 0 && left > 0 && round < confirmRounds; round++ {
+		if err := d.confirm(ctx, rs); err != nil {
+			return nil, err
+		}
+		if ev, tr, err = d.gatherEvidence(rs); err != nil {
+			return nil, err
+		}
+		was := left
+		if left = countedDiffs(ev); left == was {
+			break // asked again, the old build gave none of them: they stand
+		}
+	}
 	d.addInvariants(&ev, tr)
 	vstart := time.Now()
 	if err := d.runVariants(ctx, &ev); err != nil {
@@ -151,6 +171,8 @@ type diff struct {
 	// build documents it, and its commands (learnKeys).
 	group         string
 	groupCommands []string
+	// confirming is how many replays of the old build confirm asked for.
+	confirming int
 }
 
 // newDiff checks what Run was asked, with its options' defaults, and
@@ -170,6 +192,9 @@ func newDiff(in *fixtures.Recording, old, new kavach.Launch, opts Options) (*dif
 	opts.Jobs = opts.Pool.Size()
 	if opts.OldRuns <= 0 {
 		opts.OldRuns = 3
+	}
+	if opts.Confirm == 0 {
+		opts.Confirm = 4
 	}
 	if opts.LongSteps <= 0 {
 		opts.LongSteps = DefaultLongSteps
@@ -244,6 +269,10 @@ type replays struct {
 	// RuleObserved when every replay fingerprinted them, else
 	// RuleInferred and why not; "" when there are none.
 	inputs string
+	// what the old build's replays replayed, and how, for confirm's.
+	src  replay.Source
+	opts replay.Options
+	old  kavach.Launch
 }
 
 func (rs *replays) close() {
@@ -265,12 +294,67 @@ func (d *diff) replayBuilds(ctx context.Context) (*replays, error) {
 	}
 	launches = append(launches, mainNew)
 	// One plan of the recording, shared by the replays.
-	heads, spills, durations, err := runAll(ctx, launches, replay.Shared(d.rec.src), mainOpts, d.opts.Pool, d.opts.Progress)
+	n := len(launches)
+	src := replay.Shared(d.rec.src)
+	heads, spills, durations, err := runAll(ctx, launches, src, mainOpts, d.opts.Pool, d.opts.Progress,
+		func(i int) string { return which(i, n) })
 	if err != nil {
 		return nil, err
 	}
 	runs := d.opts.OldRuns
-	return &replays{oldRuns: heads[:runs], newRun: heads[runs], spills: spills, durations: durations, inputs: inputs}, nil
+	return &replays{oldRuns: heads[:runs], newRun: heads[runs], spills: spills, durations: durations, inputs: inputs,
+		src: src, opts: mainOpts, old: mainOld}, nil
+}
+
+// countedDiffs counts the differences of the new build's replay from the
+// recording outside the noise the old build's replays showed, where each
+// is a finding: before the failing step, or anywhere in a contract.
+func countedDiffs(ev Evidence) int {
+	noise := noiseOf(ev)
+	n := 0
+	for _, s := range ev.New.Steps {
+		if !s.Ran || s.uncompared() || !ev.Contract && s.Step >= ev.Failure.Step {
+			continue
+		}
+		counted, _ := noise.Split(s.Diffs)
+		n += len(counted)
+	}
+	return n
+}
+
+// confirmRounds bounds how many times a diff asks the old build again
+// (Confirm replays each time): it asks once more only while the last
+// time turned a difference into noise.
+const confirmRounds = 4
+
+// confirm replays the recording on the old build Confirm more times, as
+// its first replays ran (one of them perturbed), and adds them to
+// rs's: a step the new build answers otherwise than the recording, where
+// the first replays all answered as recorded, may be one whose answer
+// the old build draws at random too (two keys that expire in the same
+// millisecond, listed in the order of a hash table seeded at random per
+// process: 50/50, so three replays agree with the recording one time in
+// eight). Asking the old build again observes that, where an inference
+// from three replays could not; a difference the old build never gives
+// stays a finding.
+func (d *diff) confirm(ctx context.Context, rs *replays) error {
+	k := d.opts.Confirm
+	launches := make([]kavach.Launch, k)
+	for i := range launches {
+		launches[i] = rs.old
+	}
+	heads, spills, durations, err := runAll(ctx, launches, rs.src, rs.opts, d.opts.Pool, d.opts.Progress,
+		func(int) string { return "old (asked again)" })
+	if err != nil {
+		return err
+	}
+	n := d.opts.OldRuns
+	rs.oldRuns = append(rs.oldRuns, heads...)
+	rs.spills = slices.Insert(rs.spills, n, spills...)
+	rs.durations = slices.Insert(rs.durations, n, durations...)
+	d.opts.OldRuns += k
+	d.confirming += k
+	return nil
 }
 
 // fingerprinting is how the builds are replayed to fingerprint the steps
@@ -354,7 +438,7 @@ func (d *diff) newEvidence(rs *replays) Evidence {
 		StateLacking: d.fx.StateLacking(),
 		OrderUnknown: d.fx.OrderUnknown(),
 		Noise:        []replay.NoiseField{},
-		Old:          OldEvidence{Runs: d.opts.OldRuns, Clock: o.Clock, Stopped: o.Stopped},
+		Old:          OldEvidence{Runs: d.opts.OldRuns, Confirming: d.confirming, Clock: o.Clock, Stopped: o.Stopped},
 		New:          NewEvidence{Clock: n.Clock, Stopped: n.Stopped, Exit: n.Exit},
 		Variants:     VariantsEvidence{Min: d.opts.MinVariants, List: []VariantEvidence{}},
 		Invariants:   []InvariantEvidence{},
@@ -611,7 +695,8 @@ func startOrder(n, first int) []int {
 // each into a spill of its own, and returns the traces (without their
 // steps: those are in the spills) in launch order. The first start-up
 // error cancels the rest. The caller closes the spills.
-func runAll(parent context.Context, launches []kavach.Launch, src replay.Source, opts replay.Options, pool *Pool, progress func(done, total int)) ([]*replay.Trace, []*replay.Spill, []time.Duration, error) {
+func runAll(parent context.Context, launches []kavach.Launch, src replay.Source, opts replay.Options, pool *Pool, progress func(done, total int),
+	name func(i int) string) ([]*replay.Trace, []*replay.Spill, []time.Duration, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	traces := make([]*replay.Trace, len(launches))
@@ -673,7 +758,7 @@ func runAll(parent context.Context, launches []kavach.Launch, src replay.Source,
 	for i, err := range errs {
 		if err != nil && err != context.Canceled {
 			closeAll()
-			return nil, nil, nil, fmt.Errorf("%s build: %w", which(i, len(launches)), err)
+			return nil, nil, nil, fmt.Errorf("%s build: %w", name(i), err)
 		}
 	}
 	if err := parent.Err(); err != nil {
@@ -683,7 +768,7 @@ func runAll(parent context.Context, launches []kavach.Launch, src replay.Source,
 	for i, tr := range traces {
 		if tr == nil {
 			closeAll()
-			return nil, nil, nil, fmt.Errorf("%s build: replay did not run: %v", which(i, len(launches)), errs[i])
+			return nil, nil, nil, fmt.Errorf("%s build: replay did not run: %v", name(i), errs[i])
 		}
 	}
 	return traces, spills, durations, nil

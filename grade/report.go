@@ -217,10 +217,14 @@ func (f *FloorEvidence) Below() string {
 
 // OldEvidence is what the old build's replays showed.
 type OldEvidence struct {
-	Runs    int            `json:"runs"`
-	Clock   string         `json:"clock"`
-	Stopped string         `json:"stopped,omitempty"`
-	Steps   []StepEvidence `json:"steps"` // every step of the first run
+	Runs int `json:"runs"`
+	// Confirming is how many of Runs were asked for after the new build
+	// differed from the recording where the first replays showed no
+	// noise (Options.Confirm); 0 when none were.
+	Confirming int            `json:"confirming,omitempty"`
+	Clock      string         `json:"clock"`
+	Stopped    string         `json:"stopped,omitempty"`
+	Steps      []StepEvidence `json:"steps"` // every step of the first run
 }
 
 // NewEvidence is what the new build's replay showed.
