@@ -355,6 +355,10 @@ type VariantEvidence struct {
 	// for this diff but taken from an earlier diff's, of the same inputs
 	// on the same build file, in this process (Options.Memo).
 	Remembered bool `json:"remembered,omitempty"`
+	// Confirming is how many more times the old build replayed the
+	// variant because the new build answered it otherwise (its steps'
+	// OldNoise); 0 when none.
+	Confirming int `json:"confirming,omitempty"`
 	// Kept: a variant of the incident that fails on the old build with the
 	// recorded signature at the varied failing request (OldStep), or a regression variant the old
 	// build handled without failing. Only kept variants count.
@@ -408,6 +412,11 @@ type VariantStep struct {
 	// differed before the old build failed): the difference is then the
 	// state's, explained (docs/variants.md, "What the variant read").
 	InputsDiffer []InputField `json:"inputs_differ,omitempty"`
+	// OldNoise are the paths where the old build, asked again (replayed
+	// once more for each of Options.Confirm, made only for a kept variant
+	// whose output differed), answered otherwise than its first replay
+	// of the variant: the old build's noise, not counted.
+	OldNoise []string `json:"old_noise,omitempty"`
 }
 
 // VariantReply is one build's answer at a step of a variant.

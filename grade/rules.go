@@ -772,10 +772,11 @@ func (r variantRule) fails(v *VariantEvidence, at, limit int) {
 		if i >= limit || o == nil || broken(o.Outcome) || recurs(f, o.Outcome, o.Violated) || len(o.Violated) > 0 || r.feature[s.Origin] {
 			continue
 		}
-		// Noise of the step's origin does not count.
+		// Noise of the step's origin does not count, nor where the old
+		// build, asked again, answered this variant otherwise.
 		var counted []replay.Diff
 		for _, d := range s.Diffs {
-			if s.Origin == 0 || !r.noise.Covers(s.Origin, d.Path) {
+			if (s.Origin == 0 || !r.noise.Covers(s.Origin, d.Path)) && !slices.Contains(s.OldNoise, d.Path) {
 				counted = append(counted, d)
 			}
 		}

@@ -93,6 +93,16 @@ func TestJudgeVariant(t *testing.T) {
 			grade.VariantEvidence{Regression: true, Replayed: 2, Steps: []grade.VariantStep{
 				{Step: 1, Origin: 1, Old: *reply(kavach.OK), New: reply(kavach.OK), Diffs: []replay.Diff{{Step: 1, Path: "reply[0]"}}}}},
 			"kept, failed at step 1"},
+		{"the same answer otherwise, where the old build asked again answered its first replay otherwise: passed",
+			grade.VariantEvidence{Regression: true, Replayed: 2, Steps: []grade.VariantStep{
+				{Step: 1, Origin: 1, Old: *reply(kavach.OK), New: reply(kavach.OK), Diffs: []replay.Diff{{Step: 1, Path: "reply[0]"}},
+					OldNoise: []string{"reply[0]"}}}},
+			"kept, passed"},
+		{"the old build asked again varied elsewhere in the step: failed",
+			grade.VariantEvidence{Regression: true, Replayed: 2, Steps: []grade.VariantStep{
+				{Step: 1, Origin: 1, Old: *reply(kavach.OK), New: reply(kavach.OK), Diffs: []replay.Diff{{Step: 1, Path: "reply[0]"}},
+					OldNoise: []string{"reply[1]"}}}},
+			"kept, failed at step 1"},
 		{"a regression variant the old build crashes on: not kept",
 			grade.VariantEvidence{Regression: true, Replayed: 2, Steps: []grade.VariantStep{
 				{Step: 1, Origin: 1, Old: *reply(kavach.Crash)}}},

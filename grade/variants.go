@@ -160,7 +160,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 	}
 	oldInv := checkInvariants(opts.Invariants, opts.Integration, ot, v.Kind)
 	r.Replayed = len(ot.Steps)
-	r.Steps = variantSteps(v, at, ot, nil, oldInv, checked{}, opts.stepOf, nil)
+	r.Steps = variantSteps(v, at, ot, nil, oldInv, checked{}, opts.stepOf, nil, nil)
 	if r = rule.judge(r); !r.Kept {
 		return r
 	}
@@ -170,17 +170,57 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		return r
 	}
 	newInv := checkInvariants(opts.Invariants, opts.Integration, nt, v.Kind)
-	r.Steps = variantSteps(v, at, ot, nt, oldInv, newInv, opts.stepOf, nil)
+	r.Steps = variantSteps(v, at, ot, nt, oldInv, newInv, opts.stepOf, nil, nil)
 	if r = rule.judge(r); r.FailedStep == 0 || len(r.Diffs) == 0 {
 		return r
 	}
 	// Failed by another answer before the old build's failure: was it
 	// the same state that answered otherwise? Observed, not inferred.
-	if differ := observeInputs(ctx, v, old, new, ropts, keys, opts); len(differ) > 0 {
-		r.Steps = variantSteps(v, at, ot, nt, oldInv, newInv, opts.stepOf, differ)
+	differ := observeInputs(ctx, v, old, new, ropts, keys, opts)
+	if len(differ) > 0 {
+		r.Steps = variantSteps(v, at, ot, nt, oldInv, newInv, opts.stepOf, differ, nil)
 		r = rule.judge(r)
 	}
+	// Failed by another answer still: does the old build, asked again,
+	// give that answer too? Observed, as the fixture's own noise is
+	// (docs/diff.md, "Asked again, not inferred").
+	noisy := map[int][]string{}
+	for round := 0; r.FailedStep != 0 && len(r.Diffs) > 0 && opts.Confirm > 0 && round < confirmRounds; round++ {
+		if err := askAgain(ctx, old, v.Events, ropts, ot, opts.Confirm, noisy); err != nil {
+			r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
+			return r
+		}
+		r.Confirming += opts.Confirm
+		failed, diffs := r.FailedStep, len(r.Diffs)
+		r.Steps = variantSteps(v, at, ot, nt, oldInv, newInv, opts.stepOf, differ, noisy)
+		if r = rule.judge(r); r.FailedStep == failed && len(r.Diffs) == diffs {
+			break // the old build gave none of them: the failure stands
+		}
+	}
 	return r
+}
+
+// askAgain replays a variant's events on the old build n more times and
+// adds to noisy, by the variant's step, the paths where a replay answered
+// otherwise than ot, the old build's first replay of them.
+func askAgain(ctx context.Context, old kavach.Launch, events []kavach.Event, ropts replay.Options, ot *replay.Trace, n int, noisy map[int][]string) error {
+	for range n {
+		tr, err := runRetry(ctx, old, events, ropts)
+		if err != nil {
+			return err
+		}
+		for i, o := range ot.Steps {
+			if i >= len(tr.Steps) || !o.Ran || !tr.Steps[i].Ran {
+				continue
+			}
+			for _, d := range replay.Compare(o, tr.Steps[i]) {
+				if !slices.Contains(noisy[o.N], d.Path) {
+					noisy[o.N] = append(noisy[o.N], d.Path)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // refusedAtWriter reports whether the old build's replay ot of a variant
@@ -264,7 +304,7 @@ func observeInputs(ctx context.Context, v variants.Variant, old, new kavach.Laun
 // is at (the varied failing request; 0 for a regression variant). A step
 // is named, and its origin given, by the fixture's steps (stepOf, for a
 // variant of a window or slice of a long recording).
-func variantSteps(v variants.Variant, at int, ot, nt *replay.Trace, oldInv, newInv checked, stepOf func(int) int, differ map[int][]InputField) []VariantStep {
+func variantSteps(v variants.Variant, at int, ot, nt *replay.Trace, oldInv, newInv checked, stepOf func(int) int, differ map[int][]InputField, noisy map[int][]string) []VariantStep {
 	reply := func(s replay.StepResult, inv checked, failing bool) VariantReply {
 		r := VariantReply{Ran: s.Ran, Outcome: s.Outcome, Violated: inv.violated[s.N], Message: inv.message(s.N)}
 		if failing {
@@ -276,7 +316,8 @@ func variantSteps(v variants.Variant, at int, ot, nt *replay.Trace, oldInv, newI
 	for i, o := range ot.Steps {
 		origin := originOf(v, o.N)
 		failing := at != 0 && origin == at
-		vs := VariantStep{Step: fixtureStep(v, o.N, stepOf, true), Origin: fixtureStep(v, origin, stepOf, false), Old: reply(o, oldInv, failing), InputsDiffer: differ[o.N]}
+		vs := VariantStep{Step: fixtureStep(v, o.N, stepOf, true), Origin: fixtureStep(v, origin, stepOf, false), Old: reply(o, oldInv, failing), InputsDiffer: differ[o.N],
+			OldNoise: noisy[o.N]}
 		quiet := o.Ran && o.Outcome.Kind == kavach.OK && len(vs.Old.Violated) == 0
 		if nt != nil && i < len(nt.Steps) {
 			n := reply(nt.Steps[i], newInv, failing)
