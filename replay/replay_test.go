@@ -67,6 +67,23 @@ func events(steps ...step) []kavach.Event {
 
 func args(s string) []string { return strings.Fields(s) }
 
+// eventLog returns a function that appends an event to *rec, numbered
+// in order.
+func eventLog(rec *[]kavach.Event) func(conn uint64, dir kavach.Direction, at time.Duration, data string) {
+	return func(conn uint64, dir kavach.Direction, at time.Duration, data string) {
+		*rec = append(*rec, kavach.Event{Seq: uint64(len(*rec) + 1), Conn: conn, Dir: dir, Offset: at, Data: []byte(data)})
+	}
+}
+
+// command is a RESP request of args.
+func command(a ...string) string {
+	b := make([][]byte, len(a))
+	for i := range a {
+		b[i] = []byte(a[i])
+	}
+	return string(redis.AppendCommand(nil, b...))
+}
+
 // tracker is a launcher that remembers the pid of every build it starts,
 // so tests can check that none outlives a replay.
 type tracker struct {
@@ -319,16 +336,7 @@ func TestPipelinedAndBlockingAcrossConnections(t *testing.T) {
 	// conn 2 blocks on BLPOP; conn 1 pushes; the BLPOP reply was recorded
 	// after the LPUSH reply. Conn 1 also pipelines two requests.
 	var rec []kavach.Event
-	ev := func(conn uint64, dir kavach.Direction, at time.Duration, data string) {
-		rec = append(rec, kavach.Event{Seq: uint64(len(rec) + 1), Conn: conn, Dir: dir, Offset: at, Data: []byte(data)})
-	}
-	cmd := func(a ...string) string {
-		b := make([][]byte, len(a))
-		for i := range a {
-			b[i] = []byte(a[i])
-		}
-		return string(redis.AppendCommand(nil, b...))
-	}
+	ev, cmd := eventLog(&rec), command
 	ev(1, kavach.Open, 0, "")
 	ev(2, kavach.Open, 0, "")
 	ev(2, kavach.Request, time.Millisecond, cmd("BLPOP", "jobs", "0"))

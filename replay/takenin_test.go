@@ -24,16 +24,7 @@ import (
 func TestBlockedRequestTakenInFirst(t *testing.T) {
 	build := redisbuild.MustBuild(t)
 	var rec []kavach.Event
-	ev := func(conn uint64, dir kavach.Direction, at time.Duration, data string) {
-		rec = append(rec, kavach.Event{Seq: uint64(len(rec) + 1), Conn: conn, Dir: dir, Offset: at, Data: []byte(data)})
-	}
-	cmd := func(a ...string) string {
-		b := make([][]byte, len(a))
-		for i := range a {
-			b[i] = []byte(a[i])
-		}
-		return string(redis.AppendCommand(nil, b...))
-	}
+	ev, cmd := eventLog(&rec), command
 	ev(1, kavach.Open, 0, "")
 	ev(2, kavach.Open, 0, "")
 	ev(1, kavach.Request, 0, cmd("CLIENT", "ID"))
