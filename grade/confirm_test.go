@@ -61,8 +61,28 @@ func TestDifferencesConfirmedOnTheOldBuild(t *testing.T) {
 	}
 
 	planted := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.StrlenBroken)...)
-	rep := run(planted, 8)
+	c := redis.Integration{}
+	small := recordContract(t, pristine, session[:2+3*10]) // its variants replay it whole
+	rep, err := grade.Run(context.Background(), fixtures.NewRecording(small, c), kavach.Launch{Path: pristine}, kavach.Launch{Path: planted},
+		grade.Options{Integration: c, Confirm: 8, Variants: 16, MinVariants: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if rep.Verdict != "diverged@2" {
 		t.Errorf("planted STRLEN off by one: %s, want diverged@2; findings %+v", rep.Verdict, rep.Findings)
+	}
+	// Red by the recording's own steps: its variants' failures cannot
+	// change the verdict, and none is asked of the old build again.
+	failed := 0
+	for _, v := range rep.Evidence.Variants.List {
+		if v.FailedStep > 0 {
+			failed++
+		}
+		if v.Confirming != 0 {
+			t.Errorf("variant %d asked of the old build again (%d replays) after the steps were red", v.K, v.Confirming)
+		}
+	}
+	if failed == 0 {
+		t.Errorf("no variant failed on the planted STRLEN: the check above says nothing")
 	}
 }
