@@ -306,18 +306,19 @@ func (d *diff) replayBuilds(ctx context.Context) (*replays, error) {
 		src: src, opts: mainOpts, old: mainOld}, nil
 }
 
-// countedDiffs counts the differences of the new build's replay from the
-// recording outside the noise the old build's replays showed, where each
-// is a finding: before the failing step, or anywhere in a contract.
+// countedDiffs counts the differences from the recording that Derive
+// makes findings of on this evidence (diverged: before the failing step,
+// or anywhere in a contract), the old build's noise left out. Evidence on
+// which Derive finds nothing to grade (an old build that does not
+// reproduce or replay its recording) counts none: asking the old build
+// again could not change its verdict.
 func countedDiffs(ev Evidence) int {
-	noise := noiseOf(ev)
+	_, findings := Derive(ev)
 	n := 0
-	for _, s := range ev.New.Steps {
-		if !s.Ran || s.uncompared() || !ev.Contract && s.Step >= ev.Failure.Step {
-			continue
+	for _, f := range findings {
+		if f.Kind == Diverged && (ev.Contract || f.Step < ev.Failure.Step) {
+			n += len(f.Diffs)
 		}
-		counted, _ := noise.Split(s.Diffs)
-		n += len(counted)
 	}
 	return n
 }
