@@ -4,7 +4,11 @@
 # paths to one redis-server, all in this run:
 #
 #   direct         redis-benchmark -> redis-server
-#   plain proxy    a byte-copying proxy, one upstream conn per client (bench/plainproxy)
+#   plain proxy    a byte-copying proxy, one upstream conn per client (bench/plainproxy);
+#                  on Linux its io.Copy moves the bytes with splice(2), so they
+#                  never enter its memory
+#   copy proxy     the same proxy with -copy: read(2) into a buffer, write(2) out,
+#                  which is the least any recorder does (it must see every byte)
 #   twemproxy      nutcracker, for reference (it multiplexes clients onto one server conn)
 #   kavach record  the recording proxy, writing a fixture
 #   --state none   the recording proxy, writing a fixture, taking no state
@@ -12,13 +16,16 @@
 #   record --keep  the recording proxy always on (--keep 10s --state none):
 #                  rolling segments in a directory, no cut
 #
-# The server's command count includes the state taking's own commands
-# (snapshot, MONITOR) on the "kavach record" path.
+# On the "kavach record" path the server also runs the state taking's own
+# commands (the snapshot's REPLCONF and SYNC, MONITOR and its ECHO, CLIENT
+# REPLY, COMMAND INFO): none is one redis-benchmark sends, so they are left
+# out of the server's count there.
 #
 # Every measurement is repeated REPS times, interleaved across paths, and
 # the median is reported, because the machine is shared and noisy. Prints a
 # table with ratios to direct and to the plain proxy, the headline
-# `kavach record / plain proxy` per pipelining mode, the recording proxy's
+# `kavach record / plain proxy` per pipelining mode (and the same over the
+# copy proxy), the recording proxy's
 # memory over its largest run, and whether every command the server
 # executed is in the fixture. Exits 1 when a recording lost a command or
 # recorded a failure (nothing fails in a healthy run); a ratio below the
@@ -131,11 +138,14 @@ bench() {
 	}
 }
 
-# server_calls sums calls= over the server's command stats, without
-# CONFIG RESETSTAT and INFO themselves.
+# server_calls [own] sums calls= over the server's command stats, without
+# CONFIG RESETSTAT and INFO themselves; with "own", without the commands
+# kavach record's state taking sends either.
 server_calls() {
-	redis-cli -p "$RPORT" INFO commandstats | tr -d '\r' | awk -F'[:,=]' '
-		/^cmdstat_/ && $1 != "cmdstat_config|resetstat" && $1 != "cmdstat_info" { s += $3 }
+	redis-cli -p "$RPORT" INFO commandstats | tr -d '\r' | awk -F'[:,=]' -v own="${1:-}" '
+		$1 == "cmdstat_config|resetstat" || $1 == "cmdstat_info" { next }
+		own && $1 ~ /^cmdstat_(replconf|sync|monitor|echo|client\|reply|command\|info)$/ { next }
+		/^cmdstat_/ { s += $3 }
 		END { print s + 0 }'
 }
 
@@ -172,6 +182,11 @@ PPORT=$(free_port)
 PIDS+=("$!")
 wait_port "$PPORT" "$!"
 
+CPORT=$(free_port)
+"$TMP/plainproxy" -copy -listen "127.0.0.1:$CPORT" -upstream "127.0.0.1:$RPORT" 2>"$TMP/copyproxy.log" &
+PIDS+=("$!")
+wait_port "$CPORT" "$!"
+
 TPORT=$(free_port)
 TSTATS=$(free_port)
 cat >"$TMP/nutcracker.yml" <<EOF
@@ -193,8 +208,8 @@ wait_port "$TPORT" "$!"
 
 # ---- measure
 
-PATHS=(direct plain twem kavach none keep)
-declare -A NAME=([direct]="direct" [plain]="plain proxy" [twem]="twemproxy" [kavach]="kavach record" [none]="--state none" [keep]="record --keep")
+PATHS=(direct plain copy twem kavach none keep)
+declare -A NAME=([direct]="direct" [plain]="plain proxy" [copy]="copy proxy" [twem]="twemproxy" [kavach]="kavach record" [none]="--state none" [keep]="record --keep")
 MODES=(1 "$PIPE")
 declare -A REQS=([1]=$N [$PIPE]=$NP)
 mode_name() { if [ "$1" -gt 1 ]; then echo "-P $1"; else echo "none"; fi; }
@@ -218,6 +233,7 @@ for rep in $(seq "$REPS"); do
 			case $path in
 			direct) port=$RPORT ;;
 			plain) port=$PPORT ;;
+			copy) port=$CPORT ;;
 			twem) port=$TPORT ;;
 			kavach)
 				run=$((run + 1))
@@ -269,7 +285,7 @@ for rep in $(seq "$REPS"); do
 					cat "$TMP/kavach-$run.log" >&2
 					exit 1
 				fi
-				calls=$(server_calls)
+				calls=$(server_calls "$([ "$path" = kavach ] && echo own)")
 				# kavach's own summary: "...: N requests, M replies on C connections (...)"
 				recorded=$(grep -o '[0-9]* requests,' "$TMP/kavach-$run.log" | grep -o '[0-9]*' || echo "?")
 				failure=$(grep -o "failure at step [0-9]*: .*" "$TMP/kavach-$run.log" | tr " " _ || true)
@@ -344,6 +360,9 @@ for mode in "${MODES[@]}"; do
 	verdict=$(awk -v r="$r" 'BEGIN { print (r >= 0.90 ? "meets it" : "BELOW TARGET") }')
 	printf "record --keep / plain proxy = %s (target ≥ 0.90) pipelining %-5s  [SET %s, GET %s; %s]\n" "$r" "$(mode_name "$mode")" \
 		"$(ratio "${SET[keep,$mode]}" "${SET[plain,$mode]}")" "$(ratio "${GET[keep,$mode]}" "${GET[plain,$mode]}")" "$verdict"
+	c=$(combined "${SET[copy,$mode]}" "${GET[copy,$mode]}")
+	printf "record --keep / copy proxy = %s pipelining %-5s  (over the least a recorder does: every byte read and written)\n" "$(ratio "$k" "$c")" "$(mode_name "$mode")"
+	printf "copy proxy / plain proxy = %s pipelining %-5s  (what reading the bytes costs any proxy, before recording)\n" "$(ratio "$c" "$p")" "$(mode_name "$mode")"
 	n=$(combined "${SET[none,$mode]}" "${GET[none,$mode]}")
 	printf "record --keep / record --state none = %s pipelining %-5s  (what the segments cost over one fixture)\n" "$(ratio "$k" "$n")" "$(mode_name "$mode")"
 done

@@ -4,7 +4,14 @@
 // nothing else: no parsing, no recording. It is the ceiling any in-path
 // proxy can reach, so `kavach record` is measured as a ratio of it.
 //
+// Between two TCP connections on Linux, io.Copy moves the bytes with
+// splice(2): they never enter the proxy's memory. A recorder must read
+// every byte, so -copy gives the second baseline: the same proxy reading
+// into a 64 KiB buffer and writing it out (read(2) and write(2), as the
+// recorder forwards), nothing else.
+//
 //	plainproxy -listen 127.0.0.1:7001 -upstream 127.0.0.1:6379
+//	plainproxy -copy -listen 127.0.0.1:7002 -upstream 127.0.0.1:6379
 package main
 
 import (
@@ -17,6 +24,7 @@ import (
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "accept clients on `ADDR`")
 	upstream := flag.String("upstream", "", "forward every connection to `ADDR`")
+	flag.BoolVar(&userSpace, "copy", false, "copy through a buffer in user space instead of splice(2)")
 	flag.Parse()
 	if *upstream == "" {
 		log.Fatal("plainproxy: -upstream is required")
@@ -48,11 +56,25 @@ func serve(client *net.TCPConn, upstream string) {
 	defer server.Close()
 	done := make(chan struct{})
 	go func() {
-		io.Copy(server, client)
+		forward(server, client)
 		server.CloseWrite()
 		close(done)
 	}()
-	io.Copy(client, server)
+	forward(client, server)
 	client.CloseWrite()
 	<-done
+}
+
+// userSpace is -copy: every byte read into the proxy's memory.
+var userSpace bool
+
+// forward copies src to dst until src ends: by splice(2) (io.Copy between
+// TCP connections), or with -copy through a buffer (the wrappers hide
+// ReadFrom and WriteTo, which is how io.Copy would pick splice).
+func forward(dst, src *net.TCPConn) {
+	if !userSpace {
+		io.Copy(dst, src)
+		return
+	}
+	io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, make([]byte, 64<<10))
 }

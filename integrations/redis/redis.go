@@ -492,11 +492,32 @@ func peekName(frame []byte) (name []byte, ok bool) {
 	return rest[start : start+n], true
 }
 
+// nameIn says whether name is one of names, ignoring ASCII case as the
+// server does when it looks a command up (names are ASCII upper case).
 func nameIn(name []byte, names ...string) bool {
 	for _, n := range names {
-		if bytes.EqualFold(name, []byte(n)) {
+		if asciiEqualUpper(name, n) {
 			return true
 		}
 	}
 	return false
+}
+
+// asciiEqualUpper says whether b is upper, an ASCII upper-case word, in
+// any ASCII case: no Unicode folding (the server has none), and a length
+// told apart before any byte is looked at, which is most of the calls.
+func asciiEqualUpper(b []byte, upper string) bool {
+	if len(b) != len(upper) {
+		return false
+	}
+	for i := range len(b) {
+		c := b[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != upper[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kavach-dev/kavach"
 )
@@ -29,8 +30,8 @@ const seenNote = "a secret seen earlier in the recording"
 // Safe for concurrent use: the recorder redacts each connection's
 // requests on that connection's goroutine.
 type seenSecrets struct {
-	mu   sync.Mutex
-	list [][]byte // longest first; replaced whole, never changed in place
+	mu   sync.Mutex               // serializes learn
+	list atomic.Pointer[[][]byte] // longest first; replaced whole, never changed in place
 }
 
 // newRedaction is the Redaction of one recording (or of one replay's
@@ -84,19 +85,22 @@ func (s *seenSecrets) learn(secret []byte) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if slices.ContainsFunc(s.list, func(b []byte) bool { return bytes.Equal(b, secret) }) {
+	old := s.all()
+	if slices.ContainsFunc(old, func(b []byte) bool { return bytes.Equal(b, secret) }) {
 		return
 	}
-	list := append(slices.Clone(s.list), bytes.Clone(secret))
+	list := append(slices.Clone(old), bytes.Clone(secret))
 	slices.SortStableFunc(list, func(a, b []byte) int { return len(b) - len(a) })
-	s.list = list
+	s.list.Store(&list)
 }
 
-// all are the secrets seen so far; the slice is never changed.
+// all are the secrets seen so far; the slice is never changed. It takes
+// no lock: every request and reply of a recording asks.
 func (s *seenSecrets) all() [][]byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.list
+	if l := s.list.Load(); l != nil {
+		return *l
+	}
+	return nil
 }
 
 // learnFrom learns the secret arguments of a request (those Redact
