@@ -145,6 +145,11 @@ type Abilities struct {
 	// fresh directory (Redis: dump.rdb); "" when the integration cannot
 	// start a build from one.
 	DataFile string
+	// SaveData has the build at addr write its state in its data file's
+	// format itself, and copies it to dst, for a replay's checkpoint
+	// (Redis: SAVE). It must work with the build's clock held still.
+	// Nil: a replay cannot be checkpointed.
+	SaveData func(ctx context.Context, addr string, dst io.Writer) (int64, error)
 	// Variation splits requests into typed fields for variants. Nil: no
 	// variants are made.
 	Variation *Variation

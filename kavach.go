@@ -313,6 +313,7 @@ var VariantKinds = []string{
 	"wakeup",        // a blocked failing request's wakers dropped, delayed or twice, its count or timeout changed (regression, kept whole)
 	"aggregate",     // an earlier request that feeds the aggregate the failing request reads, varied
 	"mode",          // the failing request's, or a writer's, connection with a mode turned on or off (RESP3, no-touch)
+	"upgrade",       // the old build replays up to the failing step; each build starts from the data it left there
 }
 
 // CheckVariantKinds returns an error naming the first of kinds that is not

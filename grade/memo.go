@@ -96,7 +96,7 @@ func (m *Memo) replay(ctx context.Context, scope string, l kavach.Launch, events
 // depends on, within scope (Options.memoScope); false when it is not to
 // be remembered (Memo).
 func replayKey(scope string, l kavach.Launch, events []kavach.Event, ropts replay.Options) (memoKey, bool) {
-	if ropts.Inputs != nil || ropts.Seed != nil {
+	if ropts.Inputs != nil || ropts.Seed != nil || ropts.SaveTo != nil {
 		return memoKey{}, false
 	}
 	fi, err := os.Stat(l.Path)

@@ -39,7 +39,8 @@ func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launc
 		return nil, ve, nil, false
 	}
 	schema, note := learnSchema(ctx, rec, old, opts)
-	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Cap: variants.CapFor(opts.Variants), Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Writes: writes, Deferred: true, StepOf: opts.stepOf}
+	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Cap: variants.CapFor(opts.Variants), Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Writes: writes, Deferred: true, StepOf: opts.stepOf,
+		Upgrade: CanHandOff(opts.Integration)}
 	// A contract (no failure) has regression variants of every step only.
 	if f := fx.Failure; f == nil {
 		vs, applicable = variants.RegressionCounted(fx.Events, vopts)
@@ -135,6 +136,22 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		r.FailsAt = fixtureStep(v, at, opts.stepOf, false)
 	}
 	ropts.Shift = v.ShiftAt
+	if v.HandOff > 0 {
+		hv, hopts, done, err := handOff(ctx, v, old, ropts)
+		if err != nil {
+			// Not run, so not kept: the old build could not be brought
+			// to the hand-off (the evidence says why).
+			r.Description += "; not run: " + err.Error()
+			return r
+		}
+		defer done()
+		v, ropts = hv, hopts
+		if opts.stepOf == nil {
+			// Its steps are counted from the hand-off: named by the
+			// fixture's steps they came from.
+			opts.stepOf = func(n int) int { return n }
+		}
+	}
 	ot, remembered, err := opts.Memo.replay(ctx, opts.memoScope, old, v.Events, ropts)
 	if err != nil {
 		r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)

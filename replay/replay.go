@@ -58,6 +58,11 @@ type Options struct {
 	// Seed is the state each build starts from (a fixture's snapshot or
 	// captured keys: docs/replay.md, "State"); nil: an empty build.
 	Seed *kavach.Seed
+	// SaveTo, if set, receives the build's state once the replay has run
+	// every step with the build alive and idle, in its data file's format
+	// (kavach.Abilities.SaveData): a checkpoint a later replay can start
+	// from (Checkpoint). Trace.Saved counts its keys. Nil: none is taken.
+	SaveTo io.Writer
 	// Inputs, if set, fingerprints the state each step after the failing
 	// one is about to read, before it is sent (StepResult.Inputs). Nil:
 	// none.
@@ -98,6 +103,10 @@ type Trace struct {
 	// Window is the most steps the replay held at once: steps not yet
 	// final, and those after them (Stream).
 	Window int `json:"-"`
+	// Saved is how many keys each database held when the build's state
+	// was saved (Options.SaveTo), as the build counted them; nil when
+	// none was saved.
+	Saved map[int]int `json:"saved,omitempty"`
 }
 
 // StepResult is one step of a trace.
@@ -284,6 +293,11 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	r.run(ctx)
 	if e := proc.Exited(); e != nil && tr.Exit == nil {
 		tr.Exit = e
+	}
+	if opts.SaveTo != nil && !r.lostBatch {
+		if err := r.save(ctx); err != nil {
+			return nil, false, fmt.Errorf("replay: checkpoint of build %s: %w", build.Path, err)
+		}
 	}
 	tr.Window = r.maxWin
 	if err := r.finishAll(); err != nil {

@@ -93,6 +93,14 @@ func Counted(events []kavach.Event, failing int, opts Options) ([]Variant, map[s
 	chosen := slices.Concat(kept(all[:len(incident)], keep), byPlace(restInc, incLeft, rng))
 	slices.SortStableFunc(chosen, func(a, b Variant) int { return a.order - b.order })
 	out := slices.Concat(chosen, inOrder(kept(all[len(incident):], keep[len(incident):]), sample(restReg, regLeft, rng)))
+	// The upgrade variant comes on top of the budget, last: one per
+	// incident, and the others' choice stays what it was without it.
+	if v, ok := g.upgrade(); ok {
+		applicable[v.Kind] = 1
+		if !excluded(v) {
+			out = append(out, v)
+		}
+	}
 	for i := range out {
 		out[i].K = i + 1
 		g.finish(&out[i])

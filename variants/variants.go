@@ -51,6 +51,13 @@ type Variant struct {
 	// into); 0: the failing step.
 	FailsAt int `json:"fails_at,omitempty"`
 
+	// HandOff is, for an "upgrade" variant, the step at which the builds
+	// take over from the old build: the old build replays the steps
+	// before it and its state is saved; each build then starts from that
+	// state and replays the rest (docs/variants.md, "Upgrade"). 0: every
+	// build replays every step.
+	HandOff int `json:"hand_off,omitempty"`
+
 	// build makes Events and Origin of a variant made lazily: only the
 	// variants kept in the budget are built. key tells it from the others.
 	build func() ([]kavach.Event, []int)
@@ -111,6 +118,10 @@ type Options struct {
 	Seed uint64
 	// Exclude are variant kinds not to make (kavach.VariantKinds). Nil: none.
 	Exclude []string
+	// Upgrade: a build's state can be saved and another build started
+	// from it (kavach.Abilities.SaveData), so an "upgrade" variant is made
+	// (Variant.HandOff).
+	Upgrade bool
 	// Start is the wall-clock time of the recording's offset 0 (the
 	// fixture's start), for values that are times; zero: unknown.
 	Start time.Time
@@ -533,6 +544,28 @@ func (g *gen) incident() []Variant {
 		out[i].order = i
 	}
 	return out
+}
+
+// upgrade is the incident handed from the old build to each build at the
+// failing step (docs/variants.md, "Upgrade"): its events unchanged, the
+// old build replaying the steps before the failing one and each build
+// starting from the state that left. It finds a fix that mends what the
+// new build writes but not what the old build wrote, as an upgrade or a
+// hot fix meets data written before it. None when the builds' state
+// cannot be handed over (Options.Upgrade) or nothing comes before the
+// failing step.
+func (g *gen) upgrade() (Variant, bool) {
+	if !g.opts.Upgrade || g.failing < 2 {
+		return Variant{}, false
+	}
+	v := Variant{Kind: "upgrade", Place: PlaceFailing, HandOff: g.failing, group: "upgrade", primary: true,
+		Description: fmt.Sprintf("from step %d on, each build starts from the data the old build left before it", g.failing),
+		key:         sha256.Sum256([]byte("upgrade"))}
+	v.build = func() ([]kavach.Event, []int) {
+		w := g.variant(slices.Clone(g.events), "", false)
+		return w.Events, w.Origin
+	}
+	return v, true
 }
 
 // affecting are the earlier steps that can affect the failing one

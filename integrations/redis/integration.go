@@ -93,6 +93,7 @@ var abilities = func() kavach.Abilities {
 		Restore:  in.Restore,
 		Held:     in.Held,
 		DataFile: DataFile,
+		SaveData: SaveData,
 		State: &kavach.StateTaking{
 			Format:   "rdb",
 			Snapshot: Snapshot,

@@ -349,3 +349,25 @@ func MarkFailure(out string, n int, oracle string) error {
 	}
 	return fixtures.Amend(out, fixtures.Amendment{Failure: &f})
 }
+
+// The upgrade incident: data the old build wrote, read by the fix. The old
+// build stores every SET value with its C string terminator (a write
+// fault), and its GET, finding a value that ends in one, stops the server
+// rather than serve it (the read path's check). The correct fix serves
+// such a value without the terminator, whoever wrote it; the wrong one
+// only stops writing it, so the data the old build wrote still stops it.
+// Replayed from an empty server, both fixes pass: only a new build started
+// from the old build's data tells them apart (the "upgrade" variant).
+var (
+	UpgradeOld           = []string{"upgrade-stores-terminator.patch", "upgrade-read-asserts.patch"}
+	UpgradeFixConverts   = []string{"upgrade-fix-converts.patch"}
+	UpgradeFixWritesOnly = []string{"upgrade-read-asserts.patch"}
+)
+
+// Upgrade is the upgrade incident's session: two SETs, then a GET of the
+// first, which kills the old build (step 3, a crash).
+var Upgrade = [][]string{
+	{"SET", "user:1", "alice"},
+	{"SET", "user:2", "bob"},
+	{"GET", "user:1"},
+}
