@@ -36,8 +36,9 @@ func CapFor(budget int) int {
 // fill the rest), then regression variants, each place and each kind of
 // mutation getting its first before any gets a second, the last round
 // sampled with Seed. The kept ones stay in the order they were made.
-// Duplicates are removed. A failing step that is not one of the events'
-// steps has no variants.
+// Duplicates are removed. With Options.Upgrade, the upgrade variant
+// comes last, on top of the budget. A failing step that is not one of the
+// events' steps has no variants.
 func Generate(events []kavach.Event, failing int, opts Options) []Variant {
 	vs, _ := Counted(events, failing, opts)
 	return vs
