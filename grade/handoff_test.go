@@ -1,9 +1,16 @@
 package grade_test
 
 import (
+	"context"
+	"io"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/integrations/redis"
 
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/internal/incidents"
@@ -41,4 +48,55 @@ func TestUpgradeSeesDataTheOldBuildWrote(t *testing.T) {
 	if !strings.HasPrefix(bad.Verdict, "variant_failed(") || !strings.HasSuffix(bad.Verdict, ")@3") {
 		t.Errorf("wrong fix: %s, want variant_failed(K)@3", bad.Verdict)
 	}
+}
+
+// TestUpgradeNotRunWithoutASavedState: a build whose state cannot be saved
+// (a fault planted in the save: the disk is full) leaves the upgrade
+// variant not run and not kept, its description saying why, and the rest
+// of the grade as it was: the correct fix is still fixed, the wrong one
+// (which only the upgrade variant sees) fixed too.
+func TestUpgradeNotRunWithoutASavedState(t *testing.T) {
+	t.Parallel()
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeOld)...)
+	fixed := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixConverts)...)
+	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixWritesOnly)...)
+	out := filepath.Join(t.TempDir(), "upgrade.kavach")
+	if err := incidents.Record(out, old, incidents.Upgrade); err != nil {
+		t.Fatal(err)
+	}
+	fx, err := fixtures.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fullDisk{}
+	for _, new := range []string{fixed, wrong} {
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
+			grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Verdict != "fixed" {
+			t.Errorf("%s: %s, want fixed (the upgrade variant not run)", filepath.Base(filepath.Dir(new)), rep.Verdict)
+		}
+		var up []grade.VariantEvidence
+		for _, v := range rep.Evidence.Variants.List {
+			if v.Kind == "upgrade" {
+				up = append(up, v)
+			}
+		}
+		if len(up) != 1 || up[0].Kept || !strings.Contains(up[0].Description, "not run: ") || !strings.Contains(up[0].Description, "no space left on device") {
+			t.Errorf("upgrade variants %+v, want one, not kept, saying it was not run for the full disk", up)
+		}
+	}
+}
+
+// fullDisk is Redis with a fault planted in saving a build's state.
+type fullDisk struct{ redis.Integration }
+
+func (fullDisk) Abilities() kavach.Abilities {
+	ab := redis.Integration{}.Abilities()
+	ab.SaveData = func(context.Context, string, io.Writer) (int64, error) {
+		return 0, syscall.ENOSPC
+	}
+	return ab
 }
