@@ -14,6 +14,7 @@ import (
 
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/internal/incidents"
+	"github.com/kavach-dev/kavach/internal/loadtest"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 )
 
@@ -47,6 +48,47 @@ func TestUpgradeSeesDataTheOldBuildWrote(t *testing.T) {
 	bad := diffBudgetWith(t, fx, old, wrong, 64, nil)
 	if !strings.HasPrefix(bad.Verdict, "variant_failed(") || !strings.HasSuffix(bad.Verdict, ")@3") {
 		t.Errorf("wrong fix: %s, want variant_failed(K)@3", bad.Verdict)
+	}
+}
+
+// TestUpgradeVerdictUnderLoad grades the upgrade incident's wrong fix and
+// its correct fix again and again while stress-ng saturates every core,
+// each time from scratch (no memo): the same verdict every time, the
+// wrong fix's through the upgrade variant.
+func TestUpgradeVerdictUnderLoad(t *testing.T) {
+	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeOld)...)
+	fixed := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixConverts)...)
+	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixWritesOnly)...)
+	out := filepath.Join(t.TempDir(), "upgrade.kavach")
+	if err := incidents.Record(out, old, incidents.Upgrade); err != nil {
+		t.Fatal(err)
+	}
+	fx, err := fixtures.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loadtest.Stress(t)()
+	c := redis.Integration{}
+	grade1 := func(new string) *grade.Report {
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
+			grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	first := ""
+	for i := range loadtest.Runs(10) {
+		if rep := grade1(fixed); rep.Verdict != "fixed" {
+			t.Fatalf("run %d under load: the correct fix %s, want fixed", i+1, rep.Verdict)
+		}
+		rep := grade1(wrong)
+		if first == "" {
+			first = rep.Verdict
+		}
+		if rep.Verdict != first || !strings.HasSuffix(rep.Verdict, ")@3") || !strings.Contains(rep.Findings[0].Detail, "each build starts from the data the old build left") {
+			t.Fatalf("run %d under load: the wrong fix %s (finding %+v), want %s through the upgrade variant every time", i+1, rep.Verdict, rep.Findings[0], first)
+		}
 	}
 }
 
