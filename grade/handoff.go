@@ -73,9 +73,6 @@ func splitAt(events []kavach.Event, origin []int, n int, codec kavach.Integratio
 			scope[step[i]] = setsState(ev.Data)
 		}
 	}
-	again := func(s int) bool {
-		return scope[s] == kavach.ServerState || scope[s] == kavach.ConnState
-	}
 	opened := map[uint64]bool{}
 	for i, ev := range events {
 		isStep := ev.Dir == kavach.Request || ev.Dir == kavach.Response
@@ -87,7 +84,8 @@ func splitAt(events []kavach.Event, origin []int, n int, codec kavach.Integratio
 		case isStep && step[i] >= n:
 			keep = true
 		case isStep:
-			keep = scope[step[i]] == kavach.ServerState || again(step[i]) && used[ev.Conn]
+			sc := scope[step[i]]
+			keep = sc == kavach.ServerState || sc == kavach.ConnState && used[ev.Conn]
 		case ev.Dir == kavach.Close:
 			keep = opened[ev.Conn] && i >= cut
 		}
