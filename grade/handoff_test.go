@@ -27,20 +27,7 @@ import (
 // with "upgrade" excluded the wrong fix is graded fixed again.
 func TestUpgradeSeesDataTheOldBuildWrote(t *testing.T) {
 	t.Parallel()
-	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeOld)...)
-	fixed := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixConverts)...)
-	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixWritesOnly)...)
-	out := filepath.Join(t.TempDir(), "upgrade.kavach")
-	if err := incidents.Record(out, old, incidents.Upgrade); err != nil {
-		t.Fatal(err)
-	}
-	fx, err := fixtures.Load(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fx.Failure == nil || fx.Failure.Step != 3 || fx.Failure.Signature != "crash" {
-		t.Fatalf("recorded failure %+v, want a crash at step 3", fx.Failure)
-	}
+	fx, old, fixed, wrong := upgradeIncident(t)
 	checkKindCatches(t, fx, old, fixed, wrong, 64, "upgrade", nil)
 
 	// The verdict names the fixture's failing step, though the variant's
@@ -56,17 +43,7 @@ func TestUpgradeSeesDataTheOldBuildWrote(t *testing.T) {
 // each time from scratch (no memo): the same verdict every time, the
 // wrong fix's through the upgrade variant.
 func TestUpgradeVerdictUnderLoad(t *testing.T) {
-	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeOld)...)
-	fixed := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixConverts)...)
-	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixWritesOnly)...)
-	out := filepath.Join(t.TempDir(), "upgrade.kavach")
-	if err := incidents.Record(out, old, incidents.Upgrade); err != nil {
-		t.Fatal(err)
-	}
-	fx, err := fixtures.Load(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx, old, fixed, wrong := upgradeIncident(t)
 	defer loadtest.Stress(t)()
 	c := redis.Integration{}
 	grade1 := func(new string) *grade.Report {
@@ -99,17 +76,7 @@ func TestUpgradeVerdictUnderLoad(t *testing.T) {
 // (which only the upgrade variant sees) fixed too.
 func TestUpgradeNotRunWithoutASavedState(t *testing.T) {
 	t.Parallel()
-	old := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeOld)...)
-	fixed := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixConverts)...)
-	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixWritesOnly)...)
-	out := filepath.Join(t.TempDir(), "upgrade.kavach")
-	if err := incidents.Record(out, old, incidents.Upgrade); err != nil {
-		t.Fatal(err)
-	}
-	fx, err := fixtures.Load(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx, old, fixed, wrong := upgradeIncident(t)
 	c := fullDisk{}
 	for _, new := range []string{fixed, wrong} {
 		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
@@ -141,4 +108,26 @@ func (fullDisk) Abilities() kavach.Abilities {
 		return 0, syscall.ENOSPC
 	}
 	return ab
+}
+
+// upgradeIncident records the upgrade incident (incidents.Upgrade) on its
+// old build, and returns it with the three builds: old, the correct fix
+// and the wrong one.
+func upgradeIncident(t *testing.T) (fx *fixtures.Fixture, old, fixed, wrong string) {
+	t.Helper()
+	old = redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeOld)...)
+	fixed = redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixConverts)...)
+	wrong = redisbuild.MustBuild(t, incidents.PatchPaths(incidents.UpgradeFixWritesOnly)...)
+	out := filepath.Join(t.TempDir(), "upgrade.kavach")
+	if err := incidents.Record(out, old, incidents.Upgrade); err != nil {
+		t.Fatal(err)
+	}
+	fx, err := fixtures.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fx.Failure == nil || fx.Failure.Step != 3 || fx.Failure.Signature != "crash" {
+		t.Fatalf("recorded failure %+v, want a crash at step 3", fx.Failure)
+	}
+	return fx, old, fixed, wrong
 }
