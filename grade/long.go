@@ -105,8 +105,11 @@ func (w *window) cut(src replay.Source, codec kavach.Integration, in, openedIn f
 			}
 			continue
 		case kavach.Close:
-			keep = opened[ev.Conn]
-			delete(opened, ev.Conn)
+			if opened[ev.Conn] {
+				delete(opened, ev.Conn)
+				w.events = append(w.events, ev)
+				continue
+			}
 		}
 		if !keep {
 			if g.Steps() > w.last && len(opened) == 0 {
