@@ -27,7 +27,10 @@ func CanHandOff(codec kavach.Integration) bool {
 // state could be saved (the old build stopped before the hand-off).
 func handOff(ctx context.Context, v variants.Variant, old kavach.Launch, ropts replay.Options) (_ variants.Variant, _ replay.Options, done func(), err error) {
 	codec := ropts.Integration
-	prefix, suffix, origin := splitAt(v.Events, v.Origin, v.HandOff, codec)
+	prefix, suffix, origin, err := splitAt(v.Events, v.Origin, v.HandOff, codec)
+	if err != nil {
+		return v, ropts, nil, fmt.Errorf("the steps from step %d on: %w", v.HandOff, err)
+	}
 	dir, err := os.MkdirTemp("", "kavach-handoff-")
 	if err != nil {
 		return v, ropts, nil, err
@@ -48,62 +51,63 @@ func handOff(ctx context.Context, v variants.Variant, old kavach.Launch, ropts r
 // step n and every step after it, and before them again the steps of the
 // prefix that set state no data file holds (kavach.Abilities.SetsState:
 // a connection's on the connections the suffix uses, the server's
-// everywhere), each connection opened where the suffix first uses it.
-// origin maps the suffix's steps, counting from 1, to what origin maps
-// the events' steps to.
-func splitAt(events []kavach.Event, origin []int, n int, codec kavach.Integration) (prefix, suffix []kavach.Event, sufOrigin []int) {
+// everywhere), cut out as a dependency slice is (cutSlice: each
+// connection opened where the suffix first uses it). origin maps the
+// suffix's steps, counting from 1, to what origin maps the events' steps
+// to.
+func splitAt(events []kavach.Event, origin []int, n int, codec kavach.Integration) (prefix, suffix []kavach.Event, sufOrigin []int, err error) {
 	setsState := codec.Abilities().SetsState
+	type setUp struct {
+		step  int
+		conn  uint64
+		scope kavach.StateScope
+	}
+	var setUps []setUp
 	step := make([]int, len(events)) // each request's and reply's step
 	cut := len(events)
 	used := map[uint64]bool{} // connections the suffix's own steps use
 	g := kavach.NewStepGrouper(codec)
 	for i, ev := range events {
 		s, _ := g.Add(ev)
-		if ev.Dir == kavach.Request || ev.Dir == kavach.Response {
-			step[i] = s
-			if s >= n {
-				used[ev.Conn] = true
-				cut = min(cut, i)
+		if ev.Dir != kavach.Request && ev.Dir != kavach.Response {
+			continue
+		}
+		step[i] = s
+		switch {
+		case s >= n:
+			used[ev.Conn] = true
+			cut = min(cut, i)
+		case ev.Dir == kavach.Request && setsState != nil:
+			if sc := setsState(ev.Data); sc != kavach.NoState {
+				setUps = append(setUps, setUp{s, ev.Conn, sc})
 			}
 		}
 	}
-	scope := map[int]kavach.StateScope{}
-	for i, ev := range events {
-		if ev.Dir == kavach.Request && step[i] < n && setsState != nil {
-			scope[step[i]] = setsState(ev.Data)
-		}
-	}
-	opened := map[uint64]bool{}
 	for i, ev := range events {
 		isStep := ev.Dir == kavach.Request || ev.Dir == kavach.Response
 		if isStep && step[i] < n || !isStep && i < cut {
 			prefix = append(prefix, ev)
 		}
-		keep := false
-		switch {
-		case isStep && step[i] >= n:
-			keep = true
-		case isStep:
-			sc := scope[step[i]]
-			keep = sc == kavach.ServerState || sc == kavach.ConnState && used[ev.Conn]
-		case ev.Dir == kavach.Close:
-			keep = opened[ev.Conn] && i >= cut
-		}
-		if !keep {
-			continue
-		}
-		if !opened[ev.Conn] {
-			opened[ev.Conn] = true
-			suffix = append(suffix, kavach.Event{Seq: ev.Seq, Conn: ev.Conn, Dir: kavach.Open, Offset: ev.Offset})
-		}
-		suffix = append(suffix, ev)
-		if ev.Dir == kavach.Request {
-			o := 0
-			if s := step[i]; s-1 < len(origin) {
-				o = origin[s-1]
-			}
-			sufOrigin = append(sufOrigin, o)
+	}
+	var keep []int
+	for _, u := range setUps {
+		if u.scope == kavach.ServerState || used[u.conn] {
+			keep = append(keep, u.step)
 		}
 	}
-	return prefix, suffix, sufOrigin
+	for s := n; s <= g.Steps(); s++ {
+		keep = append(keep, s)
+	}
+	w, err := cutSlice(replay.Slice(events), codec, keep)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, s := range keep {
+		o := 0
+		if s-1 < len(origin) {
+			o = origin[s-1]
+		}
+		sufOrigin = append(sufOrigin, o)
+	}
+	return prefix, w.events, sufOrigin, nil
 }

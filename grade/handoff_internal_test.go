@@ -9,6 +9,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/replay"
 )
 
 // splitAt hands a recording over at its failing step: the prefix is the
@@ -45,7 +46,10 @@ func TestSplitAtSendsTheSetUpAgain(t *testing.T) {
 	add(1, kavach.Close, "")
 	origin := []int{1, 2, 3, 4, 5, 6}
 
-	prefix, suffix, sufOrigin := splitAt(evs, origin, 5, redis.Integration{})
+	prefix, suffix, sufOrigin, err := splitAt(evs, origin, 5, redis.Integration{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := requests(prefix); !cmp.Equal(got, []string{"SELECT 1", "SCRIPT LOAD return 1", "SELECT 2", "SET k v"}) {
 		t.Errorf("prefix requests %q", got)
 	}
@@ -92,4 +96,29 @@ func requests(evs []kavach.Event) []string {
 		out = append(out, strings.Join(args, " "))
 	}
 	return out
+}
+
+// A connection the cut keeps is opened once, where the cut first uses
+// it, and closed where the recording closed it: no second open right
+// before its close (which dialed a new connection and left the first one
+// open to the end of the replay).
+func TestCutSliceOpensOnce(t *testing.T) {
+	get := redis.AppendCommand(nil, []byte("GET"), []byte("k"))
+	evs := []kavach.Event{
+		{Seq: 1, Conn: 1, Dir: kavach.Open},
+		{Seq: 2, Conn: 1, Dir: kavach.Request, Data: get},
+		{Seq: 3, Conn: 1, Dir: kavach.Response, Data: []byte("$-1\r\n")},
+		{Seq: 4, Conn: 1, Dir: kavach.Close},
+	}
+	w, err := cutSlice(replay.Slice(evs), redis.Integration{}, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []kavach.Direction
+	for _, ev := range w.events {
+		dirs = append(dirs, ev.Dir)
+	}
+	if want := []kavach.Direction{kavach.Open, kavach.Request, kavach.Response, kavach.Close}; !cmp.Equal(dirs, want) {
+		t.Errorf("cut events %v, want %v", dirs, want)
+	}
 }
