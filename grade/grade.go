@@ -80,6 +80,15 @@ type Options struct {
 	// Window is, for a long recording, how many steps before and after
 	// the failing step its variants replay. Zero means DefaultWindow.
 	Window int
+	// NoCheckpoints replays every step of every variant, none started
+	// from a checkpoint (docs/variants.md, "Checkpoints"; kavach diff
+	// --checkpoints=false): for the side-by-side figure, and as a way
+	// out. The variants run are the same.
+	NoCheckpoints bool
+	// CheckpointSteps is how many steps must come before the step a
+	// variant changes for it to start from a checkpoint; zero means
+	// DefaultCheckpointSteps.
+	CheckpointSteps int
 	// stepOf maps a step of the window or slice the variants are made
 	// from to the fixture's (variants.Options.StepOf); nil: the variants
 	// are made from the fixture.

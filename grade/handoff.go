@@ -98,6 +98,9 @@ func splitAt(events []kavach.Event, origin []int, n int, codec kavach.Integratio
 	for s := n; s <= g.Steps(); s++ {
 		keep = append(keep, s)
 	}
+	if n > g.Steps() {
+		return prefix, nil, nil, nil // every step is before n
+	}
 	w, err := cutSlice(replay.Slice(events), codec, keep)
 	if err != nil {
 		return nil, nil, nil, err

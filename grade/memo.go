@@ -57,18 +57,22 @@ const (
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo { return &Memo{traces: map[memoKey]*replay.Trace{}} }
 
-// replay is runRetry of events on the old build l, remembered: a replay
+// replay is run (nil: runRetry) of events on the old build l,
+// remembered: a replay
 // of the same inputs made earlier through m is returned instead (true),
 // without starting the build. A nil m remembers nothing. The trace
 // returned is shared: its reader must not change it.
-func (m *Memo) replay(ctx context.Context, scope string, l kavach.Launch, events []kavach.Event, ropts replay.Options) (*replay.Trace, bool, error) {
+func (m *Memo) replay(ctx context.Context, scope string, l kavach.Launch, events []kavach.Event, ropts replay.Options, run replayFunc) (*replay.Trace, bool, error) {
+	if run == nil {
+		run = runRetry
+	}
 	var key memoKey
 	ok := false
 	if m != nil {
 		key, ok = replayKey(scope, l, events, ropts)
 	}
 	if !ok {
-		tr, err := runRetry(ctx, l, events, ropts)
+		tr, err := run(ctx, l, events, ropts)
 		return tr, false, err
 	}
 	m.mu.Lock()
@@ -77,7 +81,7 @@ func (m *Memo) replay(ctx context.Context, scope string, l kavach.Launch, events
 	if tr != nil {
 		return tr, true, nil
 	}
-	tr, err := runRetry(ctx, l, events, ropts)
+	tr, err := run(ctx, l, events, ropts)
 	if err != nil || ctx.Err() != nil {
 		return tr, false, err
 	}

@@ -332,6 +332,21 @@ type VariantsEvidence struct {
 	// generated has a row with Generated 0.
 	ByKind []KindCount       `json:"by_kind,omitempty"`
 	List   []VariantEvidence `json:"list"`
+	// Checkpoints are the states the variants started from instead of
+	// replaying the steps before the one they change (docs/variants.md,
+	// "Checkpoints"), or why one was not used.
+	Checkpoints []CheckpointEvidence `json:"checkpoints,omitempty"`
+}
+
+// CheckpointEvidence is one build's checkpoint before one step.
+type CheckpointEvidence struct {
+	Step     int    `json:"step"`     // the fixture's step it is before
+	Build    string `json:"build"`    // "old" or "new"
+	Variants int    `json:"variants"` // how many variants started from it
+	// Unused says why no variant started from it: it could not be
+	// saved, or a build started from it answered otherwise than one
+	// that replayed the steps before it.
+	Unused string `json:"unused,omitempty"`
 }
 
 // VariantEvidence is one variant and its outcomes.

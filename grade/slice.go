@@ -337,7 +337,7 @@ func sliceFor(ctx context.Context, rec *recording, f kavach.Failure, old kavach.
 	if !opts.Pool.acquire(ctx) {
 		return nil, ctx.Err().Error()
 	}
-	tr, _, err := opts.Memo.replay(ctx, opts.memoScope, old, w.events, ropts)
+	tr, _, err := opts.Memo.replay(ctx, opts.memoScope, old, w.events, ropts, nil)
 	opts.Pool.release()
 	if err != nil {
 		return nil, "the old build did not replay the dependency slice: " + err.Error()

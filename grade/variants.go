@@ -73,6 +73,8 @@ func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavac
 	if fx.Failure != nil {
 		f = *fx.Failure
 	}
+	cps := newCheckpoints(fx.Events, vs, ropts, opts)
+	defer cps.close()
 	results := make([]VariantEvidence, len(vs))
 	var (
 		next   atomic.Int64
@@ -100,7 +102,7 @@ func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavac
 				// per worker, not one per variant.
 				v := vs[i]
 				v.Events, v.Origin = v.Build()
-				results[i] = runVariant(ctx, v, f, old, new, ropts, rule, keys, opts)
+				results[i] = runVariant(ctx, v, f, old, new, ropts, rule, keys, opts, cps.runner(i))
 				opts.Pool.release()
 				if results[i].Kept && results[i].FailedStep > 0 {
 					failed.Store(true)
@@ -118,6 +120,7 @@ func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavac
 		}
 	}
 	countVariants(&ve)
+	ve.Checkpoints = cps.evidence()
 	ve.ByKind = WithApplicable(CountKinds(ve.List), applicable)
 	return ve
 }
@@ -126,8 +129,10 @@ func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavac
 // rule keeps it, on the new one, and returns the variant with its steps
 // on both builds, judged (JudgeVariant). f is the failure of the
 // recording the variant was made from (zero for a contract); keys its
-// steps' keys, for the fingerprints of observeInputs.
-func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys [][]string, opts Options) VariantEvidence {
+// steps' keys, for the fingerprints of observeInputs. run replays it on
+// a build, from a checkpoint where it has one (checkpoints.runner; nil:
+// every step).
+func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys [][]string, opts Options, run func(role string) replayFunc) VariantEvidence {
 	r := VariantEvidence{K: v.K, Kind: v.Kind, Place: v.Place, Description: v.Description, Regression: v.Regression}
 	// A transplant reproduces at the request its trigger went into.
 	at := 0
@@ -146,13 +151,17 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		}
 		defer done()
 		v, ropts = hv, hopts
+		run = nil // it starts from the old build's state already
 		if opts.stepOf == nil {
 			// Its steps are counted from the hand-off: named by the
 			// fixture's steps they came from.
 			opts.stepOf = func(n int) int { return n }
 		}
 	}
-	ot, remembered, err := opts.Memo.replay(ctx, opts.memoScope, old, v.Events, ropts)
+	if run == nil {
+		run = func(string) replayFunc { return runRetry }
+	}
+	ot, remembered, err := opts.Memo.replay(ctx, opts.memoScope, old, v.Events, ropts, run("old"))
 	if err != nil {
 		r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 		return r
@@ -165,7 +174,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 			break
 		}
 		a.Events, a.Origin = a.Build() // numbered v.K by the generator
-		at, remembered, err := opts.Memo.replay(ctx, opts.memoScope, old, a.Events, ropts)
+		at, remembered, err := opts.Memo.replay(ctx, opts.memoScope, old, a.Events, ropts, run("old"))
 		if err != nil {
 			r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 			return r
@@ -181,7 +190,7 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 	if r = rule.judge(r); !r.Kept {
 		return r
 	}
-	nt, err := runRetry(ctx, new, v.Events, ropts)
+	nt, err := run("new")(ctx, new, v.Events, ropts)
 	if err != nil {
 		r.StartError = fmt.Sprintf("variant %d: the new build did not start, twice: %v", v.K, err)
 		return r

@@ -1,0 +1,364 @@
+package grade
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/replay"
+	"github.com/kavach-dev/kavach/variants"
+)
+
+// DefaultCheckpointSteps is how many steps must come before the step a
+// variant changes for it to start from a checkpoint (Options.
+// CheckpointSteps): below it, the checkpoint and its check cost more
+// than the steps they spare.
+const DefaultCheckpointSteps = 20
+
+// checkSteps is how many steps from a checkpoint on a build started
+// from it must answer as the build that replayed the steps before it
+// did, for the checkpoint to be used (docs/variants.md, "Checkpoints").
+const checkSteps = 20
+
+// minSharers is how many variants must start from a checkpoint for it
+// to be made: one costs the steps before it twice more on each build.
+const minSharers = 2
+
+// checkpoints are the states the variants of one recording start from
+// (docs/variants.md, "Checkpoints"): for each build, the state it
+// holds after replaying the recording's steps before a step, saved by
+// the build itself (replay.Checkpoint) and checked before use. A
+// variant that leaves the steps before that step as recorded replays
+// only its own steps from it on, on a build started from that state;
+// its trace is the checkpoint's answers to the steps before, then its
+// own. Nil when no variant starts from one.
+type checkpoints struct {
+	base   []kavach.Event // the recording the variants were made from
+	origin []int          // base's steps: 1, 2, ...
+	codec  kavach.Integration
+	ropts  replay.Options
+	stepOf func(int) int // names base's steps by the fixture's; nil: same
+	dir    string
+	// from is, by variant (its index in the list), the step of the
+	// checkpoint it starts from; 0: it replays every step.
+	from []int
+	mu   sync.Mutex
+	at   map[checkpointKey]*checkpoint
+}
+
+type checkpointKey struct {
+	role string // "old" or "new"
+	step int
+}
+
+// checkpoint is one build's state before one step.
+type checkpoint struct {
+	once   sync.Once
+	prefix []kavach.Event      // base's events before the step
+	seed   *kavach.Seed        // the saved state; nil when not used
+	steps  []replay.StepResult // the build's answers to the steps before
+	why    string              // why it is not used; "" when it is
+	used   atomic.Int64        // variants started from it
+}
+
+// newCheckpoints plans the checkpoints of vs, variants of base: a
+// checkpoint before each step at least minSharers variants change first
+// with at least opts.CheckpointSteps steps before it, each variant
+// starting from the latest one before the step it changes. Variants
+// that move the clock or hand one build's state to another (they
+// start from a saved state already) replay every step. Nil when the
+// integration cannot save a build's state, checkpoints are turned off
+// (Options.NoCheckpoints), or no variant would start from one.
+func newCheckpoints(base []kavach.Event, vs []variants.Variant, ropts replay.Options, opts Options) *checkpoints {
+	if opts.NoCheckpoints || !CanHandOff(opts.Integration) || len(vs) < minSharers {
+		return nil
+	}
+	least := opts.CheckpointSteps
+	if least <= 0 {
+		least = DefaultCheckpointSteps
+	}
+	steps := len(kavach.Steps(base, opts.Integration))
+	changes := make([]int, len(vs))
+	for i := range vs {
+		if vs[i].HandOff > 0 || vs[i].ShiftFrom > 0 {
+			continue
+		}
+		// A step past the recording's last (a variant that adds one at
+		// the end) starts from the state before the last.
+		events, _ := vs[i].Build()
+		if k := min(changedStep(base, events, opts.Integration), steps); k > least {
+			changes[i] = k
+		}
+	}
+	from := planCheckpoints(changes)
+	if !slices.ContainsFunc(from, func(c int) bool { return c > 0 }) {
+		return nil
+	}
+	origin := make([]int, steps)
+	for i := range origin {
+		origin[i] = i + 1
+	}
+	return &checkpoints{base: base, origin: origin, codec: opts.Integration, ropts: ropts, stepOf: opts.stepOf, from: from, at: map[checkpointKey]*checkpoint{}}
+}
+
+// planCheckpoints chooses, from the step each variant changes first
+// (changes; 0: none to start from), the steps of the checkpoints and
+// returns the one each variant starts from (0: none): the latest
+// chosen step at or before its own. A step is chosen when at least
+// minSharers variants would start from it; the others start from an
+// earlier one.
+func planCheckpoints(changes []int) []int {
+	var chosen []int
+	for _, k := range changes {
+		if k > 0 && !slices.Contains(chosen, k) {
+			chosen = append(chosen, k)
+		}
+	}
+	slices.Sort(chosen)
+	from := make([]int, len(changes))
+	for {
+		users := map[int]int{}
+		for i, k := range changes {
+			from[i] = 0
+			if j, found := slices.BinarySearch(chosen, k); found {
+				from[i] = chosen[j]
+			} else if j > 0 && k > 0 {
+				from[i] = chosen[j-1]
+			}
+			if from[i] > 0 {
+				users[from[i]]++
+			}
+		}
+		// The fewest-shared step goes first, so that its users may make
+		// an earlier one worth its cost.
+		drop := slices.IndexFunc(chosen, func(c int) bool { return users[c] < minSharers })
+		if drop < 0 {
+			return from
+		}
+		chosen = slices.Delete(chosen, drop, drop+1)
+	}
+}
+
+// changedStep is the first step of events (a variant of base) whose
+// events differ from base's, counting from 1; when what differs first
+// is not a request (a connection opened elsewhere), the step before it.
+// 0 when events are base.
+func changedStep(base, events []kavach.Event, codec kavach.Integration) int {
+	g := kavach.NewStepGrouper(codec)
+	for i, ev := range events {
+		if i >= len(base) || !sameEvent(ev, base[i]) {
+			if ev.Dir == kavach.Request {
+				return g.Steps() + 1
+			}
+			return g.Steps()
+		}
+		g.Add(ev)
+	}
+	if len(events) < len(base) {
+		return g.Steps()
+	}
+	return 0
+}
+
+// sameEvent reports whether a and b are one event of a recording, but
+// for their place in its order (Seq: a variant numbers its own).
+func sameEvent(a, b kavach.Event) bool {
+	return a.Conn == b.Conn && a.Dir == b.Dir && a.Flags == b.Flags && a.Offset == b.Offset && bytes.Equal(a.Data, b.Data)
+}
+
+// close removes the saved states.
+func (c *checkpoints) close() {
+	if c != nil && c.dir != "" {
+		os.RemoveAll(c.dir)
+	}
+}
+
+// replayFunc replays events on a build (runRetry, or from a checkpoint).
+type replayFunc func(ctx context.Context, l kavach.Launch, events []kavach.Event, ropts replay.Options) (*replay.Trace, error)
+
+// runner is how the variant with index i in the list (or one of its
+// alternates) is replayed on the build playing role ("old" or "new"):
+// from its checkpoint when it has one that passed its check and the
+// events before it are the recording's, else every step (runRetry).
+// Either way the trace has a result for every step of the events.
+func (c *checkpoints) runner(i int) func(role string) replayFunc {
+	if c == nil || i >= len(c.from) || c.from[i] == 0 {
+		return nil
+	}
+	step := c.from[i]
+	return func(role string) replayFunc {
+		return func(ctx context.Context, l kavach.Launch, events []kavach.Event, ropts replay.Options) (*replay.Trace, error) {
+			return c.run(ctx, role, step, l, events, ropts)
+		}
+	}
+}
+
+func (c *checkpoints) run(ctx context.Context, role string, step int, l kavach.Launch, events []kavach.Event, ropts replay.Options) (*replay.Trace, error) {
+	cp := c.get(ctx, role, l, step)
+	if cp.seed == nil {
+		return runRetry(ctx, l, events, ropts)
+	}
+	prefix, suffix, sufOrigin, err := splitAt(events, nil, step, c.codec)
+	if err != nil || !slices.EqualFunc(prefix, cp.prefix, sameEvent) {
+		return runRetry(ctx, l, events, ropts)
+	}
+	steps := 0
+	for _, ev := range events {
+		if ev.Dir == kavach.Request {
+			steps++
+		}
+	}
+	ropts.Seed = cp.seed
+	tr, err := runRetry(ctx, l, suffix, ropts)
+	if err != nil {
+		return tr, err
+	}
+	cp.used.Add(1)
+	return splice(tr, cp.steps, len(sufOrigin)-(steps-step+1), step), nil
+}
+
+// splice is the trace of a whole replay made of before, a build's
+// answers to the steps before step, and tr, its replay from the
+// checkpoint there, whose first setUps steps were set-up steps sent
+// again (splitAt): dropped, and the rest numbered from step on.
+func splice(tr *replay.Trace, before []replay.StepResult, setUps, step int) *replay.Trace {
+	out := *tr
+	out.Steps = make([]replay.StepResult, 0, len(before)+len(tr.Steps))
+	out.Steps = append(out.Steps, before...)
+	for _, s := range tr.Steps[min(setUps, len(tr.Steps)):] {
+		s.N = step + len(out.Steps) - len(before)
+		out.Steps = append(out.Steps, s)
+	}
+	return &out
+}
+
+// get is role's checkpoint before step, made and checked on first use.
+func (c *checkpoints) get(ctx context.Context, role string, l kavach.Launch, step int) *checkpoint {
+	c.mu.Lock()
+	key := checkpointKey{role, step}
+	cp := c.at[key]
+	if cp == nil {
+		cp = &checkpoint{}
+		c.at[key] = cp
+	}
+	c.mu.Unlock()
+	cp.once.Do(func() {
+		if err := c.make(ctx, cp, l, step); err != nil {
+			cp.seed, cp.why = nil, err.Error()
+		}
+	})
+	return cp
+}
+
+// make saves l's state after the steps before step (replay.Checkpoint)
+// and checks it (docs/variants.md, "Checkpoints"): l replays the steps
+// through checkSteps after it from the start, and again from the saved
+// state; every step must answer alike in both, the steps before it
+// included. An error says why the checkpoint is not used.
+func (c *checkpoints) make(ctx context.Context, cp *checkpoint, l kavach.Launch, step int) error {
+	name := c.name(step)
+	c.mu.Lock()
+	if c.dir == "" {
+		dir, err := os.MkdirTemp("", "kavach-checkpoints-")
+		if err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		c.dir = dir
+	}
+	path := filepath.Join(c.dir, fmt.Sprintf("%d-%s", step, filepath.Base(l.Path)))
+	c.mu.Unlock()
+	prefix, _, _, err := splitAt(c.base, c.origin, step, c.codec)
+	if err != nil {
+		return err
+	}
+	cp.prefix = prefix
+	seed, saved, err := replay.Checkpoint(ctx, l, prefix, c.ropts, path)
+	if err != nil {
+		return fmt.Errorf("the state before step %d could not be saved: %w", name, err)
+	}
+	last := min(step+checkSteps-1, len(c.origin))
+	through, _, _, err := splitAt(c.base, c.origin, last+1, c.codec)
+	if err != nil {
+		return err
+	}
+	whole, err := runRetry(ctx, l, through, c.ropts)
+	if err != nil {
+		return fmt.Errorf("checking the state before step %d: %w", name, err)
+	}
+	_, suffix, sufOrigin, err := splitAt(through, c.origin[:last], step, c.codec)
+	if err != nil {
+		return err
+	}
+	ropts := c.ropts
+	ropts.Seed = seed
+	restored, err := runRetry(ctx, l, suffix, ropts)
+	if err != nil {
+		return fmt.Errorf("a build started from the state before step %d: %w", name, err)
+	}
+	got := splice(restored, saved.Steps, len(sufOrigin)-(last-step+1), step)
+	if why := differs(whole, got, step, c.name); why != "" {
+		return fmt.Errorf("a build started from the state before step %d %s", name, why)
+	}
+	cp.seed, cp.steps = seed, saved.Steps
+	return nil
+}
+
+// differs says how got, a replay started from a checkpoint before
+// step, answered otherwise than whole, the same steps replayed from the
+// start; "" when every step answered alike. name names a step.
+func differs(whole, got *replay.Trace, step int, name func(int) int) string {
+	if len(got.Steps) != len(whole.Steps) {
+		return fmt.Sprintf("replayed %d steps where a replay from the start replayed %d", len(got.Steps), len(whole.Steps))
+	}
+	for i, w := range whole.Steps {
+		g := got.Steps[i]
+		switch {
+		case w.Ran != g.Ran:
+			return fmt.Sprintf("ran step %d %s", name(w.N), map[bool]string{true: "where a replay from the start did not", false: "not, where a replay from the start did"}[g.Ran])
+		case !w.Ran:
+		case w.Outcome.Kind != g.Outcome.Kind:
+			return fmt.Sprintf("answered step %d %s where a replay from the start answered %s", name(w.N), describeOutcome(g.Outcome), describeOutcome(w.Outcome))
+		default:
+			if d := replay.Compare(w, g); len(d) > 0 {
+				return fmt.Sprintf("answered step %d otherwise than a replay from the start (at %s)", name(w.N), d[0].Path)
+			}
+		}
+	}
+	return ""
+}
+
+// name is the fixture's step that base's step n stands for.
+func (c *checkpoints) name(n int) int {
+	if c.stepOf != nil {
+		return c.stepOf(n)
+	}
+	return n
+}
+
+// evidence is what became of the checkpoints: for each made, its step,
+// build, and how many variants started from it, or why none did.
+func (c *checkpoints) evidence() []CheckpointEvidence {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []CheckpointEvidence
+	for k, cp := range c.at {
+		out = append(out, CheckpointEvidence{Step: c.name(k.step), Build: k.role, Variants: int(cp.used.Load()), Unused: cp.why})
+	}
+	slices.SortFunc(out, func(a, b CheckpointEvidence) int {
+		if a.Step != b.Step {
+			return a.Step - b.Step
+		}
+		return map[string]int{"old": 0, "new": 1}[a.Build] - map[string]int{"old": 0, "new": 1}[b.Build]
+	})
+	return out
+}
