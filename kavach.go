@@ -383,6 +383,9 @@ type Seed struct {
 	// started from the seed, as the recording saw it; the replay checks
 	// it (Abilities.Held) before the first step. Nil: not checked.
 	Held map[int]int
+	// Saved: the seed is a build's state saved during a replay (a
+	// checkpoint), not the recording's.
+	Saved bool
 }
 
 // Empty reports whether the seed holds no state.

@@ -15,6 +15,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/invariants"
 )
@@ -124,4 +125,51 @@ func TestCheckpointedVariantsGradeAsReplayedWhole(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestCheckpointCheckedBeforeUse: checkpoints that a build does not
+// restore as it saved them are not used, the evidence says why, and the
+// grade is the one with checkpoints turned off. Two planted faults in
+// the restore, on the GETRANGE example: an old build that loses the
+// first key of its data file (the key count differs), and a correct fix
+// whose strings lose their last byte (the count holds; a step after the
+// checkpoint answers otherwise).
+func TestCheckpointCheckedBeforeUse(t *testing.T) {
+	t.Parallel()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "examples", "redis-getrange-crash")
+	bug := filepath.Join(dir, "bug.patch")
+	old := redisbuild.MustBuild(t, bug, filepath.Join(incidents.Patches(), "restore-drops-first-key.patch"))
+	correct := redisbuild.MustBuild(t, bug, filepath.Join(dir, "candidates", "correct.patch"), filepath.Join(incidents.Patches(), "restore-truncates-strings.patch"))
+	fx, err := fixtures.Load(filepath.Join(dir, "fixture.kavach"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.Integration{}
+	run := func(off bool) *grade.Report {
+		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: correct},
+			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, NoCheckpoints: off, CheckpointSteps: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	whole, from := run(true), run(false)
+	if whole.Verdict != from.Verdict {
+		t.Errorf("%s with checkpoints, %s replayed whole", from.Verdict, whole.Verdict)
+	}
+	if a, b := variantOutcomes(from), variantOutcomes(whole); strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Errorf("the variants with checkpoints\n%s\nreplayed whole\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+	want := map[string]string{"old": "keys", "new": "answered step"}
+	seen := map[string]bool{}
+	for _, cp := range from.Evidence.Variants.Checkpoints {
+		seen[cp.Build] = true
+		if cp.Variants != 0 || !strings.Contains(cp.Unused, want[cp.Build]) {
+			t.Errorf("the %s build's checkpoint before step %d: %d variants started from it, unused %q; want none, unused saying %q", cp.Build, cp.Step, cp.Variants, cp.Unused, want[cp.Build])
+		}
+	}
+	if !seen["old"] || !seen["new"] {
+		t.Errorf("checkpoints %+v: want some tried on each build", from.Evidence.Variants.Checkpoints)
+	}
 }

@@ -646,7 +646,7 @@ func (d *diff) report(ev Evidence, rs *replays, variantsTook time.Duration, bega
 		Evidence:      ev,
 		Seed:          opts.Seed,
 		Options: Settings{Variants: opts.Variants, MinVariants: opts.MinVariants, Seed: opts.Seed, Jobs: opts.Jobs,
-			FailFast: opts.FailFast, StepTimeoutMS: opts.StepTimeout.Milliseconds(),
+			FailFast: opts.FailFast, NoCheckpoints: opts.NoCheckpoints, StepTimeoutMS: opts.StepTimeout.Milliseconds(),
 			StartTimeoutMS: opts.StartTimeout.Milliseconds(), Invariants: opts.InvariantsFile, BelowFloor: opts.BelowFloor},
 		KavachVersion: kavach.Version,
 		Network:       rs.newRun.Network,

@@ -135,6 +135,8 @@ type Settings struct {
 	StartTimeoutMS int64  `json:"start_timeout_ms,omitempty"`
 	Invariants     string `json:"invariants,omitempty"`
 	BelowFloor     bool   `json:"below_floor"`
+	// NoCheckpoints: every variant replayed every step (--checkpoints=false).
+	NoCheckpoints bool `json:"no_checkpoints,omitempty"`
 }
 
 // Durations of the diff's parts.

@@ -3,6 +3,7 @@ package grade
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -162,6 +163,12 @@ func runVariant(ctx context.Context, v variants.Variant, f kavach.Failure, old, 
 		run = func(string) replayFunc { return runRetry }
 	}
 	ot, remembered, err := opts.Memo.replay(ctx, opts.memoScope, old, v.Events, ropts, run("old"))
+	if err != nil && v.HandOff > 0 && errors.Is(err, replay.ErrNotRestored) {
+		// The old build does not restore its own state: the variant
+		// cannot reproduce anything (not run, not kept).
+		r.Description += "; not run: the old build, started from its own saved state: " + err.Error()
+		return r
+	}
 	if err != nil {
 		r.StartError = fmt.Sprintf("variant %d: the old build did not start, twice: %v", v.K, err)
 		return r

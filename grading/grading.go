@@ -40,9 +40,12 @@ type Request struct {
 	Seed              uint64
 	Jobs              int // replays at once; 0: as many as the CPUs kavach may use
 	FailFast          bool
-	StepTimeout       time.Duration
-	StartTimeout      time.Duration
-	BelowFloor        bool
+	// NoCheckpoints replays every step of every variant
+	// (--checkpoints=false; grade.Options.NoCheckpoints).
+	NoCheckpoints bool
+	StepTimeout   time.Duration
+	StartTimeout  time.Duration
+	BelowFloor    bool
 	// TrustLaunch starts the builds with every launch argument the fixture
 	// recorded (--trust-fixture-launch); otherwise they pass an allowlist.
 	// The command line alone may set it.
@@ -140,7 +143,7 @@ func (r Request) prepare() (grade.Diff, error) {
 		Integration: ropts.Integration,
 		StepTimeout: ropts.StepTimeout, Prepare: ropts.Prepare,
 		Variants: r.Variants, MinVariants: r.MinVariants, Seed: r.Seed, Jobs: r.Jobs,
-		FailFast: r.FailFast, Invariants: set, Progress: r.Progress,
+		FailFast: r.FailFast, NoCheckpoints: r.NoCheckpoints, Invariants: set, Progress: r.Progress,
 		BelowFloor: r.BelowFloor, StartTimeout: r.StartTimeout, Memo: r.Memo,
 	}
 	if set != nil {

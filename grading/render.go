@@ -3,6 +3,7 @@ package grading
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -178,6 +179,32 @@ func printVariantsChecked(w io.Writer, ev grade.Evidence, ck grade.Checked) {
 	}
 	for _, l := range ev.Variants.LeftWhole {
 		fmt.Fprintf(w, "           left whole: %s\n", l)
+	}
+	printCheckpoints(w, ev.Variants.Checkpoints)
+}
+
+// printCheckpoints prints how many variant replays started from a
+// checkpoint, and why the first checkpoint not used was not.
+func printCheckpoints(w io.Writer, cps []grade.CheckpointEvidence) {
+	used, replays := []string{}, 0
+	unused := -1
+	for i, cp := range cps {
+		switch {
+		case cp.Unused != "" && unused < 0:
+			unused = i
+		case cp.Unused == "" && cp.Variants > 0:
+			replays += cp.Variants
+			if s := strconv.Itoa(cp.Step); !slices.Contains(used, s) {
+				used = append(used, s)
+			}
+		}
+	}
+	if replays > 0 {
+		fmt.Fprintf(w, "           %d variant replays started from checkpoints before step %s (each build's saved state, checked)\n", replays, strings.Join(used, ", "))
+	}
+	if unused >= 0 {
+		cp := cps[unused]
+		fmt.Fprintf(w, "           the %s build's checkpoint before step %d not used: %s\n", cp.Build, cp.Step, cut.Lines(cp.Unused, 1))
 	}
 }
 

@@ -241,6 +241,7 @@ type DiffInput struct {
 	Seed           uint64   `json:"seed,omitempty" jsonschema:"seed of the variant generator"`
 	Jobs           int      `json:"jobs,omitempty" jsonschema:"replays run at once, for a suite across all its fixtures (0: as many as the CPUs kavach may use)"`
 	FailFast       bool     `json:"fail_fast,omitempty" jsonschema:"stop running variants on the new build after the first it fails"`
+	NoCheckpoints  bool     `json:"no_checkpoints,omitempty" jsonschema:"replay every step of every variant instead of starting it from each build's saved state before the step it changes (the same variants)"`
 	StepTimeoutMS  int      `json:"step_timeout_ms,omitempty" jsonschema:"a step with no reply within this many milliseconds hangs"`
 	StartTimeoutMS int      `json:"start_timeout_ms,omitempty" jsonschema:"a build not ready within this many milliseconds cannot be graded"`
 	Detail         string   `json:"detail,omitempty" jsonschema:"concise: the headline finding only, long values cut (about 2,000 tokens at most); full: every finding, uncut"`
@@ -323,11 +324,12 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 	r := grading.Request{
 		Old: in.Old, New: in.New, Fixture: in.Fixture, Invariants: in.Invariants,
 		Variants: in.Variants, MinVariants: in.MinVariants, Seed: in.Seed, Jobs: in.Jobs, FailFast: in.FailFast,
-		StepTimeout:  time.Duration(in.StepTimeoutMS) * time.Millisecond,
-		StartTimeout: time.Duration(in.StartTimeoutMS) * time.Millisecond,
-		Progress:     progress(ctx, req),
-		BelowFloor:   in.BelowFloor,
-		Memo:         cfg.memo,
+		NoCheckpoints: in.NoCheckpoints,
+		StepTimeout:   time.Duration(in.StepTimeoutMS) * time.Millisecond,
+		StartTimeout:  time.Duration(in.StartTimeoutMS) * time.Millisecond,
+		Progress:      progress(ctx, req),
+		BelowFloor:    in.BelowFloor,
+		Memo:          cfg.memo,
 	}
 	if len(in.Fixtures) > 0 || isDir(in.Fixture) {
 		r.Progress = suiteProgress(ctx, req)

@@ -60,5 +60,5 @@ func Checkpoint(ctx context.Context, build kavach.Launch, events []kavach.Event,
 		os.Remove(path)
 		return nil, tr, err
 	}
-	return &kavach.Seed{Data: path, Held: tr.Saved}, tr, nil
+	return &kavach.Seed{Data: path, Held: tr.Saved, Saved: true}, tr, nil
 }

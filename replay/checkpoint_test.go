@@ -121,7 +121,7 @@ func checkpointAnswersAsTheWholeReplay(t *testing.T, build kavach.Launch) {
 	}
 	opts.Seed = bad
 	_, err = replay.Run(ctx, build, suffix, opts)
-	if err == nil || !strings.Contains(err.Error(), "holds 3 keys in database 0 where the fixture's state holds 4") {
+	if err == nil || !strings.Contains(err.Error(), "holds 3 keys in database 0 where the saved state holds 4") {
 		t.Fatalf("a replay from a checkpoint that lost a key: err = %v, want it refused for holding 3 keys of 4", err)
 	}
 }

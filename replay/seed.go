@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -42,6 +43,10 @@ func startSeeded(ctx context.Context, build kavach.Launch, opts Options) (kavach
 	return proc, nil
 }
 
+// ErrNotRestored is the error of a replay whose build, started from a
+// seed, does not hold what the seed held (checkHeld).
+var ErrNotRestored = errors.New("the state was not restored whole")
+
 // checkHeld checks, before the first step, that the build started from
 // the seed holds as many keys in each database as the recording's
 // service did (observed, not assumed: a restore that lost a key, a data
@@ -55,9 +60,13 @@ func checkHeld(ctx context.Context, opts Options, addr string) error {
 	if err != nil {
 		return fmt.Errorf("state: counting the keys it holds: %w", err)
 	}
+	of := "the fixture's state"
+	if opts.Seed.Saved {
+		of = "the saved state"
+	}
 	for _, db := range slices.Sorted(maps.Keys(mergeKeys(got, opts.Seed.Held))) {
 		if got[db] != opts.Seed.Held[db] {
-			return fmt.Errorf("started from the fixture's state, it holds %d keys in database %d where the fixture's state holds %d: the state was not restored whole", got[db], db, opts.Seed.Held[db])
+			return fmt.Errorf("started from %s, it holds %d keys in database %d where %s holds %d: %w", of, got[db], db, of, opts.Seed.Held[db], ErrNotRestored)
 		}
 	}
 	return nil

@@ -48,6 +48,7 @@ func diffCommand() *cli.Command {
 			&cli.DurationFlag{Name: "step-timeout", Value: 5 * time.Second, Usage: "a step with no reply within `D` hangs"},
 			&cli.DurationFlag{Name: "start-timeout", Value: 10 * time.Second, Usage: "a build not ready within `D` cannot be graded"},
 			&cli.BoolFlag{Name: "fail-fast", Usage: "stop running variants on the new build after the first it fails"},
+			&cli.BoolFlag{Name: "checkpoints", Value: true, Usage: "start variants from each build's saved state before the step they change (=false: replay every step; the same variants)"},
 			&cli.BoolFlag{Name: "brief", Usage: "print one line: the verdict and the report's path"},
 			htmlFlag(),
 			trustFlag(),
@@ -70,6 +71,7 @@ func diffCommand() *cli.Command {
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
 				FailFast: c.Bool("fail-fast"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
 				BelowFloor: c.Bool("below-floor"), TrustLaunch: c.Bool("trust-fixture-launch"),
+				NoCheckpoints: !c.Bool("checkpoints"),
 			}
 			if req.Recording, err = req.CheckPaths(fixtures, suite, "--out", c.String("out")); err != nil {
 				return err
