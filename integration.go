@@ -162,8 +162,12 @@ type Abilities struct {
 	// anything), empty when it touches no key. writes, when not nil, has
 	// one entry per request: the keys it may write; a nil entry (or a nil
 	// writes) means every key it touches, an empty one none. Keys relate
-	// as KeysRelate says. Nil: every step may affect every other.
-	Keys func(ctx context.Context, addr string, requests [][]byte) (keys, writes [][]string)
+	// as KeysRelate says. replaces, when not nil, has one entry per
+	// request: the keys whose whole content it replaces or removes
+	// without reading it (Redis: the build's OW and RM key flags; SET,
+	// DEL), so that no earlier write of them reaches a later step; nil
+	// when none or unknown. Nil: every step may affect every other.
+	Keys func(ctx context.Context, addr string, requests [][]byte) (keys, writes, replaces [][]string)
 	// Inspect is a request as the value an invariant reads. Nil (with
 	// Writes): invariants cannot be checked.
 	Inspect func(request []byte) map[string]any

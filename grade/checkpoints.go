@@ -109,39 +109,44 @@ func newCheckpoints(base []kavach.Event, vs []variants.Variant, ropts replay.Opt
 
 // planCheckpoints chooses, from the step each variant changes first
 // (changes; 0: none to start from), the steps of the checkpoints and
-// returns the one each variant starts from (0: none): the latest
-// chosen step at or before its own. A step is chosen when at least
-// minSharers variants would start from it; the others start from an
-// earlier one.
+// returns the one each variant starts from (0: none): the latest chosen
+// step at or before its own. A checkpoint before step c costs about two
+// replays of the c-1 steps before it on each build (the replay saved,
+// and the one its check compares with); each variant starting from it
+// spares the steps between the checkpoint it would start from otherwise
+// and c. Steps are chosen one at a time, the one sparing the most steps
+// net first, while one spares any (and has minSharers variants).
 func planCheckpoints(changes []int) []int {
-	var chosen []int
+	var cands []int
 	for _, k := range changes {
-		if k > 0 && !slices.Contains(chosen, k) {
-			chosen = append(chosen, k)
+		if k > 0 && !slices.Contains(cands, k) {
+			cands = append(cands, k)
 		}
 	}
-	slices.Sort(chosen)
+	slices.Sort(cands)
 	from := make([]int, len(changes))
 	for {
-		users := map[int]int{}
-		for i, k := range changes {
-			from[i] = 0
-			if j, found := slices.BinarySearch(chosen, k); found {
-				from[i] = chosen[j]
-			} else if j > 0 && k > 0 {
-				from[i] = chosen[j-1]
+		best, bestNet := 0, 0
+		for _, c := range cands {
+			spared, users := 0, 0
+			for i, k := range changes {
+				if from[i] < c && c <= k {
+					spared += c - from[i]
+					users++
+				}
 			}
-			if from[i] > 0 {
-				users[from[i]]++
+			if net := spared - 2*(c-1); users >= minSharers && net > bestNet {
+				best, bestNet = c, net
 			}
 		}
-		// The fewest-shared step goes first, so that its users may make
-		// an earlier one worth its cost.
-		drop := slices.IndexFunc(chosen, func(c int) bool { return users[c] < minSharers })
-		if drop < 0 {
+		if best == 0 {
 			return from
 		}
-		chosen = slices.Delete(chosen, drop, drop+1)
+		for i, k := range changes {
+			if from[i] < best && best <= k {
+				from[i] = best
+			}
+		}
 	}
 }
 

@@ -172,9 +172,10 @@ type diff struct {
 	// win is, for a long recording, the window of it its variants replay:
 	// around the failing step (the last steps of a contract).
 	win *window
-	// keys and writes are steps' keys and the keys they may write
-	// (learnKeys): keys[keyOf(n)] are step n's.
-	keys, writes [][]string
+	// keys and writes are steps' keys and the keys they may write, and
+	// replaces those they replace whole (learnKeys): keys[keyOf(n)] are
+	// step n's.
+	keys, writes, replaces [][]string
 	keyOf        func(n int) int
 	// group and groupCommands are the failing command's group as the old
 	// build documents it, and its commands (learnKeys).
@@ -262,7 +263,7 @@ func (d *diff) findKeys(ctx context.Context) error {
 	} else {
 		l = learnKeys(ctx, d.rec.Steps(), f, d.old, d.opts)
 	}
-	d.keys, d.writes, d.group, d.groupCommands = l.Keys, l.Writes, l.Group, l.GroupCommands
+	d.keys, d.writes, d.replaces, d.group, d.groupCommands = l.Keys, l.Writes, l.Replaces, l.Group, l.GroupCommands
 	return nil
 }
 
@@ -605,11 +606,11 @@ func (d *diff) runVariants(ctx context.Context, ev *Evidence) error {
 			keys = cut.keys
 		}
 		ev.Variants = variantsOn(cut, func(wrec *fixtures.Recording) VariantsEvidence {
-			return replayVariants(ctx, wrec, d.old, d.new, d.ropts, rule, keys, nil, o)
+			return replayVariants(ctx, wrec, d.old, d.new, d.ropts, rule, keys, nil, nil, o)
 		}, d.fx)
 		ev.Variants.SliceFallback = fallback
 	} else {
-		ev.Variants = replayVariants(ctx, d.rec.Recording, d.old, d.new, d.ropts, rule, d.keys, d.writes, opts)
+		ev.Variants = replayVariants(ctx, d.rec.Recording, d.old, d.new, d.ropts, rule, d.keys, d.writes, d.replaces, opts)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", context.Cause(ctx))

@@ -35,6 +35,9 @@ type Learned struct {
 	// is unknown, and every entry is when the integration cannot tell
 	// or the build could not be asked.
 	Keys, Writes [][]string
+	// Replaces are, when asked, the keys each step replaces whole
+	// (kavach.Abilities.Keys); nil when none or unknown.
+	Replaces [][]string
 	// Group and GroupCommands are, when asked and told, the group the
 	// build's documentation puts Learning.Group's command in and the
 	// group's commands.
@@ -58,7 +61,7 @@ func Learn(ctx context.Context, in kavach.Integration, old kavach.Launch, steps 
 	var out Learned
 	ab := in.Abilities()
 	if l.Keys {
-		out.Keys, out.Writes = make([][]string, len(steps)), make([][]string, len(steps))
+		out.Keys, out.Writes, out.Replaces = make([][]string, len(steps)), make([][]string, len(steps)), make([][]string, len(steps))
 	}
 	if l.Schema && (ab.Learn == nil || ab.Variation == nil) {
 		return out, ErrCannotLearn
@@ -90,11 +93,14 @@ func Learn(ctx context.Context, in kavach.Integration, old kavach.Launch, steps 
 		for i, s := range steps {
 			reqs[i] = s.Request.Data
 		}
-		k, w := ab.Keys(ctx, p.Addr(), reqs)
+		k, w, r := ab.Keys(ctx, p.Addr(), reqs)
 		for i := range min(len(k), len(steps)) {
 			out.Keys[i] = k[i]
 			if i < len(w) {
 				out.Writes[i] = w[i]
+			}
+			if i < len(r) {
+				out.Replaces[i] = r[i]
 			}
 		}
 	}

@@ -147,7 +147,7 @@ func learnStepKeys(ctx context.Context, rec *recording, last int, old kavach.Lau
 	var flags []uint8
 	full := false
 	flush := func() {
-		keys, writes := finder(ctx, p.Addr(), reqs)
+		keys, writes, _ := finder(ctx, p.Addr(), reqs)
 		for i := range reqs {
 			var w []string
 			if i < len(writes) {

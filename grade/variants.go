@@ -31,7 +31,7 @@ func learnSchema(ctx context.Context, rec *fixtures.Recording, old kavach.Launch
 // what their evidence says of how they were made and how many of each
 // kind could be made (applicable); ok is false when the integration
 // cannot vary requests.
-func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launch, keys, writes [][]string, opts Options) (vs []variants.Variant, ve VariantsEvidence, applicable map[string]int, ok bool) {
+func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launch, keys, writes, replaces [][]string, opts Options) (vs []variants.Variant, ve VariantsEvidence, applicable map[string]int, ok bool) {
 	fx := rec.Fixture()
 	ve = VariantsEvidence{Min: opts.MinVariants, List: []VariantEvidence{}}
 	variator := opts.Integration.Abilities().Variation
@@ -40,7 +40,7 @@ func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launc
 		return nil, ve, nil, false
 	}
 	schema, note := learnSchema(ctx, rec, old, opts)
-	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Cap: variants.CapFor(opts.Variants), Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Writes: writes, Deferred: true, StepOf: opts.stepOf,
+	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Cap: variants.CapFor(opts.Variants), Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Writes: writes, Replaces: replaces, Deferred: true, StepOf: opts.stepOf,
 		Upgrade: CanHandOff(opts.Integration)}
 	// A contract (no failure) has regression variants of every step only.
 	if f := fx.Failure; f == nil {
@@ -61,12 +61,13 @@ func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launc
 // that the old build handles), and replays the kept ones on the new build
 // (docs/design.md §4, steps 4 and 5), Jobs at a time, each variant
 // holding a place in the pool; the variant rule (rule, JudgeVariant)
-// judges each. keys are each step's keys and writes the keys each
-// writes, as the old build says (learnKeys), for where the variants go;
-// nil when unknown (writes: the codec's list decides).
-func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys, writes [][]string, opts Options) VariantsEvidence {
+// judges each. keys are each step's keys, writes the keys each writes
+// and replaces those it replaces whole, as the old build says
+// (learnKeys), for where the variants go; nil when unknown (writes: the
+// codec's list decides; replaces: none).
+func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavach.Launch, ropts replay.Options, rule variantRule, keys, writes, replaces [][]string, opts Options) VariantsEvidence {
 	fx := rec.Fixture()
-	vs, ve, applicable, ok := makeVariants(ctx, rec, old, keys, writes, opts)
+	vs, ve, applicable, ok := makeVariants(ctx, rec, old, keys, writes, replaces, opts)
 	if !ok {
 		return ve
 	}

@@ -52,14 +52,15 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 		return nil, fmt.Errorf("the %s integration cannot vary requests", fx.Header.Protocol)
 	}
 	var schema kavach.Schema
-	var keys, writes [][]string
+	var l grade.Learned
 	if r.Build != "" {
-		if schema, keys, writes, err = learn(ctx, fx, in, r.Build, r.TrustLaunch); err != nil {
+		if l, err = learn(ctx, fx, in, r.Build, r.TrustLaunch); err != nil {
 			return nil, err
 		}
+		schema = l.Schema
 	}
 	vs, applicable := variants.Counted(fx.Events, fx.Failure.Step, variants.Options{
-		Codec: in, Variator: variator, Schema: schema, Budget: r.Budget, Cap: variants.CapFor(r.Budget), Seed: r.Seed, Start: fx.Header.Start, Keys: keys, Writes: writes, Deferred: true,
+		Codec: in, Variator: variator, Schema: schema, Budget: r.Budget, Cap: variants.CapFor(r.Budget), Seed: r.Seed, Start: fx.Header.Start, Keys: l.Keys, Writes: l.Writes, Replaces: l.Replaces, Deferred: true,
 		// The kinds the fixture excludes, as kavach diff leaves them out.
 		Exclude: fx.Failure.ExcludeVariants, Upgrade: grade.CanHandOff(in)})
 	return &VariantList{Variants: vs, Applicable: applicable, Excluded: fx.Failure.ExcludeVariants,
@@ -68,21 +69,21 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 
 // learn starts the build once and asks it, as kavach diff asks its old
 // build (grade.Learn), the field types of the fixture's requests and the
-// steps' keys and the keys each writes (where the variants' budget
-// goes).
-func learn(ctx context.Context, fx *fixtures.Fixture, in kavach.Integration, build string, trust bool) (kavach.Schema, [][]string, [][]string, error) {
+// steps' keys, the keys each writes and those it replaces whole (where
+// the variants' budget goes).
+func learn(ctx context.Context, fx *fixtures.Fixture, in kavach.Integration, build string, trust bool) (grade.Learned, error) {
 	if err := checkLaunch(ctx, in, fx, trust, build); err != nil {
-		return nil, nil, nil, err
+		return grade.Learned{}, err
 	}
 	rec := wrap(fx.Path, fixtures.NewRecording(fx, in))
 	l, err := grade.Learn(ctx, in.WithStartTimeout(10*time.Second), rec.Launch(build), rec.Steps(), grade.Learning{Schema: true, Keys: true})
 	if errors.Is(err, grade.ErrCannotLearn) {
-		return nil, nil, nil, fmt.Errorf("the %s integration cannot learn request types from a build", fx.Header.Protocol)
+		return grade.Learned{}, fmt.Errorf("the %s integration cannot learn request types from a build", fx.Header.Protocol)
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return grade.Learned{}, err
 	}
-	return l.Schema, l.Keys, l.Writes, nil
+	return l, nil
 }
 
 // loadFixture loads a fixture whole and finds its integration.

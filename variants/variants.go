@@ -135,6 +135,12 @@ type Options struct {
 	// COPY tmp greeting writes greeting and reads tmp: which the codec's
 	// list of commands cannot tell.
 	Writes [][]string
+	// Replaces are, by step (index 0 for step 1), the keys the step
+	// replaces whole without reading them, as the build says
+	// (kavach.Abilities.Keys: SET's, DEL's): no step before it writes
+	// what a later step reads of such a key, so none of those is a
+	// writer of the failing request's keys through it. Nil: none known.
+	Replaces [][]string
 	// Deferred leaves the kept variants' Events and Origin unmade:
 	// Variant.Build makes them when the variant is replayed. A long
 	// recording's variants are then not all in memory at once (each is a
@@ -378,6 +384,11 @@ func (g *gen) places() map[int]string {
 			if !slices.Contains(w, k) && !slices.Contains(needed, k) {
 				needed = append(needed, k)
 			}
+		}
+		// A key it replaces whole is not needed before it: what the
+		// failing step reads of it is this step's, not an earlier one's.
+		if j-1 < len(g.opts.Replaces) {
+			needed = slices.DeleteFunc(needed, func(k string) bool { return slices.Contains(g.opts.Replaces[j-1], k) })
 		}
 	}
 	return out

@@ -133,7 +133,7 @@ func metricsFed() ([]kavach.Event, [][]string) {
 		"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
 	}
 	evs := httpSession(reqs...)
-	keys, _ := axum.Integration{}.Keys(context.Background(), "", [][]byte{[]byte(reqs[0]), []byte(reqs[1]), []byte(reqs[2])})
+	keys, _, _ := axum.Integration{}.Keys(context.Background(), "", [][]byte{[]byte(reqs[0]), []byte(reqs[1]), []byte(reqs[2])})
 	return evs, keys
 }
 

@@ -482,7 +482,9 @@ func (Integration) Version(context.Context, string) string { return "" }
 // no build. GET and HEAD read their path; every other method writes it. A
 // path relates to the paths below it (POST /items to GET /items/2); an
 // unparsable request is unknown (nil): it may touch and write anything.
-func (Integration) Keys(_ context.Context, _ string, requests [][]byte) (keys, writes [][]string) {
+// No request is said to replace its path (replaces nil): a path relates to
+// the paths below it, which a PUT of the path does not replace.
+func (Integration) Keys(_ context.Context, _ string, requests [][]byte) (keys, writes, replaces [][]string) {
 	keys, writes = make([][]string, len(requests)), make([][]string, len(requests))
 	for i, r := range requests {
 		if m, err := Parse(r, true); err == nil {
@@ -493,5 +495,5 @@ func (Integration) Keys(_ context.Context, _ string, requests [][]byte) (keys, w
 			}
 		}
 	}
-	return keys, writes
+	return keys, writes, nil
 }

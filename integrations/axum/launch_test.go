@@ -42,7 +42,7 @@ func TestKeysReadsAndWrites(t *testing.T) {
 		[]byte("DELETE /items/2 HTTP/1.1\r\nHost: h\r\n\r\n"),
 		[]byte("not http"),
 	}
-	keys, writes := Integration{}.Keys(context.Background(), "", reqs)
+	keys, writes, replaces := Integration{}.Keys(context.Background(), "", reqs)
 	want := []string{"[/items/2]", "[/items]", "[/items]", "[/items/2]", "unknown"}
 	wantWrites := []string{"[]", "[]", "[/items]", "[/items/2]", "unknown"}
 	show := func(k []string) string {
@@ -57,6 +57,9 @@ func TestKeysReadsAndWrites(t *testing.T) {
 		}
 		if s := show(writes[i]); s != wantWrites[i] {
 			t.Errorf("%q: writes %s, want %s", reqs[i], s, wantWrites[i])
+		}
+		if replaces != nil {
+			t.Errorf("%q: replaces %v, want none said (a path relates to those below it)", reqs[i], replaces)
 		}
 	}
 }

@@ -25,13 +25,13 @@ import (
 // the server cannot place (an unknown command, a wrong arity, no answer)
 // is unknown (nil): it may touch and write anything. One connection asks
 // everything, one request at a time; distinct requests are asked once.
-func (Integration) Keys(ctx context.Context, addr string, requests [][]byte) (keys, writes [][]string) {
-	keys, writes = make([][]string, len(requests)), make([][]string, len(requests))
+func (Integration) Keys(ctx context.Context, addr string, requests [][]byte) (keys, writes, replaces [][]string) {
+	keys, writes, replaces = make([][]string, len(requests)), make([][]string, len(requests)), make([][]string, len(requests))
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := launch.Dial(ctx, addr)
 	if err != nil {
-		return keys, writes
+		return keys, writes, replaces
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -44,7 +44,7 @@ func (Integration) Keys(ctx context.Context, addr string, requests [][]byte) (ke
 		}
 		return readReply(r)
 	}
-	type answer struct{ keys, writes []string }
+	type answer struct{ keys, writes, replaces []string }
 	seen := map[string]answer{}
 	infos := map[string]commandInfo{}
 	// The first question about each distinct request (COMMAND
@@ -53,7 +53,7 @@ func (Integration) Keys(ctx context.Context, addr string, requests [][]byte) (ke
 	// took minutes for millions.
 	pre, ok := prefetchKeys(conn, r, requests)
 	if !ok {
-		return keys, writes // the connection's answers are out of step: all unknown
+		return keys, writes, replaces // the connection's answers are out of step: all unknown
 	}
 	for i, req := range requests {
 		a, ok := seen[string(req)]
@@ -67,12 +67,12 @@ func (Integration) Keys(ctx context.Context, addr string, requests [][]byte) (ke
 					return ask(args...)
 				}
 			}
-			a.keys, a.writes = keysOf(req, q, infos)
+			a.keys, a.writes, a.replaces = keysOf(req, q, infos)
 			seen[string(req)] = a
 		}
-		keys[i], writes[i] = a.keys, a.writes
+		keys[i], writes[i], replaces[i] = a.keys, a.writes, a.replaces
 	}
-	return keys, writes
+	return keys, writes, replaces
 }
 
 // prefetchKeys asks COMMAND GETKEYSANDFLAGS of every distinct request
@@ -181,48 +181,50 @@ func infoOf(name string, ask func(args ...[]byte) (Value, error), infos map[stri
 	return ci
 }
 
-// keysOf places one request: the keys it touches and those it writes.
-func keysOf(req []byte, ask func(args ...[]byte) (Value, error), infos map[string]commandInfo) (keys, writes []string) {
+// keysOf places one request: the keys it touches, those it writes, and
+// those whose content it replaces whole (askKeys).
+func keysOf(req []byte, ask func(args ...[]byte) (Value, error), infos map[string]commandInfo) (keys, writes, replaces []string) {
 	c, err := ParseCommand(req)
 	if err != nil || c.Name == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	// COMMAND GETKEYS(ANDFLAGS) wants the command and at least one
 	// argument: a command alone (DBSIZE, PING) is placed by its
 	// categories only.
 	if len(c.Args) > 1 {
-		keys, writes, ok, err := askKeys(c.Name, c.Args, ask, infos)
+		keys, writes, replaces, ok, err := askKeys(c.Name, c.Args, ask, infos)
 		if err != nil {
-			return nil, nil
+			return nil, nil, nil
 		}
 		if ok {
 			switch ci := infoOf(c.Name, ask, infos); {
 			case ci.script && len(keys) == 0:
-				return nil, nil // a script's undeclared keys
+				return nil, nil, nil // a script's undeclared keys
 			case ci.script || !ci.known:
-				writes = keys
+				writes, replaces = keys, nil
 			}
-			return keys, writes
+			return keys, writes, replaces
 		}
 	}
 	ci := infoOf(c.Name, ask, infos)
 	switch {
 	case !ci.known || ci.global && (ci.write || ci.script || !ci.readonly):
-		return nil, nil
+		return nil, nil, nil
 	case ci.global:
-		return nil, []string{}
+		return nil, []string{}, nil
 	}
-	return []string{}, []string{}
+	return []string{}, []string{}, nil
 }
 
 // askKeys asks the server for a request's keys and their flags: ok false
 // when the server says the command has no key arguments, an error when it
-// cannot place the request.
-func askKeys(name string, args [][]byte, ask func(args ...[]byte) (Value, error), infos map[string]commandInfo) (keys, writes []string, ok bool, err error) {
+// cannot place the request. replaces are the keys flagged OW (its content
+// overwritten, not read) or RM (removed): none before Redis 7.
+func askKeys(name string, args [][]byte, ask func(args ...[]byte) (Value, error), infos map[string]commandInfo) (keys, writes, replaces []string, ok bool, err error) {
 	noKeys := func(v Value) bool { return strings.Contains(strings.ToLower(string(v.Str)), "no key arguments") }
 	v, err := ask(append([][]byte{[]byte("COMMAND"), []byte("GETKEYSANDFLAGS")}, args...)...)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	if v.Kind != KindError {
 		keys, writes = []string{}, []string{}
@@ -232,29 +234,34 @@ func askKeys(name string, args [][]byte, ask func(args ...[]byte) (Value, error)
 			}
 			k := string(e.Elems[0].Str)
 			keys = append(keys, k)
-			ro := len(e.Elems) > 1 && slices.ContainsFunc(e.Elems[1].Elems, func(f Value) bool { return strings.EqualFold(string(f.Str), "RO") })
-			if !ro {
+			flag := func(name string) bool {
+				return len(e.Elems) > 1 && slices.ContainsFunc(e.Elems[1].Elems, func(f Value) bool { return strings.EqualFold(string(f.Str), name) })
+			}
+			if !flag("RO") {
 				writes = append(writes, k)
 			}
+			if flag("OW") || flag("RM") {
+				replaces = append(replaces, k)
+			}
 		}
-		return keys, writes, true, nil
+		return keys, writes, replaces, true, nil
 	}
 	if noKeys(v) {
-		return nil, nil, false, nil
+		return nil, nil, nil, false, nil
 	}
 	if !strings.Contains(strings.ToLower(string(v.Str)), "unknown subcommand") {
-		return nil, nil, false, errNotPlaced
+		return nil, nil, nil, false, errNotPlaced
 	}
 	// Before Redis 7: the keys alone; the command's flags tell the writes.
 	v, err = ask(append([][]byte{[]byte("COMMAND"), []byte("GETKEYS")}, args...)...)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	if v.Kind == KindError {
 		if noKeys(v) {
-			return nil, nil, false, nil
+			return nil, nil, nil, false, nil
 		}
-		return nil, nil, false, errNotPlaced
+		return nil, nil, nil, false, errNotPlaced
 	}
 	keys = []string{}
 	for _, e := range v.Elems {
@@ -264,7 +271,7 @@ func askKeys(name string, args [][]byte, ask func(args ...[]byte) (Value, error)
 	if ci := infoOf(name, ask, infos); !ci.readonly || ci.write {
 		writes = keys
 	}
-	return keys, writes, true, nil
+	return keys, writes, nil, true, nil
 }
 
 // errNotPlaced is the server refusing to name a request's keys.

@@ -30,12 +30,20 @@ func TestKeysFromTheServersKeySpecs(t *testing.T) {
 		cmd("EVAL_RO", "return 1", "1", "a"),                       // a script still
 		cmd("EVAL", "return 1", "0"),                               // undeclared keys: anything
 		cmd("OBJECT", "ENCODING", "a"),                             // a subcommand that reads
+		cmd("SET", "a", "1", "GET"),                                // reads a before it replaces it
+		cmd("DEL", "a", "b"),                                       // removes both
+		cmd("APPEND", "a", "x"),                                    // reads and writes a
 	}
-	got, writes := Integration{}.Keys(context.Background(), p.Addr(), reqs)
+	got, writes, replaces := Integration{}.Keys(context.Background(), p.Addr(), reqs)
 	want := []string{"[a]", "[b c]", "[]", "unknown", "unknown", "unknown", "[]", "[a]",
-		"[a]", "[a]", "[a b]", "[a]", "[a]", "unknown", "[a]"}
+		"[a]", "[a]", "[a b]", "[a]", "[a]", "unknown", "[a]", "[a]", "[a b]", "[a]"}
 	wantWrites := []string{"[a]", "[b c]", "[]", "[]", "unknown", "unknown", "[]", "[a]",
-		"[]", "[]", "[a b]", "[a]", "[a]", "unknown", "[]"}
+		"[]", "[]", "[a b]", "[a]", "[a]", "unknown", "[]", "[a]", "[a b]", "[a]"}
+	// Replaced whole, as the key flags say (OW, RM): SET and MSET's
+	// keys, DEL's; not LMOVE's (it reads them), a script's, SET ... GET's
+	// or APPEND's.
+	wantReplaces := []string{"[a]", "[b c]", "[]", "[]", "[]", "[]", "[]", "[a]",
+		"[]", "[]", "[]", "[]", "[]", "[]", "[]", "[]", "[a b]", "[]"}
 	show := func(k []string) string {
 		if k == nil {
 			return "unknown"
@@ -52,8 +60,11 @@ func TestKeysFromTheServersKeySpecs(t *testing.T) {
 		if s := show(writes[i]); s != wantWrites[i] {
 			t.Errorf("%q: writes %s, want %s", reqs[i], s, wantWrites[i])
 		}
+		if s := fmt.Sprint(append([]string{}, replaces[i]...)); s != wantReplaces[i] {
+			t.Errorf("%q: replaces %s, want %s", reqs[i], s, wantReplaces[i])
+		}
 	}
-	if got, writes := (Integration{}).Keys(context.Background(), "127.0.0.1:1", reqs[:1]); len(got) != 1 || got[0] != nil || writes[0] != nil {
+	if got, writes, _ := (Integration{}).Keys(context.Background(), "127.0.0.1:1", reqs[:1]); len(got) != 1 || got[0] != nil || writes[0] != nil {
 		t.Errorf("no server: %v %v, want unknown", got, writes)
 	}
 }

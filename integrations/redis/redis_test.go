@@ -202,7 +202,7 @@ func TestLauncherRealRedis(t *testing.T) {
 	if _, err := (Integration{}).Learn(done, p.Addr(), []string{"GET"}); err == nil {
 		t.Error("Learn on a cancelled context: no error")
 	}
-	if keys, _ := (Integration{}).Keys(done, p.Addr(), [][]byte{AppendCommand(nil, []byte("GET"), []byte("k"))}); keys[0] != nil {
+	if keys, _, _ := (Integration{}).Keys(done, p.Addr(), [][]byte{AppendCommand(nil, []byte("GET"), []byte("k"))}); keys[0] != nil {
 		t.Errorf("Keys on a cancelled context = %q, want unknown", keys)
 	}
 	sp := p.(*launch.Spawned)
