@@ -176,7 +176,7 @@ type diff struct {
 	// replaces those they replace whole (learnKeys): keys[keyOf(n)] are
 	// step n's.
 	keys, writes, replaces [][]string
-	keyOf        func(n int) int
+	keyOf                  func(n int) int
 	// group and groupCommands are the failing command's group as the old
 	// build documents it, and its commands (learnKeys).
 	group         string
