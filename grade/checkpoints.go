@@ -254,7 +254,7 @@ func (c *checkpoints) get(ctx context.Context, role string, l kavach.Launch, ste
 	}
 	c.mu.Unlock()
 	cp.once.Do(func() {
-		if err := c.make(ctx, cp, l, step); err != nil {
+		if err := c.make(ctx, cp, role, l, step); err != nil {
 			cp.seed, cp.why = nil, err.Error()
 		}
 	})
@@ -266,7 +266,7 @@ func (c *checkpoints) get(ctx context.Context, role string, l kavach.Launch, ste
 // through checkSteps after it from the start, and again from the saved
 // state; every step must answer alike in both, the steps before it
 // included. An error says why the checkpoint is not used.
-func (c *checkpoints) make(ctx context.Context, cp *checkpoint, l kavach.Launch, step int) error {
+func (c *checkpoints) make(ctx context.Context, cp *checkpoint, role string, l kavach.Launch, step int) error {
 	name := c.name(step)
 	c.mu.Lock()
 	if c.dir == "" {
@@ -277,7 +277,9 @@ func (c *checkpoints) make(ctx context.Context, cp *checkpoint, l kavach.Launch,
 		}
 		c.dir = dir
 	}
-	path := filepath.Join(c.dir, fmt.Sprintf("%d-%s", step, filepath.Base(l.Path)))
+	// One file per build and step: the old and the new build are often
+	// both called redis-server.
+	path := filepath.Join(c.dir, fmt.Sprintf("%s-%d", role, step))
 	c.mu.Unlock()
 	prefix, _, _, err := splitAt(c.base, c.origin, step, c.codec)
 	if err != nil {
