@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/replay"
@@ -70,9 +71,10 @@ type checkpoint struct {
 // newCheckpoints plans the checkpoints of vs, variants of base: a
 // checkpoint before each step at least minSharers variants change first
 // with at least opts.CheckpointSteps steps before it, each variant
-// starting from the latest one before the step it changes. Variants
-// that move the clock or hand one build's state to another (they
-// start from a saved state already) replay every step. Nil when the
+// starting from the latest one before the step it changes (a clock
+// variant: the step its clock moves from, at the latest). Variants that
+// hand one build's state to another (they start from a saved state
+// already) replay every step. Nil when the
 // integration cannot save a build's state, checkpoints are turned off
 // (Options.NoCheckpoints), or no variant would start from one.
 func newCheckpoints(base []kavach.Event, vs []variants.Variant, ropts replay.Options, opts Options) *checkpoints {
@@ -86,13 +88,20 @@ func newCheckpoints(base []kavach.Event, vs []variants.Variant, ropts replay.Opt
 	steps := len(kavach.Steps(base, opts.Integration))
 	changes := make([]int, len(vs))
 	for i := range vs {
-		if vs[i].HandOff > 0 || vs[i].ShiftFrom > 0 {
+		if vs[i].HandOff > 0 {
 			continue
+		}
+		events, _ := vs[i].Build()
+		k := changedStep(base, events, opts.Integration)
+		if k == 0 {
+			k = steps // the recording's steps, the clock moved (below)
+		}
+		if vs[i].ShiftFrom > 0 {
+			k = min(k, vs[i].ShiftFrom) // the clock moves from there on
 		}
 		// A step past the recording's last (a variant that adds one at
 		// the end) starts from the state before the last.
-		events, _ := vs[i].Build()
-		if k := min(changedStep(base, events, opts.Integration), steps); k > least {
+		if k = min(k, steps); k > least {
 			changes[i] = k
 		}
 	}
@@ -209,14 +218,24 @@ func (c *checkpoints) run(ctx context.Context, role string, step int, l kavach.L
 	if cp.seed == nil {
 		return runRetry(ctx, l, events, ropts)
 	}
-	prefix, suffix, sufOrigin, err := splitAt(events, nil, step, c.codec)
+	var own []int // the variant's steps: 1, 2, ...
+	for _, ev := range events {
+		if ev.Dir == kavach.Request {
+			own = append(own, len(own)+1)
+		}
+	}
+	prefix, suffix, sufOrigin, err := splitAt(events, own, step, c.codec)
 	if err != nil || !slices.EqualFunc(prefix, cp.prefix, sameEvent) {
 		return runRetry(ctx, l, events, ropts)
 	}
-	steps := 0
-	for _, ev := range events {
-		if ev.Dir == kavach.Request {
-			steps++
+	steps := len(own)
+	if shift := ropts.Shift; shift != nil {
+		// A clock variant's shift is counted in its own steps.
+		ropts.Shift = func(n int) time.Duration {
+			if n-1 < len(sufOrigin) {
+				return shift(sufOrigin[n-1])
+			}
+			return shift(n)
 		}
 	}
 	ropts.Seed = cp.seed
