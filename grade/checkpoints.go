@@ -68,15 +68,14 @@ type checkpoint struct {
 	used   atomic.Int64        // variants started from it
 }
 
-// newCheckpoints plans the checkpoints of vs, variants of base: a
-// checkpoint before each step at least minSharers variants change first
-// with at least opts.CheckpointSteps steps before it, each variant
-// starting from the latest one before the step it changes (a clock
-// variant: the step its clock moves from, at the latest). Variants that
-// hand one build's state to another (they start from a saved state
-// already) replay every step. Nil when the
-// integration cannot save a build's state, checkpoints are turned off
-// (Options.NoCheckpoints), or no variant would start from one.
+// newCheckpoints plans the checkpoints of vs, variants of base
+// (planCheckpoints), from the step each variant changes first (a clock
+// variant: the step its clock moves from, at the latest) where at least
+// opts.CheckpointSteps steps come before it. Variants that hand one
+// build's state to another (they start from a saved state already)
+// replay every step. Nil when the integration cannot save a build's
+// state, checkpoints are turned off (Options.NoCheckpoints), or no
+// variant would start from one.
 func newCheckpoints(base []kavach.Event, vs []variants.Variant, ropts replay.Options, opts Options) *checkpoints {
 	if opts.NoCheckpoints || !CanHandOff(opts.Integration) || len(vs) < minSharers {
 		return nil
@@ -213,6 +212,8 @@ func (c *checkpoints) runner(i int) func(role string) replayFunc {
 	}
 }
 
+// run replays events on l, playing role, from the checkpoint before
+// step (runner).
 func (c *checkpoints) run(ctx context.Context, role string, step int, l kavach.Launch, events []kavach.Event, ropts replay.Options) (*replay.Trace, error) {
 	cp := c.get(ctx, role, l, step)
 	if cp.seed == nil {
