@@ -204,7 +204,8 @@ func printCheckpoints(w io.Writer, cps []grade.CheckpointEvidence) {
 	}
 	if unused >= 0 {
 		cp := cps[unused]
-		fmt.Fprintf(w, "           the %s build's checkpoint before step %d not used: %s\n", cp.Build, cp.Step, cut.Lines(cp.Unused, 1))
+		why, _, _ := strings.Cut(cp.Unused, "\n") // the rest is in the report
+		fmt.Fprintf(w, "           the %s build's checkpoint before step %d not used: %s\n", cp.Build, cp.Step, why)
 	}
 }
 
