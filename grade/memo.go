@@ -58,10 +58,11 @@ const (
 func NewMemo() *Memo { return &Memo{traces: map[memoKey]*replay.Trace{}} }
 
 // replay is run (nil: runRetry) of events on the old build l,
-// remembered: a replay
-// of the same inputs made earlier through m is returned instead (true),
-// without starting the build. A nil m remembers nothing. The trace
-// returned is shared: its reader must not change it.
+// remembered: a replay of the same inputs made earlier through m is
+// returned instead (true), without starting the build; run's trace is
+// a whole replay's (from a checkpoint, spliced), so it is remembered as
+// one. A nil m remembers nothing. The trace returned is shared: its
+// reader must not change it.
 func (m *Memo) replay(ctx context.Context, scope string, l kavach.Launch, events []kavach.Event, ropts replay.Options, run replayFunc) (*replay.Trace, bool, error) {
 	if run == nil {
 		run = runRetry
