@@ -85,13 +85,16 @@ func newCheckpoints(base []kavach.Event, vs []variants.Variant, ropts replay.Opt
 		least = DefaultCheckpointSteps
 	}
 	steps := len(kavach.Steps(base, opts.Integration))
+	if steps <= least {
+		return nil // no step has enough before it
+	}
 	changes := make([]int, len(vs))
 	for i := range vs {
 		if vs[i].HandOff > 0 {
 			continue
 		}
 		events, _ := vs[i].Build()
-		k := changedStep(base, events, opts.Integration)
+		k := changedStep(base, events)
 		if k == 0 {
 			k = steps // the recording's steps, the clock moved (below)
 		}
@@ -162,19 +165,21 @@ func planCheckpoints(changes []int) []int {
 // events differ from base's, counting from 1; when what differs first
 // is not a request (a connection opened elsewhere), the step before it.
 // 0 when events are base.
-func changedStep(base, events []kavach.Event, codec kavach.Integration) int {
-	g := kavach.NewStepGrouper(codec)
+func changedStep(base, events []kavach.Event) int {
+	steps := 0 // the requests before i: each starts a step
 	for i, ev := range events {
 		if i >= len(base) || !sameEvent(ev, base[i]) {
 			if ev.Dir == kavach.Request {
-				return g.Steps() + 1
+				return steps + 1
 			}
-			return g.Steps()
+			return steps
 		}
-		g.Add(ev)
+		if ev.Dir == kavach.Request {
+			steps++
+		}
 	}
 	if len(events) < len(base) {
-		return g.Steps()
+		return steps
 	}
 	return 0
 }
@@ -330,25 +335,27 @@ func (c *checkpoints) make(ctx context.Context, cp *checkpoint, role string, l k
 		return fmt.Errorf("a build started from the state before step %d: %w", name, err)
 	}
 	got := splice(restored, saved.Steps, len(sufOrigin)-(last-step+1), step)
-	if why := differs(whole, got, step, c.name); why != "" {
+	if why := differs(whole, got, c.name); why != "" {
 		return fmt.Errorf("a build started from the state before step %d %s", name, why)
 	}
 	cp.seed, cp.steps = seed, saved.Steps
 	return nil
 }
 
-// differs says how got, a replay started from a checkpoint before
-// step, answered otherwise than whole, the same steps replayed from the
-// start; "" when every step answered alike. name names a step.
-func differs(whole, got *replay.Trace, step int, name func(int) int) string {
+// differs says how got, a replay started from a checkpoint, answered
+// otherwise than whole, the same steps replayed from the start; "" when
+// every step answered alike. name names a step.
+func differs(whole, got *replay.Trace, name func(int) int) string {
 	if len(got.Steps) != len(whole.Steps) {
 		return fmt.Sprintf("replayed %d steps where a replay from the start replayed %d", len(got.Steps), len(whole.Steps))
 	}
 	for i, w := range whole.Steps {
 		g := got.Steps[i]
 		switch {
-		case w.Ran != g.Ran:
-			return fmt.Sprintf("ran step %d %s", name(w.N), map[bool]string{true: "where a replay from the start did not", false: "not, where a replay from the start did"}[g.Ran])
+		case w.Ran && !g.Ran:
+			return fmt.Sprintf("did not run step %d, where a replay from the start did", name(w.N))
+		case g.Ran && !w.Ran:
+			return fmt.Sprintf("ran step %d, where a replay from the start did not", name(w.N))
 		case !w.Ran:
 		case w.Outcome.Kind != g.Outcome.Kind:
 			return fmt.Sprintf("answered step %d %s where a replay from the start answered %s", name(w.N), describeOutcome(g.Outcome), describeOutcome(w.Outcome))
