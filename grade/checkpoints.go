@@ -230,40 +230,58 @@ func (c *checkpoints) run(ctx context.Context, role string, step int, l kavach.L
 			own = append(own, len(own)+1)
 		}
 	}
-	prefix, suffix, sufOrigin, err := splitAt(events, own, step, c.codec)
-	if err != nil || !slices.EqualFunc(prefix, cp.prefix, sameEvent) {
+	sp, err := splitAt(events, own, step, c.codec)
+	if err != nil || !slices.EqualFunc(sp.prefix, cp.prefix, sameEvent) {
 		return runRetry(ctx, l, events, ropts)
 	}
-	steps := len(own)
 	if shift := ropts.Shift; shift != nil {
 		// A clock variant's shift is counted in its own steps.
 		ropts.Shift = func(n int) time.Duration {
-			if n-1 < len(sufOrigin) {
-				return shift(sufOrigin[n-1])
+			if n-1 < len(sp.origin) {
+				return shift(sp.origin[n-1])
 			}
 			return shift(n)
 		}
 	}
 	ropts.Seed = cp.seed
-	tr, err := runRetry(ctx, l, suffix, ropts)
+	tr, err := runRetry(ctx, l, sp.suffix, ropts)
 	if err != nil {
 		return tr, err
 	}
 	cp.used.Add(1)
-	return splice(tr, cp.steps, len(sufOrigin)-(steps-step+1), step), nil
+	return splice(tr, cp.steps, sp, step), nil
 }
 
 // splice is the trace of a whole replay made of before, a build's
-// answers to the steps before step, and tr, its replay from the
-// checkpoint there, whose first setUps steps were set-up steps sent
-// again (splitAt): dropped, and the rest numbered from step on.
-func splice(tr *replay.Trace, before []replay.StepResult, setUps, step int) *replay.Trace {
+// answers to the prefix of sp (split at step), and tr, its replay of
+// sp's suffix from the state saved there: each step numbered as the
+// events split were, the set-up steps sent again dropped, and a step
+// moved to the suffix (a client waiting across the cut) in its place.
+func splice(tr *replay.Trace, before []replay.StepResult, sp split, step int) *replay.Trace {
 	out := *tr
 	out.Steps = make([]replay.StepResult, 0, len(before)+len(tr.Steps))
-	out.Steps = append(out.Steps, before...)
-	for _, s := range tr.Steps[min(setUps, len(tr.Steps)):] {
-		s.N = step + len(out.Steps) - len(before)
+	add := func(s replay.StepResult, n int) {
+		s.N = n
 		out.Steps = append(out.Steps, s)
+	}
+	b, m := 0, 0
+	for n := 1; n < step; n++ {
+		if m < len(sp.moved) && sp.moved[m] == n {
+			m++
+			if j := slices.Index(sp.steps, n); j < len(tr.Steps) {
+				add(tr.Steps[j], n)
+			}
+			continue
+		}
+		if b < len(before) {
+			add(before[b], n)
+			b++
+		}
+	}
+	for j, n := range sp.steps {
+		if n >= step && j < len(tr.Steps) {
+			add(tr.Steps[j], n)
+		}
 	}
 	return &out
 }
@@ -306,35 +324,32 @@ func (c *checkpoints) make(ctx context.Context, cp *checkpoint, role string, l k
 	// both called redis-server.
 	path := filepath.Join(c.dir, fmt.Sprintf("%s-%d", role, step))
 	c.mu.Unlock()
-	prefix, _, _, err := splitAt(c.base, c.origin, step, c.codec)
+	sp, err := splitAt(c.base, c.origin, step, c.codec)
 	if err != nil {
 		return err
 	}
-	cp.prefix = prefix
-	seed, saved, err := replay.Checkpoint(ctx, l, prefix, c.ropts, path)
+	cp.prefix = sp.prefix
+	seed, saved, err := replay.Checkpoint(ctx, l, sp.prefix, c.ropts, path)
 	if err != nil {
 		return fmt.Errorf("the state before step %d could not be saved: %w", name, err)
 	}
 	last := min(step+checkSteps-1, len(c.origin))
-	through, _, _, err := splitAt(c.base, c.origin, last+1, c.codec)
-	if err != nil {
-		return err
-	}
+	through := upTo(c.base, last, c.codec)
 	whole, err := runRetry(ctx, l, through, c.ropts)
 	if err != nil {
 		return fmt.Errorf("checking the state before step %d: %w", name, err)
 	}
-	_, suffix, sufOrigin, err := splitAt(through, c.origin[:last], step, c.codec)
+	check, err := splitAt(through, c.origin[:last], step, c.codec)
 	if err != nil {
 		return err
 	}
 	ropts := c.ropts
 	ropts.Seed = seed
-	restored, err := runRetry(ctx, l, suffix, ropts)
+	restored, err := runRetry(ctx, l, check.suffix, ropts)
 	if err != nil {
 		return fmt.Errorf("a build started from the state before step %d: %w", name, err)
 	}
-	got := splice(restored, saved.Steps, len(sufOrigin)-(last-step+1), step)
+	got := splice(restored, saved.Steps, check, step)
 	if why := differs(whole, got, c.name); why != "" {
 		return fmt.Errorf("a build started from the state before step %d %s", name, why)
 	}

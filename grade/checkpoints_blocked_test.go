@@ -1,11 +1,15 @@
 package grade
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
@@ -16,10 +20,13 @@ import (
 
 // TestCheckpointAcrossABlockedClient: in the GETRANGE example a worker
 // is blocked in BLPOP (step 4) when LPUSH (step 5) wakes it. A data file
-// holds no blocked client, so a build started from a checkpoint before
-// step 5 would answer step 4 otherwise: that checkpoint fails its check
-// and is not used, and the evidence says why. One before step 4, where
-// nobody waits yet, is used.
+// holds no blocked client, so the checkpoint before step 5 is saved
+// without step 4, and a build started from it is sent BLPOP again before
+// LPUSH: it waits again, and LPUSH wakes it. That checkpoint passes its
+// check and is used; the recording replayed from it answers every step
+// as a replay from the start does, BLPOP with what LPUSH pushed. (Before
+// the wait was sent again, BLPOP timed out in the checkpoint's own replay
+// and the check refused the checkpoint: step 4 answered otherwise.)
 func TestCheckpointAcrossABlockedClient(t *testing.T) {
 	t.Parallel()
 	_, file, _, _ := runtime.Caller(0)
@@ -35,17 +42,63 @@ func TestCheckpointAcrossABlockedClient(t *testing.T) {
 	for i := range origin {
 		origin[i] = i + 1
 	}
-	cps := &checkpoints{base: fx.Events, origin: origin, codec: c, ropts: replay.Options{Integration: c, Start: fx.Header.Start}, at: map[checkpointKey]*checkpoint{}}
+	ropts := replay.Options{Integration: c, Start: fx.Header.Start}
+	cps := &checkpoints{base: fx.Events, origin: origin, codec: c, ropts: ropts, at: map[checkpointKey]*checkpoint{}}
 	defer cps.close()
 	ctx := context.Background()
-	if cp := cps.get(ctx, "old", old, 5); cp.seed != nil || !strings.Contains(cp.why, "answered step 4 otherwise") {
-		t.Errorf("the checkpoint before step 5, a client blocked across it: used %v, why %q; want not used, step 4 answered otherwise", cp.seed != nil, cp.why)
+	cp := cps.get(ctx, "old", old, 5)
+	if cp.seed == nil {
+		t.Fatalf("the checkpoint before step 5, a client blocked across it: not used: %s", cp.why)
 	}
-	if cp := cps.get(ctx, "old", old, 4); cp.seed == nil {
-		t.Errorf("the checkpoint before step 4: not used: %s", cp.why)
+	if got := requests(cp.prefix); len(got) != 3 || slices.ContainsFunc(got, func(r string) bool { return strings.HasPrefix(r, "BLPOP") }) {
+		t.Errorf("the checkpoint's steps %q, want steps 1 to 3, the waiting BLPOP not among them", got)
 	}
-	ev := cps.evidence()
-	if len(ev) != 2 || ev[0].Step != 4 || ev[0].Unused != "" || ev[1].Step != 5 || ev[1].Unused == "" {
-		t.Errorf("evidence %+v, want step 4 usable and step 5 not, with why", ev)
+	whole, err := runRetry(ctx, old, fx.Events, ropts)
+	if err != nil {
+		t.Fatal(err)
 	}
+	got, err := cps.run(ctx, "old", 5, old, fx.Events, ropts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := differs(whole, got, cps.name); why != "" {
+		t.Errorf("replayed from the checkpoint before step 5, the recording %s", why)
+	}
+	if s := got.Steps[3]; s.N != 4 || !s.Ran || !strings.Contains(fmt.Sprint(s.Output), "greeting") {
+		t.Errorf("step 4 from the checkpoint: %+v, want BLPOP woken with greeting", s)
+	}
+
+	// A variant of step 5 that pushes to another list: BLPOP, waiting
+	// again on the build started from the checkpoint, times out there as
+	// in a replay from the start (nil, five seconds of the virtual clock
+	// after it was sent, at the same virtual time).
+	other := slices.Clone(fx.Events)
+	for i, ev := range other {
+		if ev.Dir == kavach.Request && bytes.Contains(ev.Data, []byte("LPUSH")) {
+			other[i].Data = bytes.Replace(ev.Data, []byte("$4\r\njobs"), []byte("$4\r\nelse"), 1)
+		}
+		if ev.Dir == kavach.Request { // and no crash at step 7, so that the wait can end
+			other[i].Data = bytes.Replace(other[i].Data, []byte("$4\r\n-100\r\n"), []byte("$1\r\n0\r\n"), 1)
+		}
+	}
+	whole, err = runRetry(ctx, old, other, ropts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = cps.run(ctx, "old", 5, old, other, ropts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := differs(whole, got, cps.name); why != "" {
+		t.Errorf("the variant pushing elsewhere, replayed from the checkpoint before step 5, %s", why)
+	}
+	if s := got.Steps[3]; s.N != 4 || len(s.Responses) != 1 || string(s.Responses[0]) != "*-1\r\n" ||
+		!s.Answered.Equal(whole.Steps[3].Answered) || s.Answered.Sub(s.Virtual) < 5*time.Second {
+		t.Errorf("step 4 of the variant from the checkpoint: sent %v, answered %q at %v (from the start: %v); want nil, five seconds after it was sent, as from the start",
+			s.Virtual, s.Responses, s.Answered, whole.Steps[3].Answered)
+	}
+	if ev := cps.evidence(); len(ev) != 1 || ev[0].Step != 5 || ev[0].Unused != "" || ev[0].Variants != 2 {
+		t.Errorf("evidence %+v, want the checkpoint before step 5 used twice", ev)
+	}
+
 }

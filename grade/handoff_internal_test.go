@@ -46,9 +46,13 @@ func TestSplitAtSendsTheSetUpAgain(t *testing.T) {
 	add(1, kavach.Close, "")
 	origin := []int{1, 2, 3, 4, 5, 6}
 
-	prefix, suffix, sufOrigin, err := splitAt(evs, origin, 5, redis.Integration{})
+	sp, err := splitAt(evs, origin, 5, redis.Integration{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	prefix, suffix, sufOrigin := sp.prefix, sp.suffix, sp.origin
+	if len(sp.moved) != 0 {
+		t.Errorf("moved %v, want none: every step before the cut was answered before it", sp.moved)
 	}
 	if got := requests(prefix); !cmp.Equal(got, []string{"SELECT 1", "SCRIPT LOAD return 1", "SELECT 2", "SET k v"}) {
 		t.Errorf("prefix requests %q", got)
@@ -120,5 +124,66 @@ func TestCutSliceOpensOnce(t *testing.T) {
 	}
 	if want := []kavach.Direction{kavach.Open, kavach.Request, kavach.Response, kavach.Close}; !cmp.Equal(dirs, want) {
 		t.Errorf("cut events %v, want %v", dirs, want)
+	}
+}
+
+// A client blocked across the cut (BLPOP, step 2, answered after LPUSH,
+// step 3) is in no data file: splitAt moves its step from the prefix to
+// the suffix, in its place before the cut, so that a build started from
+// the saved state is sent it again and waits in it again; the connection
+// it blocks is then one the suffix uses, so that connection's set-up
+// (SELECT, step 1) is sent again too. splice puts the moved step's answer
+// back in its place.
+func TestSplitAtMovesAClientWaitingAcrossTheCut(t *testing.T) {
+	cmd := func(args ...string) []byte {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		return redis.AppendCommand(nil, b...)
+	}
+	evs := []kavach.Event{
+		{Conn: 1, Dir: kavach.Open},
+		{Conn: 2, Dir: kavach.Open},
+		{Conn: 1, Dir: kavach.Request, Data: cmd("SELECT", "1")},     // 1
+		{Conn: 1, Dir: kavach.Response, Data: []byte("+OK\r\n")},     //
+		{Conn: 1, Dir: kavach.Request, Data: cmd("BLPOP", "q", "5")}, // 2: waits
+		{Conn: 2, Dir: kavach.Request, Data: cmd("SET", "k", "v")},   // 3
+		{Conn: 2, Dir: kavach.Response, Data: []byte("+OK\r\n")},
+		{Conn: 2, Dir: kavach.Request, Data: cmd("LPUSH", "q", "x")}, // 4: the cut
+		{Conn: 2, Dir: kavach.Response, Data: []byte(":1\r\n")},
+		{Conn: 1, Dir: kavach.Response, Data: []byte("*2\r\n$1\r\nq\r\n$1\r\nx\r\n")}, // 2's answer
+	}
+	for i := range evs {
+		evs[i].Seq = uint64(i + 1)
+		evs[i].Offset = time.Duration(i) * time.Millisecond
+	}
+	sp, err := splitAt(evs, []int{1, 2, 3, 4}, 4, redis.Integration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := requests(sp.prefix); !cmp.Equal(got, []string{"SELECT 1", "SET k v"}) {
+		t.Errorf("prefix requests %q, want the blocked BLPOP out of it", got)
+	}
+	if got := requests(sp.suffix); !cmp.Equal(got, []string{"SELECT 1", "BLPOP q 5", "LPUSH q x"}) {
+		t.Errorf("suffix requests %q, want the set-up, the BLPOP sent again, then the cut", got)
+	}
+	if !cmp.Equal(sp.moved, []int{2}) || !cmp.Equal(sp.steps, []int{1, 2, 4}) {
+		t.Errorf("moved %v, suffix steps %v; want [2] and [1 2 4]", sp.moved, sp.steps)
+	}
+	// The build's answers: 1 and 3 from the prefix's replay, then the
+	// suffix's (SELECT again, BLPOP, LPUSH).
+	res := func(s string) replay.StepResult { return replay.StepResult{Ran: true, Output: []any{s}} }
+	tr := splice(&replay.Trace{Steps: []replay.StepResult{res("select again"), res("blpop"), res("lpush")}},
+		[]replay.StepResult{res("select"), res("set")}, sp, 4)
+	var got []string
+	for i, s := range tr.Steps {
+		if s.N != i+1 {
+			t.Errorf("spliced step %d numbered %d", i+1, s.N)
+		}
+		got = append(got, s.Output[0].(string))
+	}
+	if want := []string{"select", "blpop", "set", "lpush"}; !cmp.Equal(got, want) {
+		t.Errorf("spliced answers %q, want %q", got, want)
 	}
 }
