@@ -45,7 +45,10 @@ type checkpoints struct {
 	codec  kavach.Integration
 	ropts  replay.Options
 	stepOf func(int) int // names base's steps by the fixture's; nil: same
-	dir    string
+	// reads are base's steps that read and write nothing (probeSteps),
+	// each with its answer: what the check sends again to read the state.
+	reads []kavach.Step
+	dir   string
 	// from is, by variant (its index in the list), the step of the
 	// checkpoint it starts from; 0: it replays every step.
 	from []int
@@ -73,11 +76,12 @@ type checkpoint struct {
 // variant: the step its clock moves from, at the latest) where at least
 // opts.CheckpointSteps steps come before it. Variants that hand one
 // build's state to another (they start from a saved state already)
-// replay every step. Nil when the integration cannot save a build's
-// state, checkpoints are turned off (Options.NoCheckpoints), or no
+// replay every step. Nil when a build's state cannot be saved (neither
+// a data file the integration saves nor a state directory the builds
+// start from: replay.CanCheckpoint), checkpoints are turned off (Options.NoCheckpoints), or no
 // variant would start from one.
-func newCheckpoints(base []kavach.Event, vs []variants.Variant, ropts replay.Options, opts Options) *checkpoints {
-	if opts.NoCheckpoints || !CanHandOff(opts.Integration) || len(vs) < minSharers {
+func newCheckpoints(base []kavach.Event, vs []variants.Variant, keys, writes [][]string, ropts replay.Options, opts Options) *checkpoints {
+	if opts.NoCheckpoints || !replay.CanCheckpoint(opts.Integration, ropts.Seed) || len(vs) < minSharers {
 		return nil
 	}
 	least := opts.CheckpointSteps
@@ -115,7 +119,83 @@ func newCheckpoints(base []kavach.Event, vs []variants.Variant, ropts replay.Opt
 	for i := range origin {
 		origin[i] = i + 1
 	}
-	return &checkpoints{base: base, origin: origin, codec: opts.Integration, ropts: ropts, stepOf: opts.stepOf, from: from, at: map[checkpointKey]*checkpoint{}}
+	return &checkpoints{base: base, origin: origin, codec: opts.Integration, ropts: ropts, stepOf: opts.stepOf, from: from,
+		reads: probeSteps(base, keys, writes, opts.Integration), at: map[checkpointKey]*checkpoint{}}
+}
+
+// maxProbes is the most reads a checkpoint's check sends again after its
+// steps (withProbes).
+const maxProbes = 20
+
+// probeSteps are the steps of base that only read (their keys known, the
+// keys they write none, setting no state: GET) and were answered before
+// the next step was sent (none that waited), each with its answer.
+func probeSteps(base []kavach.Event, keys, writes [][]string, codec kavach.Integration) []kavach.Step {
+	if writes == nil {
+		return nil
+	}
+	setsState := codec.Abilities().SetsState
+	steps := kavach.Steps(base, codec)
+	var out []kavach.Step
+	for i, st := range steps {
+		switch {
+		case i >= len(keys) || i >= len(writes) || keys[i] == nil || writes[i] == nil || len(writes[i]) > 0:
+		case setsState != nil && setsState(st.Request.Data) != kavach.NoState:
+		case len(st.Responses) == 0 || st.Closed:
+		case i+1 < len(steps) && st.Responses[len(st.Responses)-1].Seq > steps[i+1].Request.Seq:
+		default:
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// withProbes is events (steps through last) with the last maxProbes
+// distinct reads of the steps before step (c.reads) sent again after
+// them, on a connection of their own, at the time of the last event
+// (and, for each, the step it was read at):
+// the state a checkpoint leaves read as the recording read it, so that
+// the check sees what its steps do not read (a value the build's restore
+// loses, a field its own data file drops). Both of the check's replays
+// end with them.
+func (c *checkpoints) withProbes(events []kavach.Event, step int) ([]kavach.Event, []int) {
+	var probes []kavach.Step
+	seen := map[string]bool{}
+	for i := len(c.reads) - 1; i >= 0 && len(probes) < maxProbes; i-- {
+		r := c.reads[i]
+		if r.N < step && !seen[string(r.Request.Data)] {
+			seen[string(r.Request.Data)] = true
+			probes = append(probes, r)
+		}
+	}
+	if len(probes) == 0 || len(events) == 0 {
+		return events, nil
+	}
+	slices.Reverse(probes)
+	conn, seq := uint64(0), uint64(0)
+	for _, ev := range events {
+		conn, seq = max(conn, ev.Conn), max(seq, ev.Seq)
+	}
+	conn++
+	at := events[len(events)-1].Offset
+	out := slices.Clone(events)
+	add := func(dir kavach.Direction, data []byte) {
+		seq++
+		out = append(out, kavach.Event{Seq: seq, Conn: conn, Dir: dir, Offset: at, Data: data})
+	}
+	add(kavach.Open, nil)
+	for _, p := range probes {
+		add(kavach.Request, p.Request.Data)
+		for _, r := range p.Responses {
+			add(kavach.Response, r.Data)
+		}
+	}
+	add(kavach.Close, nil)
+	origin := make([]int, len(probes))
+	for i, p := range probes {
+		origin[i] = p.N
+	}
+	return out, origin
 }
 
 // planCheckpoints chooses, from the step each variant changes first
@@ -334,7 +414,7 @@ func (c *checkpoints) make(ctx context.Context, cp *checkpoint, role string, l k
 		return fmt.Errorf("the state before step %d could not be saved: %w", name, err)
 	}
 	last := min(step+checkSteps-1, len(c.origin))
-	through := upTo(c.base, last, c.codec)
+	through, probes := c.withProbes(upTo(c.base, last, c.codec), step)
 	whole, err := runRetry(ctx, l, through, c.ropts)
 	if err != nil {
 		return fmt.Errorf("checking the state before step %d: %w", name, err)
@@ -350,7 +430,13 @@ func (c *checkpoints) make(ctx context.Context, cp *checkpoint, role string, l k
 		return fmt.Errorf("a build started from the state before step %d: %w", name, err)
 	}
 	got := splice(restored, saved.Steps, check, step)
-	if why := differs(whole, got, c.name); why != "" {
+	named := func(n int) string {
+		if n > last && n-last <= len(probes) {
+			return fmt.Sprintf("the read of step %d sent again after step %d", c.name(probes[n-last-1]), c.name(last))
+		}
+		return fmt.Sprintf("step %d", c.name(n))
+	}
+	if why := differs(whole, got, named); why != "" {
 		return fmt.Errorf("a build started from the state before step %d %s", name, why)
 	}
 	cp.seed, cp.steps = seed, saved.Steps
@@ -359,8 +445,8 @@ func (c *checkpoints) make(ctx context.Context, cp *checkpoint, role string, l k
 
 // differs says how got, a replay started from a checkpoint, answered
 // otherwise than whole, the same steps replayed from the start; "" when
-// every step answered alike. name names a step.
-func differs(whole, got *replay.Trace, name func(int) int) string {
+// every step answered alike. name names a step ("step 4").
+func differs(whole, got *replay.Trace, name func(int) string) string {
 	if len(got.Steps) != len(whole.Steps) {
 		return fmt.Sprintf("replayed %d steps where a replay from the start replayed %d", len(got.Steps), len(whole.Steps))
 	}
@@ -368,15 +454,15 @@ func differs(whole, got *replay.Trace, name func(int) int) string {
 		g := got.Steps[i]
 		switch {
 		case w.Ran && !g.Ran:
-			return fmt.Sprintf("did not run step %d, where a replay from the start did", name(w.N))
+			return fmt.Sprintf("did not run %s, where a replay from the start did", name(w.N))
 		case g.Ran && !w.Ran:
-			return fmt.Sprintf("ran step %d, where a replay from the start did not", name(w.N))
+			return fmt.Sprintf("ran %s, where a replay from the start did not", name(w.N))
 		case !w.Ran:
 		case w.Outcome.Kind != g.Outcome.Kind:
-			return fmt.Sprintf("answered step %d %s where a replay from the start answered %s", name(w.N), describeOutcome(g.Outcome), describeOutcome(w.Outcome))
+			return fmt.Sprintf("answered %s %s where a replay from the start answered %s", name(w.N), describeOutcome(g.Outcome), describeOutcome(w.Outcome))
 		default:
 			if d := replay.Compare(w, g); len(d) > 0 {
-				return fmt.Sprintf("answered step %d otherwise than a replay from the start (at %s)", name(w.N), d[0].Path)
+				return fmt.Sprintf("answered %s otherwise than a replay from the start (at %s)", name(w.N), d[0].Path)
 			}
 		}
 	}

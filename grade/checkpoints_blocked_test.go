@@ -61,7 +61,7 @@ func TestCheckpointAcrossABlockedClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := differs(whole, got, cps.name); why != "" {
+	if why := differs(whole, got, func(n int) string { return fmt.Sprint("step ", n) }); why != "" {
 		t.Errorf("replayed from the checkpoint before step 5, the recording %s", why)
 	}
 	if s := got.Steps[3]; s.N != 4 || !s.Ran || !strings.Contains(fmt.Sprint(s.Output), "greeting") {
@@ -89,7 +89,7 @@ func TestCheckpointAcrossABlockedClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := differs(whole, got, cps.name); why != "" {
+	if why := differs(whole, got, func(n int) string { return fmt.Sprint("step ", n) }); why != "" {
 		t.Errorf("the variant pushing elsewhere, replayed from the checkpoint before step 5, %s", why)
 	}
 	if s := got.Steps[3]; s.N != 4 || len(s.Responses) != 1 || string(s.Responses[0]) != "*-1\r\n" ||

@@ -187,3 +187,70 @@ func TestSplitAtMovesAClientWaitingAcrossTheCut(t *testing.T) {
 		t.Errorf("spliced answers %q, want %q", got, want)
 	}
 }
+
+// probeSteps are the reads a checkpoint's check sends again: a step that
+// reads and writes nothing (GET), answered before the next step was
+// sent; not a write (SET), a step of unknown keys, a state-setting step
+// (SELECT), nor one that waited for its answer (BLPOP, answered after
+// LPUSH). withProbes sends the latest distinct ones before the
+// checkpoint's step again, once each, on a connection of their own after
+// the last event, at its time.
+func TestProbesAreTheRecordingsOwnReads(t *testing.T) {
+	cmd := func(args ...string) []byte {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		return redis.AppendCommand(nil, b...)
+	}
+	evs := []kavach.Event{
+		{Conn: 1, Dir: kavach.Open},
+		{Conn: 1, Dir: kavach.Request, Data: cmd("SELECT", "0")}, // 1: sets state
+		{Conn: 1, Dir: kavach.Response, Data: []byte("+OK\r\n")},
+		{Conn: 1, Dir: kavach.Request, Data: cmd("SET", "k", "v")}, // 2: writes
+		{Conn: 1, Dir: kavach.Response, Data: []byte("+OK\r\n")},
+		{Conn: 1, Dir: kavach.Request, Data: cmd("GET", "k")}, // 3: reads
+		{Conn: 1, Dir: kavach.Response, Data: []byte("$1\r\nv\r\n")},
+		{Conn: 2, Dir: kavach.Open},
+		{Conn: 2, Dir: kavach.Request, Data: cmd("BLPOP", "q", "5")},       // 4: waits
+		{Conn: 1, Dir: kavach.Request, Data: cmd("EVAL", "return 1", "0")}, // 5: unknown
+		{Conn: 1, Dir: kavach.Response, Data: []byte(":1\r\n")},
+		{Conn: 1, Dir: kavach.Request, Data: cmd("GET", "k")}, // 6: reads, as step 3
+		{Conn: 1, Dir: kavach.Response, Data: []byte("$1\r\nv\r\n")},
+		{Conn: 1, Dir: kavach.Request, Data: cmd("LPUSH", "q", "x")}, // 7
+		{Conn: 1, Dir: kavach.Response, Data: []byte(":1\r\n")},
+		{Conn: 2, Dir: kavach.Response, Data: []byte("*2\r\n$1\r\nq\r\n$1\r\nx\r\n")},
+	}
+	for i := range evs {
+		evs[i].Seq = uint64(i + 1)
+		evs[i].Offset = time.Duration(i) * time.Millisecond
+	}
+	keys := [][]string{{}, {"k"}, {"k"}, {"q"}, nil, {"k"}, {"q"}}
+	writes := [][]string{{}, {"k"}, {}, {}, nil, {}, {"q"}}
+	c := redis.Integration{}
+	reads := probeSteps(evs, keys, writes, c)
+	var got []int
+	for _, r := range reads {
+		got = append(got, r.N)
+	}
+	if !cmp.Equal(got, []int{3, 6}) {
+		t.Fatalf("probe steps %v, want [3 6]: the GETs only", got)
+	}
+	cps := &checkpoints{base: evs, codec: c, reads: reads}
+	out, origin := cps.withProbes(evs, 7)
+	if !cmp.Equal(origin, []int{6}) {
+		t.Errorf("probes sent again %v, want [6]: GET k once, the latest", origin)
+	}
+	tail := out[len(evs):]
+	if len(tail) != 4 || tail[0].Dir != kavach.Open || tail[0].Conn != 3 || requests(tail)[0] != "GET k" || tail[3].Dir != kavach.Close {
+		t.Errorf("events added %+v, want GET k and its answer on a new connection 3, opened and closed", tail)
+	}
+	for _, ev := range tail {
+		if ev.Offset != evs[len(evs)-1].Offset {
+			t.Errorf("a probe event at %v, want the last event's time %v", ev.Offset, evs[len(evs)-1].Offset)
+		}
+	}
+	if out, origin := cps.withProbes(evs, 3); len(out) != len(evs) || origin != nil {
+		t.Errorf("before step 3, no read came before: %d events added, origin %v", len(out)-len(evs), origin)
+	}
+}

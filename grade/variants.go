@@ -75,7 +75,7 @@ func replayVariants(ctx context.Context, rec *fixtures.Recording, old, new kavac
 	if fx.Failure != nil {
 		f = *fx.Failure
 	}
-	cps := newCheckpoints(fx.Events, vs, ropts, opts)
+	cps := newCheckpoints(fx.Events, vs, keys, writes, ropts, opts)
 	defer cps.close()
 	results := make([]VariantEvidence, len(vs))
 	var (

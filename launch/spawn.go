@@ -94,6 +94,13 @@ type Spawned struct {
 	shared bool
 
 	stopOnce sync.Once
+	// keep, when set before Stop, receives a copy of the build's state
+	// directory once the build is gone, before its directory is removed
+	// (SaveState); kept is the copy's error.
+	keepMu   sync.Mutex
+	keep     string
+	kept     error
+	keptDone bool
 	// reap is held while the group is signalled and while the leader is
 	// reaped: a signal never reaches a group id that was given away.
 	reap   sync.Mutex
@@ -523,6 +530,11 @@ func (p *Spawned) Stop() *kavach.Exit {
 		p.release()
 		// And what left the group (setsid, a daemon's double fork).
 		killAndReap(p.owner, pgid, pgid)
+		p.keepMu.Lock()
+		if p.keep != "" {
+			p.kept, p.keptDone = copyTree(filepath.Join(p.dir, StateDir), p.keep), true
+		}
+		p.keepMu.Unlock()
 		os.RemoveAll(p.dir)
 		// libfaketime (which an older Kavach preloaded, and a build's own
 		// wrapper still may) leaves its shared memory behind when a process
@@ -536,6 +548,28 @@ func (p *Spawned) Stop() *kavach.Exit {
 }
 
 var _ kavach.Process = (*Spawned)(nil)
+
+// SaveState stops the build as Stop does, then copies its state
+// directory ({state}, Launch.State's copy, as the build left it: what it
+// wrote back on its way out included) to dst, a directory it makes: the
+// state a later start of a build can be given (a replay's checkpoint,
+// docs/replay.md). An error when the build was being stopped already, or
+// was given no state directory.
+func (p *Spawned) SaveState(dst string) error {
+	p.keepMu.Lock()
+	p.keep = dst
+	p.keepMu.Unlock()
+	p.Stop()
+	p.keepMu.Lock()
+	defer p.keepMu.Unlock()
+	if !p.keptDone {
+		return fmt.Errorf("build %s was stopped before its state directory could be saved", p.cmd.Path)
+	}
+	if p.kept != nil {
+		return fmt.Errorf("build %s: saving its state directory: %w", p.cmd.Path, p.kept)
+	}
+	return nil
+}
 
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort() (int, error) {
@@ -661,8 +695,13 @@ func (s Spawn) copyState(dir string) error {
 	if s.Launch.State == "" {
 		return nil
 	}
-	src := s.Launch.State
-	dst := filepath.Join(dir, StateDir)
+	return copyTree(s.Launch.State, filepath.Join(dir, StateDir))
+}
+
+// copyTree copies the state directory src to dst, which it makes:
+// regular files and directories only (their permission bits and
+// modification times kept); anything else is refused.
+func copyTree(src, dst string) error {
 	st, err := os.Stat(src)
 	if err != nil {
 		return fmt.Errorf("state directory: %w", err)

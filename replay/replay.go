@@ -63,6 +63,13 @@ type Options struct {
 	// (kavach.Abilities.SaveData): a checkpoint a later replay can start
 	// from (Checkpoint). Trace.Saved counts its keys. Nil: none is taken.
 	SaveTo io.Writer
+	// SaveDir, if set, receives a copy of the build's state directory
+	// ({state}: a build started from a fixture's state directory, whose
+	// integration has no data file to save) once the replay has run every
+	// step with the build alive and idle; the build is stopped first, so
+	// that what it writes back on its way out is in it. A directory made
+	// there: a checkpoint (Checkpoint). "": none is taken.
+	SaveDir string
 	// Inputs, if set, fingerprints the state each step after the failing
 	// one is about to read, before it is sent (StepResult.Inputs). Nil:
 	// none.
@@ -294,7 +301,7 @@ func run(ctx context.Context, build kavach.Launch, src Source, opts Options, bat
 	if e := proc.Exited(); e != nil && tr.Exit == nil {
 		tr.Exit = e
 	}
-	if opts.SaveTo != nil && !r.lostBatch {
+	if (opts.SaveTo != nil || opts.SaveDir != "") && !r.lostBatch {
 		if err := r.save(ctx); err != nil {
 			return nil, false, fmt.Errorf("replay: checkpoint of build %s: %w", build.Path, err)
 		}
