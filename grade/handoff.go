@@ -8,15 +8,20 @@ import (
 	"slices"
 
 	"github.com/kavach-dev/kavach"
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/replay"
 	"github.com/kavach-dev/kavach/variants"
 )
 
 // CanHandOff says whether a build's state can be saved and another build
-// started from it: what an "upgrade" variant needs.
-func CanHandOff(codec kavach.Integration) bool {
+// started from it, for the recording fx: what an "upgrade" variant needs.
+// The integration saves the build's data file and starts a build from
+// one (Redis), or fx's builds start from a state directory, which a
+// build leaves as it was written (HTTP recorded with --state-dir:
+// replay.Options.SaveDir).
+func CanHandOff(codec kavach.Integration, fx *fixtures.Fixture) bool {
 	ab := codec.Abilities()
-	return ab.SaveData != nil && ab.DataFile != ""
+	return ab.SaveData != nil && ab.DataFile != "" || fx != nil && fx.State != nil && fx.State.Mode == fixtures.StateDir
 }
 
 // handOff prepares an "upgrade" variant (variants.Variant.HandOff,

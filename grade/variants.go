@@ -41,7 +41,7 @@ func makeVariants(ctx context.Context, rec *fixtures.Recording, old kavach.Launc
 	}
 	schema, note := learnSchema(ctx, rec, old, opts)
 	vopts := variants.Options{Codec: opts.Integration, Variator: variator, Schema: schema, Budget: opts.Variants, Cap: variants.CapFor(opts.Variants), Seed: opts.Seed, Start: fx.Header.Start, Keys: keys, Writes: writes, Replaces: replaces, Deferred: true, StepOf: opts.stepOf,
-		Upgrade: CanHandOff(opts.Integration)}
+		Upgrade: CanHandOff(opts.Integration, fx)}
 	// A contract (no failure) has regression variants of every step only.
 	if f := fx.Failure; f == nil {
 		vs, applicable = variants.RegressionCounted(fx.Events, vopts)

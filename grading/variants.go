@@ -62,7 +62,7 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 	vs, applicable := variants.Counted(fx.Events, fx.Failure.Step, variants.Options{
 		Codec: in, Variator: variator, Schema: schema, Budget: r.Budget, Cap: variants.CapFor(r.Budget), Seed: r.Seed, Start: fx.Header.Start, Keys: l.Keys, Writes: l.Writes, Replaces: l.Replaces, Deferred: true,
 		// The kinds the fixture excludes, as kavach diff leaves them out.
-		Exclude: fx.Failure.ExcludeVariants, Upgrade: grade.CanHandOff(in)})
+		Exclude: fx.Failure.ExcludeVariants, Upgrade: grade.CanHandOff(in, fx)})
 	return &VariantList{Variants: vs, Applicable: applicable, Excluded: fx.Failure.ExcludeVariants,
 		LeftWhole: variants.LeftWhole(fx.Events, fx.Failure.Step, variants.Options{Codec: in, Variator: variator})}, nil
 }
