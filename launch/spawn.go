@@ -557,7 +557,7 @@ var _ kavach.Process = (*Spawned)(nil)
 // was given no state directory.
 func (p *Spawned) SaveState(dst string) error {
 	p.keepMu.Lock()
-	p.keep = dst
+	p.keep, p.kept, p.keptDone = dst, nil, false
 	p.keepMu.Unlock()
 	p.Stop()
 	p.keepMu.Lock()

@@ -614,3 +614,61 @@ exec python3 -m http.server --bind 127.0.0.1 "$4" >/dev/null 2>&1
 		t.Errorf("state directory with a symbolic link: %v, want refused", err)
 	}
 }
+
+// TestSpawnSaveState: SaveState stops the build and copies its state
+// directory as the build left it, what it wrote on its way out (on
+// SIGTERM) included, before the build's directory is removed; the
+// original is untouched. A second SaveState, the build gone, and one of a
+// build given no state directory are errors.
+func TestSpawnSaveState(t *testing.T) {
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "items.json"), []byte("original"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	path := script(t, `echo changed > "$2/items.json"
+trap 'echo bye > "$2/bye"; exit 0' TERM
+python3 -m http.server --bind 127.0.0.1 "$4" >/dev/null 2>&1 &
+touch "$OUT/up"
+wait
+`)
+	ready := func(context.Context, string) error {
+		_, err := os.Stat(filepath.Join(out, "up"))
+		return err
+	}
+	start := func(l kavach.Launch) *Spawned {
+		t.Helper()
+		os.Remove(filepath.Join(out, "up"))
+		p, err := Spawn{Launch: l, Ready: ready}.Start(context.Background())
+		for try := 1; try < 3 && err != nil && strings.Contains(err.Error(), "exited during start-up"); try++ {
+			p, err = Spawn{Launch: l, Ready: ready}.Start(context.Background()) // the port taken meanwhile
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := start(kavach.Launch{Path: path, Args: []string{"--state", "{state}", "--port", "{port}"}, Env: []string{"OUT=" + out}, State: src})
+	dst := filepath.Join(t.TempDir(), "saved")
+	if err := p.SaveState(dst); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"items.json": "changed\n", "bye": "bye\n"} {
+		if b, err := os.ReadFile(filepath.Join(dst, name)); err != nil || string(b) != want {
+			t.Errorf("saved %s: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if _, err := os.Stat(p.Dir()); !os.IsNotExist(err) {
+		t.Errorf("the build's directory outlived it: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(src, "items.json")); string(b) != "original" {
+		t.Errorf("the original state directory was written: %q", b)
+	}
+	if err := p.SaveState(filepath.Join(t.TempDir(), "again")); err == nil || !strings.Contains(err.Error(), "was stopped before") {
+		t.Errorf("SaveState of a build already stopped: %v, want an error saying so", err)
+	}
+	bare := start(kavach.Launch{Path: path, Args: []string{"--state", t.TempDir(), "--port", "{port}"}, Env: []string{"OUT=" + out}})
+	if err := bare.SaveState(filepath.Join(t.TempDir(), "none")); err == nil || !strings.Contains(err.Error(), "state directory") {
+		t.Errorf("SaveState of a build given no state directory: %v, want an error", err)
+	}
+}
