@@ -135,13 +135,6 @@ func TestCutSliceOpensOnce(t *testing.T) {
 // (SELECT, step 1) is sent again too. splice puts the moved step's answer
 // back in its place.
 func TestSplitAtMovesAClientWaitingAcrossTheCut(t *testing.T) {
-	cmd := func(args ...string) []byte {
-		b := make([][]byte, len(args))
-		for i, a := range args {
-			b[i] = []byte(a)
-		}
-		return redis.AppendCommand(nil, b...)
-	}
 	evs := []kavach.Event{
 		{Conn: 1, Dir: kavach.Open},
 		{Conn: 2, Dir: kavach.Open},
@@ -154,10 +147,7 @@ func TestSplitAtMovesAClientWaitingAcrossTheCut(t *testing.T) {
 		{Conn: 2, Dir: kavach.Response, Data: []byte(":1\r\n")},
 		{Conn: 1, Dir: kavach.Response, Data: []byte("*2\r\n$1\r\nq\r\n$1\r\nx\r\n")}, // 2's answer
 	}
-	for i := range evs {
-		evs[i].Seq = uint64(i + 1)
-		evs[i].Offset = time.Duration(i) * time.Millisecond
-	}
+	number(evs)
 	sp, err := splitAt(evs, []int{1, 2, 3, 4}, 4, redis.Integration{})
 	if err != nil {
 		t.Fatal(err)
@@ -196,13 +186,6 @@ func TestSplitAtMovesAClientWaitingAcrossTheCut(t *testing.T) {
 // checkpoint's step again, once each, on a connection of their own after
 // the last event, at its time.
 func TestProbesAreTheRecordingsOwnReads(t *testing.T) {
-	cmd := func(args ...string) []byte {
-		b := make([][]byte, len(args))
-		for i, a := range args {
-			b[i] = []byte(a)
-		}
-		return redis.AppendCommand(nil, b...)
-	}
 	evs := []kavach.Event{
 		{Conn: 1, Dir: kavach.Open},
 		{Conn: 1, Dir: kavach.Request, Data: cmd("SELECT", "0")}, // 1: sets state
@@ -221,10 +204,7 @@ func TestProbesAreTheRecordingsOwnReads(t *testing.T) {
 		{Conn: 1, Dir: kavach.Response, Data: []byte(":1\r\n")},
 		{Conn: 2, Dir: kavach.Response, Data: []byte("*2\r\n$1\r\nq\r\n$1\r\nx\r\n")},
 	}
-	for i := range evs {
-		evs[i].Seq = uint64(i + 1)
-		evs[i].Offset = time.Duration(i) * time.Millisecond
-	}
+	number(evs)
 	keys := [][]string{{}, {"k"}, {"k"}, {"q"}, nil, {"k"}, {"q"}}
 	writes := [][]string{{}, {"k"}, {}, {}, nil, {}, {"q"}}
 	c := redis.Integration{}
@@ -252,5 +232,22 @@ func TestProbesAreTheRecordingsOwnReads(t *testing.T) {
 	}
 	if out, origin := cps.withProbes(evs, 3); len(out) != len(evs) || origin != nil {
 		t.Errorf("before step 3, no read came before: %d events added, origin %v", len(out)-len(evs), origin)
+	}
+}
+
+// cmd is a RESP request of args.
+func cmd(args ...string) []byte {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	return redis.AppendCommand(nil, b...)
+}
+
+// number gives evs their places in order, a millisecond apart.
+func number(evs []kavach.Event) {
+	for i := range evs {
+		evs[i].Seq = uint64(i + 1)
+		evs[i].Offset = time.Duration(i) * time.Millisecond
 	}
 }
