@@ -41,6 +41,8 @@ func TestImportDirection(t *testing.T) {
 		"internal/cut":         {},
 		"internal/jsonout":     {},
 		"internal/pathcheck":   {},
+		"internal/progress":    {"grade"},
+		"internal/suggest":     {},
 		"internal/buildscript": {},
 		"internal/reporoot":    {},
 		"internal/loadtest":    {},
@@ -54,7 +56,7 @@ func TestImportDirection(t *testing.T) {
 		"example":                  {"", "fixtures", "grade", "grading", "internal/buildscript", "invariants", "record"},
 		// The command names no integration: grading lists them.
 		"cmd/kavach": {"", "example", "fixtures", "grade", "grading", "htmlreport", "internal/cut", "internal/jsonout", "internal/pathcheck",
-			"invariants", "launch", "mcpserver", "record", "recount", "replay", "variants"},
+			"internal/progress", "internal/suggest", "invariants", "launch", "mcpserver", "record", "recount", "replay", "variants"},
 		"bench/plainproxy":  {},
 		"bench/htmlbig":     {"", "grade", "replay"},
 		"bench/scalegen":    {"", "fixtures"},

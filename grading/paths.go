@@ -3,6 +3,7 @@ package grading
 import (
 	"fmt"
 
+	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/internal/pathcheck"
 )
 
@@ -51,4 +52,17 @@ func (r Request) Inputs(list []string) []pathcheck.Input {
 		in = append(in, pathcheck.Input{What: "a fixture", Path: f})
 	}
 	return in
+}
+
+// SameBuild reports whether the builds old and new are the same file
+// (one SHA-256, returned): a NEW given by mistake, graded against itself
+// (still_failing, or unverified). A build that cannot be read is not the
+// same.
+func SameBuild(old, new string) (string, bool) {
+	a, err := fixtures.SHA256File(old)
+	if err != nil {
+		return "", false
+	}
+	b, err := fixtures.SHA256File(new)
+	return a, err == nil && a == b
 }

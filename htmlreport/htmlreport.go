@@ -157,6 +157,40 @@ func Decode(b []byte) (Doc, error) {
 	return Doc{Report: &r}, nil
 }
 
+// Open reads what `kavach report` makes a page of and returns the page's
+// renderer: a report written by `kavach diff` (Decode), or a directory
+// read as a harness job, as `kavach recount` does (Job), its counts
+// compared with summaryFile's ("" for none, recount.ReadSummary).
+func Open(path, summaryFile string) (func(io.Writer) error, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	if st.IsDir() {
+		summary, err := recount.ReadSummary(summaryFile)
+		if err != nil {
+			return nil, err
+		}
+		job, err := recount.Scan(path)
+		if err != nil {
+			return nil, fmt.Errorf("read job: %w", err)
+		}
+		if !job.Found() {
+			return nil, fmt.Errorf("read job: no Kavach reports under %s", path)
+		}
+		return func(w io.Writer) error { return Job(w, job, summary) }, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	doc, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("report %s: %w", path, err)
+	}
+	return doc.Render, nil
+}
+
 // WriteFile writes a page to path whole or not at all: it renders into
 // memory, writes a temporary file beside path and renames it, so that a
 // failure leaves no partial page (and an earlier page at path as it was).

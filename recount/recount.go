@@ -116,6 +116,37 @@ func Scan(dir string) (*Job, error) {
 	return job, nil
 }
 
+// Found says whether the job's folder held any Kavach trial: a report
+// read or not, or a trial with a reward and no report.
+func (j *Job) Found() bool {
+	return len(j.Trials) > 0 || len(j.Unreadable) > 0 || len(j.Incomplete) > 0
+}
+
+// Open reads dir as `kavach recount` does, both as a harness job of
+// Kavach reports (Scan) and as a SWE-bench archive (ScanSWEBench), and
+// returns the one it is: the archive when dir holds one, or only
+// instance reports that cannot be read; else the job (which may have
+// found nothing: Found). A folder that holds both is an error, since
+// each must be recounted on its own.
+func Open(dir string) (*Job, *SWEArchive, error) {
+	job, err := Scan(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("recount: %w", err)
+	}
+	arch, err := ScanSWEBench(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("recount: %w", err)
+	}
+	switch {
+	case job.Found() && arch.Found():
+		return nil, nil, fmt.Errorf("recount: %s holds both Kavach reports (%d) and SWE-bench instance reports (%d); recount each folder on its own",
+			dir, len(job.Trials)+len(job.Unreadable), len(arch.Instances)+len(arch.Unreadable))
+	case arch.Found() || (!job.Found() && len(arch.Unreadable) > 0):
+		return nil, arch, nil
+	}
+	return job, nil, nil
+}
+
 // scan is one Scan of a job's folder: what the walk has found so far.
 type scan struct {
 	dir        string

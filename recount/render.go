@@ -61,6 +61,21 @@ func ReadSplit(file string) ([]string, error) {
 	return split, nil
 }
 
+// ReadAnswers is Answers with the summary and the split read from their
+// files (ReadSWESummary, ReadSplit; "" for none), as `kavach recount`
+// gives them for --summary and --split.
+func (a *SWEArchive) ReadAnswers(summaryFile, splitFile string) (SWEResult, error) {
+	summary, err := ReadSWESummary(summaryFile)
+	if err != nil {
+		return SWEResult{}, err
+	}
+	split, err := ReadSplit(splitFile)
+	if err != nil {
+		return SWEResult{}, err
+	}
+	return a.Answers(summary, summaryFile, split, splitFile), nil
+}
+
 // PrintJSON prints the archive's answers as `kavach recount --json` does.
 func (r SWEResult) PrintJSON(w io.Writer) error { return jsonout.Print(w, r) }
 

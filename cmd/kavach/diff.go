@@ -11,10 +11,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/grading"
 	"github.com/kavach-dev/kavach/htmlreport"
+	"github.com/kavach-dev/kavach/internal/progress"
 )
 
 func diffCommand() *cli.Command {
@@ -77,10 +77,10 @@ func diffCommand() *cli.Command {
 				return err
 			}
 			warnSameBuild(c.App.ErrWriter, req.Old, req.New)
-			if p, ok := c.App.ErrWriter.(*progressLine); ok {
-				req.Progress = p.gradeProgress()
+			if p, ok := c.App.ErrWriter.(*progress.Line); ok {
+				req.Progress = p.GradeProgress()
 				if suite {
-					req.Progress = p.suiteProgress()
+					req.Progress = p.SuiteProgress()
 				}
 			}
 			if err := checkOut(c.String("out")); err != nil {
@@ -147,11 +147,7 @@ const jobsDefault = "the CPUs kavach may use"
 // (one SHA-256): the grading goes on (it says still_failing, or
 // unverified), but a NEW given by mistake is then plain to see.
 func warnSameBuild(w io.Writer, old, new string) {
-	a, err := fixtures.SHA256File(old)
-	if err != nil {
-		return
-	}
-	if b, err := fixtures.SHA256File(new); err == nil && a == b {
+	if a, same := grading.SameBuild(old, new); same {
 		fmt.Fprintf(w, "kavach: warning: OLD and NEW are the same file (sha256 %.12s): the build is graded against itself (give the candidate fix's build as NEW)\n", a)
 	}
 }
@@ -182,17 +178,6 @@ func belowFloorUsage(err error, fixture string) error {
 			"--below-floor grades anyway, but then the verdict is never fixed", "%v (set with kavach mark)", err)
 	}
 	return err
-}
-
-// isTerminal reports whether w is a terminal that wants progress drawn:
-// never a pipe or file, and not with TERM=dumb.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // trustFlag is --trust-fixture-launch, on the commands that start builds

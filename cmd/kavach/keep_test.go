@@ -18,6 +18,7 @@ import (
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/record"
 )
 
 // TestKeepCutsTheGetrangeIncident: kavach record --keep 2s in front of the
@@ -189,7 +190,7 @@ func TestKill9DuringACut(t *testing.T) {
 		for _, e := range ents {
 			caught = caught || strings.HasSuffix(e.Name(), ".tmp")
 		}
-		if len(cutNames(cuts)) > 1 {
+		if len(record.CutNames(cuts)) > 1 {
 			break
 		}
 		time.Sleep(time.Millisecond)
@@ -201,7 +202,7 @@ func TestKill9DuringACut(t *testing.T) {
 	if err != nil || !bytes.Equal(before, after) {
 		t.Fatalf("the earlier cut changed after kill -9: %v", err)
 	}
-	for name := range cutNames(cuts) {
+	for name := range record.CutNames(cuts) {
 		fx, err := fixtures.Load(filepath.Join(cuts, name))
 		if err != nil {
 			t.Errorf("%s after kill -9: %v: a half-written cut under a final name", name, err)

@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/kavach-dev/kavach/internal/progress"
 )
 
 func main() {
@@ -45,7 +47,7 @@ func (e *interrupted) Error() string {
 
 // run runs the command line args and returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	errw := newProgressLine(stderr)
+	errw := progress.New(stderr)
 	app := newApp(stdin, stdout, errw)
 	err := app.RunContext(ctx, interspersed(app, helpAsVerb(args)))
 	code := exitCode(err)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"github.com/kavach-dev/kavach/internal/jsonout"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -65,53 +63,14 @@ func markCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return printMark(c, path, a)
+			m := grading.Marked{Fixture: path, Oracle: c.String("oracle"), Amendment: a}
+			if c.Bool("json") {
+				return m.PrintJSON(c.App.Writer)
+			}
+			m.Print(c.App.ErrWriter)
+			return nil
 		},
 	}
-}
-
-// printMark says what was marked: as JSON on stdout with --json, else a
-// line per change on stderr.
-func printMark(c *cli.Context, path string, a fixtures.Amendment) error {
-	floor, failure := a.Floor, a.Failure != nil
-	var f kavach.Failure
-	if failure {
-		f = *a.Failure
-	}
-	if c.Bool("json") {
-		out := markJSON{Fixture: path, Floor: floor}
-		if failure {
-			out.Step, out.Signature, out.Oracle, out.Exclude = f.Step, f.Signature, c.String("oracle"), f.ExcludeVariants
-		}
-		if a.Invariants != nil {
-			out.Invariants = a.Invariants.Name
-		}
-		return jsonout.Print(c.App.Writer, out)
-	}
-	if failure {
-		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: failure at step %d, signature %s\n", path, f.Step, f.Signature)
-	}
-	if len(f.ExcludeVariants) > 0 {
-		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: variants excluded: %s\n", path, strings.Join(f.ExcludeVariants, ", "))
-	}
-	if floor != nil {
-		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: floor %s\n", path, grading.FloorString(floor))
-	}
-	if a.Invariants != nil {
-		fmt.Fprintf(c.App.ErrWriter, "kavach: %s: invariants %s embedded\n", path, a.Invariants.Name)
-	}
-	return nil
-}
-
-// markJSON is `kavach mark --json`'s output.
-type markJSON struct {
-	Fixture    string          `json:"fixture"`
-	Step       int             `json:"step,omitempty"` // the failure marked, if one was
-	Signature  string          `json:"signature,omitempty"`
-	Oracle     string          `json:"oracle,omitempty"`
-	Exclude    []string        `json:"exclude,omitempty"`    // variant kinds excluded
-	Invariants string          `json:"invariants,omitempty"` // the invariants file embedded
-	Floor      *fixtures.Floor `json:"floor,omitempty"`      // the floor set, if one was
 }
 
 // markFloor is the floor the --floor-* flags set, or nil when none is given.

@@ -32,7 +32,11 @@ func recordCommand() *cli.Command {
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.IsSet("cut") {
-				return askCut(c.String("cut"), c.Duration("cut-timeout"), c.App.Writer)
+				path, err := record.AskCut(c.String("cut"), c.Duration("cut-timeout"))
+				if err == nil {
+					fmt.Fprintln(c.App.Writer, path)
+				}
+				return err
 			}
 			if !c.IsSet("protocol") || !c.IsSet("out") {
 				return usagef("run 'kavach record --help' for an example", "Required flags \"protocol, out\" not set")
@@ -44,13 +48,8 @@ func recordCommand() *cli.Command {
 				return err
 			}
 			redact := append(c.StringSlice("redact"), c.StringSlice("redact-param")...)
-			if len(redact) > 0 && !grading.RedactsNames(c.String("protocol")) {
-				return usagef("", "--redact: the %s protocol has no named fields to redact (its passwords always are)", c.String("protocol"))
-			}
-			for _, n := range redact {
-				if n == "" || strings.ContainsAny(n, " \t\r\n:=&?#\"") {
-					return usagef("", "--redact %q: give a header, query parameter or JSON member name", n)
-				}
+			if err := grading.CheckRedact(c.String("protocol"), redact); err != nil {
+				return err
 			}
 			s := record.Session{
 				Out:       c.String("out"),
@@ -79,7 +78,7 @@ func recordCommand() *cli.Command {
 				s.Launch = &kavach.Launch{Path: c.Args().First(), Args: c.Args().Tail()}
 			}
 			grading.SetupRecording(&s, c.String("protocol"), redact, c.Bool("keep-secrets"), c.Duration("start-timeout"))
-			if err := failOnFlag(c, &s); err != nil {
+			if err := grading.SetFailOn(&s, c.String("protocol"), c.String("fail-on")); err != nil {
 				return err
 			}
 			level := slog.LevelWarn
@@ -88,7 +87,7 @@ func recordCommand() *cli.Command {
 			}
 			s.Proxy.Logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level}))
 			stderr := c.App.ErrWriter
-			cutsStarted, cutsStop := cuts(&s)
+			cutsStarted, cutsStop := s.CutOnSignal()
 			res, err := s.Run(c.Context, c.String("protocol"), func(addr string) {
 				to := s.Upstream
 				if s.Launch != nil {
@@ -98,14 +97,14 @@ func recordCommand() *cli.Command {
 				fmt.Fprintf(stderr, "kavach: recording %s to %s; clients connect to %s (Ctrl-C ends it)\n", to, s.Out, addr)
 			})
 			cutsStop()
+			got := grading.Recorded{Fixture: s.Out, Result: res}
 			if s.Keep != nil {
-				printCuts(stderr, res)
+				got.PrintCuts(stderr)
 				if c.Bool("json") {
-					return errors.Join(err, printCutsJSON(c.App.Writer, res))
+					return errors.Join(err, got.PrintCutsJSON(c.App.Writer))
 				}
 				return err
 			}
-			got := grading.Recorded{Fixture: s.Out, Result: res}
 			got.PrintSummary(stderr)
 			if err == nil && c.Bool("json") {
 				return got.PrintJSON(c.App.Writer)
@@ -115,25 +114,10 @@ func recordCommand() *cli.Command {
 	}
 }
 
-// failOnFlag sets the failure --fail-on names; always on (--keep), an
-// HTTP service's 5xx is one when --fail-on names none.
-func failOnFlag(c *cli.Context, s *record.Session) error {
-	if f := c.String("fail-on"); f != "" {
-		o, err := kavach.ParseOracle(f)
-		if err != nil || o.Kind != kavach.Error {
-			return usagef("", "--fail-on %q: want error or error:CLASS (mark other failures with 'kavach mark')", f)
-		}
-		s.Proxy.FailOn = &o
-	}
-	if s.Keep != nil && s.Proxy.FailOn == nil && c.String("protocol") == "http" {
-		s.Proxy.FailOn = &kavach.Oracle{Kind: kavach.Error, Class: "5xx"}
-	}
-	return nil
-}
-
 // stateFlags sets how the session takes the state of a running service
 // (docs/record.md, "State") from --state, --state-whole and --state-build,
-// and a launched build's state directory from --state-dir (checkStateDir).
+// and a launched build's state directory from --state-dir
+// (grading.SetStateDir).
 func stateFlags(c *cli.Context, s *record.Session) error {
 	s.State, s.StateWhole, s.StateBuild, s.NoWatch = c.String("state"), c.Bool("state-whole"), c.String("state-build"), c.Bool("no-watch")
 	switch s.State {
@@ -144,43 +128,7 @@ func stateFlags(c *cli.Context, s *record.Session) error {
 	if (s.State != "" || s.StateWhole || s.StateBuild != "" || s.NoWatch) && s.Upstream == "" {
 		return usagef("", "--state, --state-whole, --state-build and --no-watch take the state of a running service: give --upstream ADDR (a build Kavach starts starts empty)")
 	}
-	return checkStateDir(c, s)
-}
-
-// checkStateDir checks --state-dir against the rest of the command line
-// and sets it in s: a launched build's (not --upstream's), of a protocol
-// whose builds keep their state in files, an existing directory, and
-// named {state} in the build's arguments (-- BUILD ARGS); {state} without
-// it is refused. Nothing to record at all is said by the caller.
-func checkStateDir(c *cli.Context, s *record.Session) error {
-	dir := c.String("state-dir")
-	names := false
-	if c.NArg() > 0 {
-		for _, a := range c.Args().Tail() {
-			names = names || strings.Contains(a, "{state}")
-		}
-	}
-	switch {
-	case dir == "" && names:
-		return usagef("", "the build's arguments name {state}, but no state directory was given: give --state-dir DIR (the directory of the files it loads at start-up)")
-	case dir == "":
-		return nil
-	case s.Upstream != "":
-		return usagef("", "--state-dir gives a build Kavach starts its state directory: give -- BUILD ARGS, not --upstream (a running service's state is taken with --state)")
-	case !grading.TakesStateDir(c.String("protocol")):
-		return usagef("", "--state-dir: the %s protocol's builds keep their state in a data file: record in front of the running service (--upstream ADDR) to take it", c.String("protocol"))
-	}
-	if c.NArg() == 0 {
-		return nil
-	}
-	if err := record.CheckStateDir(dir); err != nil {
-		return usagef("", "--state-dir %q: %v: give the directory of the files the build loads at start-up and writes back", dir, err)
-	}
-	if !names {
-		return usagef("", "--state-dir %q: the build's arguments do not name {state}, the copy of it the build is given (for example: -- BUILD --state {state})", dir)
-	}
-	s.StateDir = dir
-	return nil
+	return grading.SetStateDir(s, c.String("protocol"), c.String("state-dir"), c.Args().Slice())
 }
 
 // recordFlags are kavach record's flags.

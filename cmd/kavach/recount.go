@@ -48,20 +48,11 @@ func recountCommand() *cli.Command {
 					return err
 				}
 			}
-			job, err := recount.Scan(dir)
-			if err != nil {
-				return fmt.Errorf("recount: %w", err)
-			}
-			arch, err := recount.ScanSWEBench(dir)
-			if err != nil {
-				return fmt.Errorf("recount: %w", err)
-			}
-			kavach := len(job.Trials) > 0 || len(job.Unreadable) > 0 || len(job.Incomplete) > 0
+			job, arch, err := recount.Open(dir)
 			switch {
-			case kavach && arch.Found():
-				return fmt.Errorf("recount: %s holds both Kavach reports (%d) and SWE-bench instance reports (%d); recount each folder on its own",
-					dir, len(job.Trials)+len(job.Unreadable), len(arch.Instances)+len(arch.Unreadable))
-			case arch.Found() || (!kavach && len(arch.Unreadable) > 0):
+			case err != nil:
+				return err
+			case arch != nil:
 				return recountSWEBench(c, arch)
 			case c.IsSet("split"):
 				return usagef("--split reconciles a SWE-bench archive's instance ids; "+dir+" holds Kavach reports",
@@ -71,7 +62,7 @@ func recountCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if !kavach {
+			if !job.Found() {
 				return fmt.Errorf("recount: no Kavach reports under %s (nor SWE-bench instance reports)", dir)
 			}
 			out := job.Answers(dir, summary, c.String("summary"))
@@ -97,15 +88,10 @@ func recountCommand() *cli.Command {
 // against --summary (results/results.json), the reconciliation with
 // --split, and each instance's self-consistency; apart, never merged.
 func recountSWEBench(c *cli.Context, arch *recount.SWEArchive) error {
-	summary, err := recount.ReadSWESummary(c.String("summary"))
+	out, err := arch.ReadAnswers(c.String("summary"), c.String("split"))
 	if err != nil {
 		return err
 	}
-	split, err := recount.ReadSplit(c.String("split"))
-	if err != nil {
-		return err
-	}
-	out := arch.Answers(summary, c.String("summary"), split, c.String("split"))
 	if err := writeHTML(c, func(w io.Writer) error { return htmlreport.SWEBench(w, out) }); err != nil {
 		return err
 	}

@@ -3,13 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach/htmlreport"
 	"github.com/kavach-dev/kavach/internal/pathcheck"
-	"github.com/kavach-dev/kavach/recount"
 )
 
 func reportCommand() *cli.Command {
@@ -41,34 +39,9 @@ func reportCommand() *cli.Command {
 			if err := checkHTMLOut(out, pathcheck.Input{What: "the report it is made from", Path: path}); err != nil {
 				return err
 			}
-			st, err := os.Stat(path)
+			render, err := htmlreport.Open(path, c.String("summary"))
 			if err != nil {
-				return fmt.Errorf("read report: %w", err)
-			}
-			var render func(io.Writer) error
-			if st.IsDir() {
-				summary, err := recount.ReadSummary(c.String("summary"))
-				if err != nil {
-					return err
-				}
-				job, err := recount.Scan(path)
-				if err != nil {
-					return fmt.Errorf("read job: %w", err)
-				}
-				if len(job.Trials) == 0 && len(job.Unreadable) == 0 && len(job.Incomplete) == 0 {
-					return fmt.Errorf("read job: no Kavach reports under %s", path)
-				}
-				render = func(w io.Writer) error { return htmlreport.Job(w, job, summary) }
-			} else {
-				b, err := os.ReadFile(path)
-				if err != nil {
-					return fmt.Errorf("read report: %w", err)
-				}
-				doc, err := htmlreport.Decode(b)
-				if err != nil {
-					return fmt.Errorf("report %s: %w", path, err)
-				}
-				render = doc.Render
+				return err
 			}
 			if err := htmlreport.WriteFile(out, render); err != nil {
 				return err
