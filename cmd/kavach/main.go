@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	errw := progress.New(stderr)
 	app := newApp(stdin, stdout, errw)
 	err := app.RunContext(ctx, interspersed(app, helpAsVerb(args)))
+	errw.Close() // the progress line gone before the last words
 	code := exitCode(err)
 	var sig *interrupted
 	if code == exitCannot && errors.As(context.Cause(ctx), &sig) {

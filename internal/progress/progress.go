@@ -1,7 +1,8 @@
-// Package progress draws the progress of a long command on one line of
-// a terminal: what it counts, how far it is and the time it has left. The
-// line is the command's stderr, cleared before any message is written
-// there; on a pipe or a file nothing is drawn.
+// Package progress draws the progress of a long command on a terminal:
+// what it counts, how far it is and the time it has left, one line drawn
+// by mpb (github.com/vbauerster/mpb/v8) on the command's stderr. Messages
+// written to stderr while the line is drawn go above it; on a pipe or a
+// file nothing is drawn and messages pass through as they are.
 package progress
 
 import (
@@ -11,18 +12,24 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+
 	"github.com/kavach-dev/kavach/grade"
 )
 
 // Line is a command's stderr. On a terminal it can draw one progress
-// line, which it clears before anything else is written there, so that
-// no message is ever glued onto it.
+// line; anything else written there goes above it. Close ends the drawing
+// before the command's last words.
 type Line struct {
-	mu    sync.Mutex
-	w     io.Writer
-	tty   bool // draw progress: w is a terminal
-	drawn bool
-	now   func() time.Time
+	mu   sync.Mutex
+	w    io.Writer
+	tty  bool // draw progress: w is a terminal
+	now  func() time.Time
+	opts []mpb.ContainerOption // the container's, beside its output (tests)
+	p    *mpb.Progress         // while something was drawn, until Close
+	bar  *mpb.Bar              // the line drawn now; nil between phases
+	key  string                // what bar counts: its name and total
 }
 
 // New is the Line of w, which draws progress only when w is a terminal
@@ -31,26 +38,65 @@ func New(w io.Writer) *Line {
 	return &Line{w: w, tty: isTerminal(w), now: time.Now}
 }
 
-// Write writes b to the line's writer, clearing the progress line first.
+// Write writes b to the line's writer: above the progress line while one
+// is drawn, as it is otherwise.
 func (p *Line) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.clearLocked()
+	if p.p != nil {
+		return p.p.Write(b)
+	}
 	return p.w.Write(b)
 }
 
-func (p *Line) clearLocked() {
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\033[K")
-		p.drawn = false
-	}
-}
-
-func (p *Line) draw(s string) {
+// Close stops drawing: a line still drawn is removed, and what was
+// written above it is out, before Close returns. Later writes go to the
+// writer as they are.
+func (p *Line) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprint(p.w, "\r\033[K"+s)
-	p.drawn = true
+	if p.p == nil {
+		return
+	}
+	if p.bar != nil {
+		p.bar.Abort(true)
+		p.bar = nil
+	}
+	p.p.Wait()
+	p.p = nil
+}
+
+// show draws name's line at done of total, counted with verb ("done",
+// "graded"), the time left estimated from began; a line of another name
+// or total replaces the one drawn. At done ≥ total the line is removed.
+func (p *Line) show(name, verb string, done, total int, began time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := fmt.Sprintf("%s/%d", name, total)
+	if p.bar != nil && p.key != key {
+		p.bar.Abort(true)
+		p.bar = nil
+	}
+	if done >= total {
+		if p.bar != nil {
+			p.bar.SetCurrent(int64(total)) // complete: removed
+			p.bar = nil
+		}
+		return
+	}
+	if p.p == nil {
+		p.p = mpb.New(append([]mpb.ContainerOption{mpb.WithOutput(p.w)}, p.opts...)...)
+	}
+	if p.bar == nil {
+		text := func(s decor.Statistics) string {
+			return fmt.Sprintf("kavach: %s: %d of %d %s%s", name, s.Current, s.Total, verb,
+				timeLeft(p.now().Sub(began), int(s.Current), int(s.Total-s.Current)))
+		}
+		p.bar = p.p.New(int64(total), mpb.NopStyle(), mpb.BarRemoveOnComplete(),
+			mpb.PrependDecorators(decor.Any(text)))
+		p.key = key
+	}
+	p.bar.SetCurrent(int64(done))
 }
 
 // GradeProgress returns grade.Options.Progress for a diff drawn on this
@@ -71,16 +117,10 @@ func (p *Line) GradeProgress() func(done, total int) {
 		mu.Lock()
 		defer mu.Unlock()
 		ph := phases.Next(total)
-		now := p.now()
+		p.show(ph.Name, "done", ph.Done, ph.Total, began)
 		if ph.Done >= ph.Total {
-			began = now
-			p.mu.Lock()
-			p.clearLocked()
-			p.mu.Unlock()
-			return
+			began = p.now()
 		}
-		p.draw(fmt.Sprintf("kavach: %s: %d of %d done%s", ph.Name, ph.Done, ph.Total,
-			timeLeft(now.Sub(began), ph.Done, ph.Total-ph.Done)))
 	}
 }
 
@@ -94,14 +134,7 @@ func (p *Line) SuiteProgress() func(done, total int) {
 	}
 	began := p.now()
 	return func(done, total int) {
-		if done >= total {
-			p.mu.Lock()
-			p.clearLocked()
-			p.mu.Unlock()
-			return
-		}
-		p.draw(fmt.Sprintf("kavach: fixtures: %d of %d graded%s", done, total,
-			timeLeft(p.now().Sub(began), done, total-done)))
+		p.show("fixtures", "graded", done, total, began)
 	}
 }
 
