@@ -53,6 +53,9 @@ type Request struct {
 	// Recording is Fixture opened already (Open), as the command line
 	// does when it checks its arguments; nil: Grade opens Fixture.
 	Recording *Recording
+	// Warn, if set, is told what is wrong with the fixture that does not
+	// stop the grade (a damaged tail, its last steps lost); nil: nobody.
+	Warn func(error)
 	// Progress, if set, is told each time a replay (or a variant)
 	// finishes; for a suite, each time a fixture is graded.
 	Progress func(done, total int)
@@ -128,8 +131,8 @@ func (r Request) prepare() (grade.Diff, error) {
 			return grade.Diff{}, err
 		}
 	}
-	if w := rec.Warning(); w != nil {
-		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", w)
+	if w := rec.Warning(); w != nil && r.Warn != nil {
+		r.Warn(w)
 	}
 	if err := checkLaunch(context.Background(), rec.in, rec.fx, r.TrustLaunch, r.Old, r.New); err != nil {
 		return grade.Diff{}, err

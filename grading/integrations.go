@@ -13,13 +13,19 @@ import (
 
 // integrations lists the protocols Kavach speaks, registered here
 // explicitly (never from init). Each is told what it needs from the
-// environment (KAVACH_REDIS_SECRET) here, and nowhere else.
+// environment (replaySecret) here.
 func integrations() map[string]kavach.Integration {
 	return map[string]kavach.Integration{
-		redis.Protocol: redis.Integration{Secret: os.Getenv("KAVACH_REDIS_SECRET")},
+		redis.Protocol: redis.Integration{Secret: replaySecret()},
 		axum.Protocol:  axum.Integration{},
 	}
 }
+
+// replaySecret is the password a replay puts back where a recording
+// redacted it (KAVACH_REDIS_SECRET, docs/security.md), read from the
+// environment here and nowhere else: by the integration a command uses
+// and by the options its replays take.
+func replaySecret() string { return os.Getenv("KAVACH_REDIS_SECRET") }
 
 // TakesStateDir reports whether protocol's launched builds can be given
 // a state directory (kavach record --state-dir): services whose state is

@@ -3,7 +3,6 @@ package grading
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -115,7 +114,7 @@ func (r *Recording) ReplayOptions(timeout, startTimeout time.Duration) replay.Op
 		StepTimeout: timeout, Start: fx.Header.Start,
 	}
 	ab := in.Abilities()
-	secret := os.Getenv("KAVACH_REDIS_SECRET")
+	secret := replaySecret()
 	if secret != "" && ab.Unredact != nil {
 		opts.Prepare = func(b []byte) []byte { return ab.Unredact(b, secret) }
 	}

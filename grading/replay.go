@@ -33,8 +33,11 @@ type ReplayRequest struct {
 	Runs           int    // 1 or more
 	StepTimeout    time.Duration
 	StartTimeout   time.Duration
-	RealTime       bool // do not fake the clock
-	TrustLaunch    bool // --trust-fixture-launch
+	// Warn, if set, is told what is wrong with the fixture that does not
+	// stop the replay (a damaged tail); nil: nobody.
+	Warn        func(error)
+	RealTime    bool // do not fake the clock
+	TrustLaunch bool // --trust-fixture-launch
 	// JSON keeps each run's steps and the judgments, as they are made,
 	// for PrintJSON; without it the result prints with Print.
 	JSON bool
@@ -121,8 +124,8 @@ func (r ReplayRequest) open() (*Recording, replay.Options, *invariants.Set, erro
 	if err != nil {
 		return nil, replay.Options{}, nil, err
 	}
-	if w := rec.Warning(); w != nil {
-		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", w)
+	if w := rec.Warning(); w != nil && r.Warn != nil {
+		r.Warn(w)
 	}
 	fx, sum := rec.Records(), rec.Summary()
 	if r.Runs < 1 {

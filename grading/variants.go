@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/kavach-dev/kavach"
@@ -24,6 +23,9 @@ type VariantsRequest struct {
 	Budget      int
 	Seed        uint64
 	TrustLaunch bool // --trust-fixture-launch
+	// Warn, if set, is told what is wrong with the fixture that does not
+	// stop the listing (a damaged tail); nil: nobody.
+	Warn func(error)
 }
 
 // VariantList is what ListVariants made: the variants, in order, and
@@ -40,7 +42,7 @@ type VariantList struct {
 // ListVariants generates the variants a diff of the fixture would run,
 // learning from r.Build when it is given.
 func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) {
-	fx, in, err := loadFixture(r.Fixture)
+	fx, in, err := loadFixture(r.Fixture, r.Warn)
 	if err != nil {
 		return nil, err
 	}
@@ -86,14 +88,15 @@ func learn(ctx context.Context, fx *fixtures.Fixture, in kavach.Integration, bui
 	return l, nil
 }
 
-// loadFixture loads a fixture whole and finds its integration.
-func loadFixture(path string) (*fixtures.Fixture, kavach.Integration, error) {
+// loadFixture loads a fixture whole and finds its integration; warn, if
+// set, is told what is wrong with it that does not stop its use.
+func loadFixture(path string, warn func(error)) (*fixtures.Fixture, kavach.Integration, error) {
 	fx, err := fixtures.Load(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	if fx.Warning != nil {
-		fmt.Fprintf(os.Stderr, "kavach: warning: %v\n", fx.Warning)
+	if fx.Warning != nil && warn != nil {
+		warn(fx.Warning)
 	}
 	in, err := integrationOf(path, fx.Header)
 	return fx, in, err

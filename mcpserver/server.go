@@ -330,6 +330,7 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 		Progress:      progress(ctx, req),
 		BelowFloor:    in.BelowFloor,
 		Memo:          cfg.memo,
+		Warn:          cfg.Defaults.Warn,
 	}
 	if len(in.Fixtures) > 0 || isDir(in.Fixture) {
 		r.Progress = suiteProgress(ctx, req)

@@ -71,7 +71,7 @@ func diffCommand() *cli.Command {
 				Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"), Jobs: c.Int("j"),
 				FailFast: c.Bool("fail-fast"), StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
 				BelowFloor: c.Bool("below-floor"), TrustLaunch: c.Bool("trust-fixture-launch"),
-				NoCheckpoints: !c.Bool("checkpoints"),
+				NoCheckpoints: !c.Bool("checkpoints"), Warn: warnTo(c.App.ErrWriter),
 			}
 			if req.Recording, err = req.CheckPaths(fixtures, suite, "--out", c.String("out")); err != nil {
 				return err

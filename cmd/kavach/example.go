@@ -35,7 +35,7 @@ func gradeCommand() *cli.Command {
 			res, err := example.Grade(c.Context, dir, example.Options{
 				Record: c.Bool("record"),
 				Diff: grading.Request{Variants: c.Int("variants"), MinVariants: c.Int("min-variants"), Seed: c.Uint64("seed"),
-					Jobs: c.Int("j")},
+					Jobs: c.Int("j"), Warn: warnTo(c.App.ErrWriter)},
 				Log: c.App.ErrWriter,
 			})
 			if err != nil {

@@ -64,3 +64,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	return code
 }
+
+// warnTo is how a command tells a warning about a fixture that does not
+// stop it (a damaged tail): one line on w, its standard error.
+func warnTo(w io.Writer) func(error) {
+	return func(err error) { fmt.Fprintf(w, "kavach: warning: %v\n", err) }
+}

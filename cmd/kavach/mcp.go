@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach/grading"
@@ -26,14 +28,17 @@ func mcpCommand() *cli.Command {
 			if _, err := args(c); err != nil {
 				return err
 			}
-			return mcpserver.Serve(c.Context, mcpserver.Transport(c.App.Reader, c.App.Writer), mcpConfig())
+			return mcpserver.Serve(c.Context, mcpserver.Transport(c.App.Reader, c.App.Writer), mcpConfig(c.App.ErrWriter))
 		},
 	}
 }
 
-// mcpConfig gives the MCP server the defaults of kavach diff's flags.
-func mcpConfig() mcpserver.Config {
-	return mcpserver.Config{Defaults: diffDefaults()}
+// mcpConfig gives the MCP server the defaults of kavach diff's flags,
+// and its warnings about fixtures to stderr (the MCP client's log).
+func mcpConfig(stderr io.Writer) mcpserver.Config {
+	d := diffDefaults()
+	d.Warn = warnTo(stderr)
+	return mcpserver.Config{Defaults: d}
 }
 
 // diffDefaults are the defaults of `kavach diff`'s flags, read from the
