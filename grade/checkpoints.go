@@ -127,9 +127,11 @@ func newCheckpoints(base []kavach.Event, vs []variants.Variant, keys, writes [][
 // steps (withProbes).
 const maxProbes = 20
 
-// probeSteps are the steps of base that only read (their keys known, the
-// keys they write none, setting no state: GET) and were answered before
-// the next step was sent (none that waited), each with its answer.
+// probeSteps are the steps of base that only read (keys named and known,
+// the keys they write none, setting no state: GET) and were answered
+// before the next step was sent (none that waited), each with its answer.
+// A request that names no key (INFO, CLIENT LIST, PING) says nothing of
+// the data and much that differs from one start of a build to the next.
 func probeSteps(base []kavach.Event, keys, writes [][]string, codec kavach.Integration) []kavach.Step {
 	if writes == nil {
 		return nil
@@ -139,7 +141,7 @@ func probeSteps(base []kavach.Event, keys, writes [][]string, codec kavach.Integ
 	var out []kavach.Step
 	for i, st := range steps {
 		switch {
-		case i >= len(keys) || i >= len(writes) || keys[i] == nil || writes[i] == nil || len(writes[i]) > 0:
+		case i >= len(keys) || i >= len(writes) || len(keys[i]) == 0 || writes[i] == nil || len(writes[i]) > 0:
 		case setsState != nil && setsState(st.Request.Data) != kavach.NoState:
 		case len(st.Responses) == 0 || st.Closed:
 		case i+1 < len(steps) && st.Responses[len(st.Responses)-1].Seq > steps[i+1].Request.Seq:

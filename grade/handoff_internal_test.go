@@ -179,10 +179,10 @@ func TestSplitAtMovesAClientWaitingAcrossTheCut(t *testing.T) {
 }
 
 // probeSteps are the reads a checkpoint's check sends again: a step that
-// reads and writes nothing (GET), answered before the next step was
-// sent; not a write (SET), a step of unknown keys, a state-setting step
-// (SELECT), nor one that waited for its answer (BLPOP, answered after
-// LPUSH). withProbes sends the latest distinct ones before the
+// reads keys and writes none (GET), answered before the next step was
+// sent; not a write (SET), a step of unknown keys, one naming no key
+// (INFO), a state-setting step (SELECT), nor one that waited for its
+// answer (BLPOP, answered after LPUSH). withProbes sends the latest distinct ones before the
 // checkpoint's step again, once each, on a connection of their own after
 // the last event, at its time.
 func TestProbesAreTheRecordingsOwnReads(t *testing.T) {
@@ -200,13 +200,15 @@ func TestProbesAreTheRecordingsOwnReads(t *testing.T) {
 		{Conn: 1, Dir: kavach.Response, Data: []byte(":1\r\n")},
 		{Conn: 1, Dir: kavach.Request, Data: cmd("GET", "k")}, // 6: reads, as step 3
 		{Conn: 1, Dir: kavach.Response, Data: []byte("$1\r\nv\r\n")},
-		{Conn: 1, Dir: kavach.Request, Data: cmd("LPUSH", "q", "x")}, // 7
+		{Conn: 1, Dir: kavach.Request, Data: cmd("INFO")}, // 7: names no key
+		{Conn: 1, Dir: kavach.Response, Data: []byte("$2\r\nup\r\n")},
+		{Conn: 1, Dir: kavach.Request, Data: cmd("LPUSH", "q", "x")}, // 8
 		{Conn: 1, Dir: kavach.Response, Data: []byte(":1\r\n")},
 		{Conn: 2, Dir: kavach.Response, Data: []byte("*2\r\n$1\r\nq\r\n$1\r\nx\r\n")},
 	}
 	number(evs)
-	keys := [][]string{{}, {"k"}, {"k"}, {"q"}, nil, {"k"}, {"q"}}
-	writes := [][]string{{}, {"k"}, {}, {}, nil, {}, {"q"}}
+	keys := [][]string{{}, {"k"}, {"k"}, {"q"}, nil, {"k"}, {}, {"q"}}
+	writes := [][]string{{}, {"k"}, {}, {}, nil, {}, {}, {"q"}}
 	c := redis.Integration{}
 	reads := probeSteps(evs, keys, writes, c)
 	var got []int
@@ -217,7 +219,7 @@ func TestProbesAreTheRecordingsOwnReads(t *testing.T) {
 		t.Fatalf("probe steps %v, want [3 6]: the GETs only", got)
 	}
 	cps := &checkpoints{base: evs, codec: c, reads: reads}
-	out, origin := cps.withProbes(evs, 7)
+	out, origin := cps.withProbes(evs, 8)
 	if !cmp.Equal(origin, []int{6}) {
 		t.Errorf("probes sent again %v, want [6]: GET k once, the latest", origin)
 	}
