@@ -30,23 +30,7 @@ var longTables = map[string]string{}
 // names no long function any more, so that the list does not go stale.
 func TestFunctionLength(t *testing.T) {
 	found := map[string]bool{}
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != "." && skipDir(path, d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	err := eachSource(func(path string, src []byte) error {
 		long, err := longFuncs(path, src)
 		if err != nil {
 			return err
@@ -70,6 +54,30 @@ func TestFunctionLength(t *testing.T) {
 			t.Errorf("longTables lists %s, which is no function over %d lines: remove its line", id, maxFuncLines)
 		}
 	}
+}
+
+// eachSource calls fn with every Go file of the module outside tests
+// (skipDir), its path and its bytes.
+func eachSource(fn func(path string, src []byte) error) error {
+	return filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && skipDir(path, d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return fn(path, src)
+	})
 }
 
 // skipDir: folders whose Go files are not the module's code: hidden
@@ -219,23 +227,7 @@ const maxCLILines = 1500
 // outside tests are over maxCLILines together.
 func TestFileLength(t *testing.T) {
 	cli := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != "." && skipDir(path, d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	err := eachSource(func(path string, src []byte) error {
 		n, err := fileLines(path, src)
 		if err != nil {
 			return err

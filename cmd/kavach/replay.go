@@ -43,8 +43,7 @@ func replayCommand() *cli.Command {
 			res, err := grading.Replay(c.Context, grading.ReplayRequest{Build: a[0], Fixture: a[1],
 				Invariants: c.String("invariants"), Runs: c.Int("runs"),
 				StepTimeout: c.Duration("step-timeout"), StartTimeout: c.Duration("start-timeout"),
-				RealTime: c.Bool("real-time"), TrustLaunch: c.Bool("trust-fixture-launch"), JSON: c.Bool("json"),
-				Warn: warnTo(c.App.ErrWriter)})
+				RealTime: c.Bool("real-time"), TrustLaunch: c.Bool("trust-fixture-launch"), JSON: c.Bool("json"), Warn: warnTo(c.App.ErrWriter)})
 			if err != nil {
 				return err
 			}

@@ -52,8 +52,7 @@ func variantsCommand() *cli.Command {
 				return usagef("", "--variants %d: need 0 or more", n)
 			}
 			list, err := grading.ListVariants(c.Context, grading.VariantsRequest{Fixture: path, Build: c.String("build"),
-				Budget: c.Int("variants"), Seed: c.Uint64("seed"), TrustLaunch: c.Bool("trust-fixture-launch"),
-				Warn: warnTo(c.App.ErrWriter)})
+				Budget: c.Int("variants"), Seed: c.Uint64("seed"), TrustLaunch: c.Bool("trust-fixture-launch"), Warn: warnTo(c.App.ErrWriter)})
 			if err != nil {
 				return err
 			}
