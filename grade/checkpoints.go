@@ -45,7 +45,7 @@ type checkpoints struct {
 	codec  kavach.Integration
 	ropts  replay.Options
 	stepOf func(int) int // names base's steps by the fixture's; nil: same
-	// reads are base's steps that read and write nothing (probeSteps),
+	// reads are base's steps that read keys and write none (probeSteps),
 	// each with its answer: what the check sends again to read the state.
 	reads []kavach.Step
 	dir   string
@@ -78,8 +78,8 @@ type checkpoint struct {
 // build's state to another (they start from a saved state already)
 // replay every step. Nil when a build's state cannot be saved (neither
 // a data file the integration saves nor a state directory the builds
-// start from: replay.CanCheckpoint), checkpoints are turned off (Options.NoCheckpoints), or no
-// variant would start from one.
+// start from: replay.CanCheckpoint), checkpoints are turned off
+// (Options.NoCheckpoints), or no variant would start from one.
 func newCheckpoints(base []kavach.Event, vs []variants.Variant, keys, writes [][]string, ropts replay.Options, opts Options) *checkpoints {
 	if opts.NoCheckpoints || !replay.CanCheckpoint(opts.Integration, ropts.Seed) || len(vs) < minSharers {
 		return nil
@@ -152,14 +152,13 @@ func probeSteps(base []kavach.Event, keys, writes [][]string, codec kavach.Integ
 	return out
 }
 
-// withProbes is events (steps through last) with the last maxProbes
-// distinct reads of the steps before step (c.reads) sent again after
-// them, on a connection of their own, at the time of the last event
-// (and, for each, the step it was read at):
-// the state a checkpoint leaves read as the recording read it, so that
-// the check sees what its steps do not read (a value the build's restore
-// loses, a field its own data file drops). Both of the check's replays
-// end with them.
+// withProbes is events (the steps through the check's last) with the
+// latest maxProbes distinct reads before step (c.reads) sent again after
+// them, on a connection of their own, at the time of the last event; and,
+// for each read, the step it was at. The state a checkpoint leaves is so
+// read as the recording read it, and the check sees what its own steps
+// do not read (a value the build's restore loses, a field its own data
+// file drops). Both of the check's replays end with them.
 func (c *checkpoints) withProbes(events []kavach.Event, step int) ([]kavach.Event, []int) {
 	var probes []kavach.Step
 	seen := map[string]bool{}
