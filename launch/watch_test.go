@@ -131,8 +131,11 @@ wait
 			t.Fatalf("the %s server (pid %d) is not running", name, servers[name])
 		}
 	}
-	// What the watcher last read of the tree holds every server.
-	time.Sleep(2 * lookEvery)
+	// What the watcher last read of the tree holds every server: it reads
+	// it every lookEvery, but on a loaded machine (the rest of the suite
+	// beside it) its turn can come late; ten periods, not two (a fresh
+	// clone's CI run once saw the setsid server missed after two).
+	time.Sleep(10 * lookEvery)
 	watcher := watcherOf(t, cmd.Process.Pid)
 	if watcher == 0 {
 		t.Error("the helper Kavach has no watcher")
