@@ -20,8 +20,7 @@ import (
 // build leaves as it was written (HTTP recorded with --state-dir:
 // replay.Options.SaveDir).
 func CanHandOff(codec kavach.Integration, fx *fixtures.Fixture) bool {
-	ab := codec.Abilities()
-	return ab.SaveData != nil && ab.DataFile != "" || fx != nil && fx.State != nil && fx.State.Mode == fixtures.StateDir
+	return replay.CanCheckpoint(codec, nil) || fx != nil && fx.State != nil && fx.State.Mode == fixtures.StateDir
 }
 
 // handOff prepares an "upgrade" variant (variants.Variant.HandOff,

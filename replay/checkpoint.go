@@ -56,11 +56,13 @@ type stateSaver interface {
 }
 
 // CanCheckpoint says whether a replay with these options can save its
-// build's state (Checkpoint): the integration saves a data file
-// (kavach.Abilities.SaveData), or the builds start from a state
+// build's state (Checkpoint) and a build be started from it: the
+// integration saves a data file and starts a build from one
+// (kavach.Abilities.SaveData, DataFile), or the builds start from a state
 // directory, which is saved as the build leaves it.
 func CanCheckpoint(codec kavach.Integration, seed *kavach.Seed) bool {
-	return codec.Abilities().SaveData != nil || seed != nil && seed.Dir != ""
+	ab := codec.Abilities()
+	return ab.SaveData != nil && ab.DataFile != "" || seed != nil && seed.Dir != ""
 }
 
 // Checkpoint replays events on build and saves the state they leave at
