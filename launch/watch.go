@@ -266,6 +266,15 @@ func (w *watchState) message(line string) bool {
 // build forks is in it (Kavach is their subreaper). What it saw is
 // written down (seenPrefix) whenever it changes, for the next Kavach's
 // Sweep should the watcher be killed with Kavach.
+//
+// A look never forgets a process that still runs. Kavach may die while
+// the watcher looks (its turn on a loaded machine comes when it comes,
+// and the end of its pipe may be read only after): its tree is then
+// empty, or part read, and a setsid server that Kavach's death
+// re-parented to init would be forgotten just before it is to be killed.
+// So a look made once Kavach is gone changes nothing, and what an earlier
+// look saw stays while it runs (the same process: its start time); a
+// process seen under a living subreaper stays in its tree until it ends.
 func (w *watchState) look() {
 	before := w.seen
 	defer func() {
@@ -273,21 +282,41 @@ func (w *watchState) look() {
 			w.write()
 		}
 	}()
-	w.seen, w.sessions, w.led = map[int]string{}, map[int]bool{}, map[int]bool{}
-	tree := processTree(w.kavach, 4096)
-	for _, pid := range tree[1:] {
-		st, ok := readStat(pid)
-		if !ok || st.state == 'Z' {
-			continue
+	seen, sessions, led := map[int]string{}, map[int]bool{}, map[int]bool{}
+	add := func(st procStat) {
+		seen[st.pid] = st.start
+		if st.session == st.pid {
+			sessions[st.pid] = true
 		}
-		w.seen[pid] = st.start
-		if st.session == pid {
-			w.sessions[pid] = true
-		}
-		if st.pgrp == pid {
-			w.led[pid] = true
+		if st.pgrp == st.pid {
+			led[st.pid] = true
 		}
 	}
+	tree := processTree(w.kavach, 4096)
+	for _, pid := range tree[1:] {
+		if st, ok := readStat(pid); ok && st.state != 'Z' {
+			add(st)
+		}
+	}
+	if !w.kavachLives() {
+		return
+	}
+	for pid, start := range w.seen {
+		if _, ok := seen[pid]; ok {
+			continue
+		}
+		if st, ok := readStat(pid); ok && st.start == start && st.state != 'Z' {
+			add(st)
+		}
+	}
+	w.seen, w.sessions, w.led = seen, sessions, led
+}
+
+// kavachLives reports whether the Kavach watched still runs: the same
+// process (its owner value), not yet exiting.
+func (w *watchState) kavachLives() bool {
+	st, ok := readStat(w.kavach)
+	return ok && st.state != 'Z' && st.state != 'X' && strconv.Itoa(w.kavach)+":"+st.start == w.self
 }
 
 // seenPrefix names the file where a watcher writes down what it last saw

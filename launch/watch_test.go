@@ -272,3 +272,58 @@ func TestWatcherEndsWithKavach(t *testing.T) {
 		}
 	}
 }
+
+// TestWatcherLookAfterKavachDied: the watcher's last look may come after
+// Kavach died and before it reads the end of its pipe (a loaded
+// machine). Kavach's death re-parents a setsid server to init, so that
+// look finds an empty tree; it must not forget the server seen before,
+// which is then among the victims. (A fresh clone's CI once saw
+// TestWatcherAfterKill9's setsid server outlive Kavach this way.)
+func TestWatcherLookAfterKavachDied(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	// "Kavach": a shell whose child leaves for a session of its own.
+	kavach := exec.Command("sh", "-c", "setsid sleep 1000 & echo $! > "+pidFile+"; wait")
+	if err := kavach.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var server int
+	for deadline := time.Now().Add(10 * time.Second); server == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		b, _ := os.ReadFile(pidFile)
+		server, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	if server == 0 {
+		kavach.Process.Kill()
+		kavach.Wait()
+		t.Fatal("the setsid child did not start")
+	}
+	defer syscall.Kill(server, syscall.SIGKILL)
+	w := newWatchState(procOwner(kavach.Process.Pid))
+	for deadline := time.Now().Add(10 * time.Second); w.seen[server] == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		w.look()
+	}
+	if w.seen[server] == "" {
+		t.Fatalf("a look while Kavach lives does not see its setsid child %d: %v", server, w.seen)
+	}
+	kavach.Process.Kill()
+	kavach.Wait()
+	w.look() // Kavach gone, the server init's
+	if !w.victims()[server] {
+		t.Errorf("the setsid child %d is no victim after a look once Kavach died (seen %v)", server, w.seen)
+	}
+	// And while Kavach lives, a look whose read misses a process (the
+	// children files are not exact while processes fork and exit) keeps it.
+	w2 := newWatchState(owner())
+	w2.seen = map[int]string{server: w.seen[server]}
+	w2.look()
+	if w2.seen[server] == "" {
+		t.Errorf("a look forgot a process seen before that still runs")
+	}
+	syscall.Kill(server, syscall.SIGKILL)
+	for i := 0; i < 200 && alive(server); i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	w2.look()
+	if w2.seen[server] != "" {
+		t.Errorf("a look kept a process that ended")
+	}
+}
