@@ -21,7 +21,7 @@ import (
 
 // keepSession is an always-on recording in front of srv into dir, cutting
 // on WRONGTYPE errors.
-func keepSession(t *testing.T, srv kavach.Process, dir string, keep record.Keep) *record.Recording {
+func keepSession(t *testing.T, srv kavach.Process, dir string, keep record.Keep) *record.Running {
 	t.Helper()
 	failOn, err := kavach.ParseOracle("error:WRONGTYPE")
 	if err != nil {

@@ -287,8 +287,8 @@ func writeAtomic(path, content string) error {
 	return nil
 }
 
-// Recording is a Session running in the background (Session.Go).
-type Recording struct {
+// Running is a Session running in the background (Session.Go).
+type Running struct {
 	// Addr is where clients connect.
 	Addr   string
 	cancel context.CancelFunc
@@ -299,9 +299,9 @@ type Recording struct {
 
 // Go starts the session in the background and returns once its proxy
 // accepts connections, or the session failed to start.
-func (s Session) Go(ctx context.Context, protocol string) (*Recording, error) {
+func (s Session) Go(ctx context.Context, protocol string) (*Running, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Recording{cancel: cancel, done: make(chan struct{})}
+	r := &Running{cancel: cancel, done: make(chan struct{})}
 	addr := make(chan string, 1)
 	go func() {
 		defer close(r.done)
@@ -318,7 +318,7 @@ func (s Session) Go(ctx context.Context, protocol string) (*Recording, error) {
 
 // Wait waits for the session to end by itself (the launched build exited)
 // or for at most d, then stops it; it returns the session's result.
-func (r *Recording) Wait(d time.Duration) (Result, error) {
+func (r *Running) Wait(d time.Duration) (Result, error) {
 	select {
 	case <-r.done:
 	case <-time.After(d):
@@ -327,7 +327,7 @@ func (r *Recording) Wait(d time.Duration) (Result, error) {
 }
 
 // Stop stops the session, as Ctrl-C would, and waits for it to finish.
-func (r *Recording) Stop() (Result, error) {
+func (r *Running) Stop() (Result, error) {
 	r.cancel()
 	<-r.done
 	return r.res, r.err

@@ -198,7 +198,7 @@ func recordRedis(out, old string, session [][]string, kills bool) error {
 }
 
 // start starts a recording into out with the old Redis build launched by it.
-func start(out, old string) (*record.Recording, error) {
+func start(out, old string) (*record.Running, error) {
 	s := record.Session{Out: out, Launch: &kavach.Launch{Path: old},
 		Proxy: record.Options{Codec: redis.Integration{}}}
 	return s.Go(context.Background(), redis.Protocol)
