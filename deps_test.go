@@ -15,7 +15,8 @@ import (
 
 // TestImportDirection holds the layout's one direction of imports
 // (root <- {fixtures, launch} <- {record, replay, variants, invariants} <-
-// grade <- grading <- {mcpserver, example, cmd}; an integration imports only the root and launch), so that
+// grade <- grading <- {textreport, example} <- {mcpserver, cmd}; an
+// integration imports only the root and launch), so that
 // a protocol never leaks into the recorder or the fixture format. Every
 // package is listed with what it may import of the project: a new package
 // fails this test until its line is written.
@@ -36,8 +37,10 @@ func TestImportDirection(t *testing.T) {
 		"htmlreport":         {"", "grade", "internal/cut", "recount", "replay"},
 		// The use case: grade this fixture with these builds. It lists the
 		// integrations; cmd/kavach, mcpserver and example call it.
-		"grading":              {"", "fixtures", "grade", "integrations/axum", "integrations/redis", "internal/cut", "internal/jsonout", "internal/pathcheck", "invariants", "launch", "record", "replay", "variants"},
-		"mcpserver":            {"", "grade", "grading", "internal/cut", "internal/pathcheck"},
+		"grading": {"", "fixtures", "grade", "integrations/axum", "integrations/redis", "internal/cut", "internal/pathcheck", "invariants", "launch", "record", "replay", "variants"},
+		// The text views of grading's results, for cmd/kavach and mcpserver.
+		"textreport":           {"", "fixtures", "grade", "grading", "internal/cut", "internal/jsonout", "replay"},
+		"mcpserver":            {"", "grade", "grading", "internal/cut", "internal/pathcheck", "textreport"},
 		"internal/cut":         {},
 		"internal/jsonout":     {},
 		"internal/pathcheck":   {},
@@ -56,7 +59,7 @@ func TestImportDirection(t *testing.T) {
 		"example":                  {"", "fixtures", "grade", "grading", "internal/buildscript", "invariants", "record"},
 		// The command names no integration: grading lists them.
 		"cmd/kavach": {"", "example", "fixtures", "grade", "grading", "htmlreport", "internal/cut", "internal/jsonout", "internal/pathcheck",
-			"internal/progress", "internal/suggest", "invariants", "launch", "mcpserver", "record", "recount", "replay", "variants"},
+			"internal/progress", "internal/suggest", "invariants", "launch", "mcpserver", "record", "recount", "replay", "textreport", "variants"},
 		"bench/plainproxy":  {},
 		"bench/htmlbig":     {"", "grade", "replay"},
 		"bench/scalegen":    {"", "fixtures"},

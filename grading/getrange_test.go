@@ -11,6 +11,7 @@ import (
 	"github.com/kavach-dev/kavach/grading"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/textreport"
 )
 
 // getrange records the GETRANGE incident on the old build (a planted
@@ -33,10 +34,11 @@ func request(old, new, fixture string) grading.Request {
 
 // TestGradeGetrange grades the GETRANGE incident end to end through the
 // use case alone, as kavach diff does (this file imports nothing of
-// Kavach but grading and the test helpers that build and record): the
-// build without the planted bug is fixed, exit status 0, and the text
-// printed says so on its first line; the fix that handles only the
-// incident's exact input fails a variant, exit status 1.
+// Kavach but grading, textreport, which prints its text, and the test
+// helpers that build and record): the build without the planted bug is
+// fixed, exit status 0, and the text printed says so on its first line;
+// the fix that handles only the incident's exact input fails a variant,
+// exit status 1.
 func TestGradeGetrange(t *testing.T) {
 	old, fixture := getrange(t)
 	ctx := context.Background()
@@ -50,7 +52,7 @@ func TestGradeGetrange(t *testing.T) {
 		t.Fatalf("the build without the bug: verdict %s (exit %d), want fixed (exit 0)", rep.Verdict, grading.ExitStatus(rep.Parts.Kind))
 	}
 	var out bytes.Buffer
-	grading.PrintDiff(&out, rep, []string{old, fixed, fixture}, "report.json")
+	textreport.Diff(&out, rep, []string{old, fixed, fixture}, "report.json")
 	if first, _, _ := strings.Cut(out.String(), "\n"); first != "fixed" {
 		t.Errorf("printed %q first, want fixed:\n%s", first, out.String())
 	}
@@ -68,7 +70,7 @@ func TestGradeGetrange(t *testing.T) {
 	if !strings.HasPrefix(rep.Verdict, "variant_failed(") || grading.ExitStatus(rep.Parts.Kind) != 1 {
 		t.Fatalf("the narrow fix: verdict %s (exit %d), want variant_failed (exit 1)", rep.Verdict, grading.ExitStatus(rep.Parts.Kind))
 	}
-	if h := grading.Hint(rep, []string{old, narrow, fixture}, "report.json"); !strings.Contains(h, "fix the cause, not the one input") {
+	if h := textreport.Hint(rep, []string{old, narrow, fixture}, "report.json"); !strings.Contains(h, "fix the cause, not the one input") {
 		t.Errorf("the narrow fix's hint:\n%s", h)
 	}
 }

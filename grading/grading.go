@@ -1,17 +1,22 @@
 // Package grading is Kavach's use case: grade this fixture with these
 // builds. It owns the request to grade (Request), opens a fixture once
-// (Recording), finds the integration that speaks its protocol, builds the
-// grade's options (skimming, normalizer, invariants, launch arguments),
-// and renders the text that `kavach diff` and the MCP tool print
-// (PrintDiff, Hint). The fixture's other verbs are here too: a replay
-// against one build judged step by step (Replay, ReplayResult.Print),
-// a fixture shown for a person (View) and its failure marked (Mark).
+// (Recording), finds the integration that speaks its protocol, and builds
+// the grade's options (skimming, normalizer, invariants, launch
+// arguments). The fixture's other verbs are here too: a replay against
+// one build judged step by step (Replay, ReplayResult.Print), the
+// variants a diff would generate or ran (ListVariants, ReportVariants)
+// and its failure marked (Mark). Their results are data: package
+// textreport renders the text that `kavach diff`, the MCP tool and the
+// other verbs print of them (a fixture shown for a person included); it
+// imports grading, never the reverse. Two results still print themselves:
+// a replay's table, read back from the runs it spilled, and a verdict
+// checked again (ReplayResult.Print, VerdictCheck.Print).
 // cmd/kavach turns flags into a request and errors into exit statuses;
 // mcpserver turns a tool call into one; the example harness (kavach
 // grade) calls Grade as they do.
 //
-// Layers: cmd/kavach and mcpserver -> grading -> grade, replay, variants
-// -> integrations -> the root package.
+// Layers: cmd/kavach and mcpserver -> textreport -> grading -> grade,
+// replay, variants -> integrations -> the root package.
 package grading
 
 import (

@@ -1,24 +1,27 @@
-package grading
+package grading_test
 
 import (
 	"bytes"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kavach-dev/kavach/grading"
+	"github.com/kavach-dev/kavach/textreport"
 )
 
 // TestMarkAndView marks a failure the recording does not show (a crash
 // on a step answered PONG): refused, the fixture unchanged; with Force,
 // marked, and View shows it on its step.
 func TestMarkAndView(t *testing.T) {
-	path := writePings(t, 3)
-	r := MarkRequest{Fixture: path, Failure: true, Step: 2, Oracle: "crash"}
-	_, err := Mark(r)
-	var ue *UsageError
+	path := grading.WritePings(t, 3)
+	r := grading.MarkRequest{Fixture: path, Failure: true, Step: 2, Oracle: "crash"}
+	_, err := grading.Mark(r)
+	var ue *grading.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(ue.Hint, "--force") {
 		t.Fatalf("a crash marked on a step answered ok: %v, want a usage error that names --force", err)
 	}
-	v, err := View(path)
+	v, err := textreport.View(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,14 +34,14 @@ func TestMarkAndView(t *testing.T) {
 	}
 
 	r.Force = true
-	a, err := Mark(r)
+	a, err := grading.Mark(r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Failure == nil || a.Failure.Step != 2 || a.Failure.Signature != "crash" {
 		t.Fatalf("marked %+v, want a crash at step 2", a.Failure)
 	}
-	if v, err = View(path); err != nil {
+	if v, err = textreport.View(path); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()

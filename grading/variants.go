@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/kavach-dev/kavach"
@@ -100,4 +101,28 @@ func loadFixture(path string, warn func(error)) (*fixtures.Fixture, kavach.Integ
 	}
 	in, err := integrationOf(path, fx.Header)
 	return fx, in, err
+}
+
+// RanVariants are the variants a diff ran, as its report numbers them.
+type RanVariants struct {
+	List []grade.VariantEvidence
+	// ByKind and Excluded are the report's (applicable kinds that got
+	// none of the budget).
+	ByKind   []grade.KindCount
+	Excluded []string
+}
+
+// ReportVariants reads the variants a diff ran from the report it wrote
+// at path.
+func ReportVariants(path string) (*RanVariants, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	rep, err := parseReport(path, b)
+	if err != nil {
+		return nil, err
+	}
+	ve := rep.Evidence.Variants
+	return &RanVariants{List: ve.List, ByKind: ve.ByKind, Excluded: ve.Excluded}, nil
 }

@@ -1,9 +1,9 @@
 // Package mcpserver is `kavach mcp`: a Model Context Protocol server on
 // stdio with one tool, kavach_diff, which grades a new build against an
 // incident exactly as `kavach diff` does: both call package grading, which
-// grades and prints, and the command gives the defaults of its flags
-// (Config), so that the tool and the command line cannot drift apart;
-// this package holds what is MCP's:
+// grades, and package textreport, which prints, and the command gives the
+// defaults of its flags (Config), so that the tool and the command line
+// cannot drift apart; this package holds what is MCP's:
 // the schemas, the shaping of results for an agent, progress,
 // cancellation, and a transport that survives any input.
 package mcpserver
@@ -32,6 +32,7 @@ import (
 	"github.com/kavach-dev/kavach/grading"
 	"github.com/kavach-dev/kavach/internal/cut"
 	"github.com/kavach-dev/kavach/internal/pathcheck"
+	"github.com/kavach-dev/kavach/textreport"
 )
 
 // ToolName is the one tool the server serves.
@@ -347,7 +348,7 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 	a := []string{in.Old, in.New, in.Fixture}
 	out := DiffOutput{
 		Verdict: rep.Verdict, VerdictParts: rep.Parts, ExitStatus: grading.ExitStatus(rep.Parts.Kind),
-		Report: path, Findings: rep.Findings, Checked: rep.Checked(), Hint: strings.ReplaceAll(grading.Hint(rep, a, path), "\n", " "),
+		Report: path, Findings: rep.Findings, Checked: rep.Checked(), Hint: strings.ReplaceAll(textreport.Hint(rep, a, path), "\n", " "),
 	}
 	if out.Findings == nil {
 		out.Findings = []grade.Finding{}
@@ -355,7 +356,7 @@ func (cfg Config) diff(ctx context.Context, req *mcp.CallToolRequest, in DiffInp
 	// The text is what `kavach diff` prints; a full result adds the
 	// structured result as JSON, for clients that read only the text.
 	var buf bytes.Buffer
-	grading.PrintDiff(&buf, rep, a, path)
+	textreport.Diff(&buf, rep, a, path)
 	return cfg.result(in, out, buf.String())
 }
 
@@ -394,13 +395,13 @@ func (cfg Config) diffSuite(ctx context.Context, in DiffInput, r grading.Request
 	if h := s.Headline; h >= 0 {
 		rep := s.Reports[h]
 		out.Findings, out.Checked = rep.Findings, rep.Checked()
-		out.Hint = strings.ReplaceAll(grading.Hint(rep, []string{in.Old, in.New, fixtures[h]}, path), "\n", " ")
+		out.Hint = strings.ReplaceAll(textreport.Hint(rep, []string{in.Old, in.New, fixtures[h]}, path), "\n", " ")
 		if out.Findings == nil {
 			out.Findings = []grade.Finding{}
 		}
 	}
 	var buf bytes.Buffer
-	grading.PrintSuite(&buf, s, in.Old, in.New, fixtures, path)
+	textreport.Suite(&buf, s, in.Old, in.New, fixtures, path)
 	return cfg.result(in, out, buf.String())
 }
 
@@ -416,7 +417,7 @@ func (cfg Config) result(in DiffInput, out DiffOutput, text string) (*mcp.CallTo
 		content = []mcp.Content{&mcp.TextContent{Text: text}, &mcp.TextContent{Text: string(b)}}
 	} else {
 		out.conciseFindings()
-		content = []mcp.Content{&mcp.TextContent{Text: cutEachLine(text, lineMax, grading.HintIndent)}}
+		content = []mcp.Content{&mcp.TextContent{Text: cutEachLine(text, lineMax, textreport.HintIndent)}}
 	}
 	return &mcp.CallToolResult{Content: content}, out, nil
 }
@@ -460,7 +461,7 @@ func (o *DiffOutput) conciseFindings() {
 	o.Findings = []grade.Finding{f}
 }
 
-// cutEachLine cuts the long lines of grading.PrintDiff's text: requests, values,
+// cutEachLine cuts the long lines of textreport.Diff's text: requests, values,
 // log lines. The hint (its first line and the lines indented under it)
 // and the report's line are kept whole: they hold the commands and the
 // path an agent runs next, which a cut would break.

@@ -15,6 +15,7 @@ import (
 	"github.com/kavach-dev/kavach/grading"
 	"github.com/kavach-dev/kavach/htmlreport"
 	"github.com/kavach-dev/kavach/internal/progress"
+	"github.com/kavach-dev/kavach/textreport"
 )
 
 func diffCommand() *cli.Command {
@@ -125,15 +126,13 @@ func diffOutput(c *cli.Context, rep *grade.Report, a []string) error {
 	if c.Bool("json") {
 		// stdout is the report; where it was written goes to stderr.
 		fmt.Fprintf(c.App.ErrWriter, "kavach: report: %s\n", out)
-		enc := jsonout.Encoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := jsonout.Print(c.App.Writer, rep); err != nil {
 			return err
 		}
 	} else if c.Bool("brief") {
 		fmt.Fprintf(c.App.Writer, "%s %s\n", rep.Verdict, out)
 	} else {
-		grading.PrintDiff(c.App.Writer, rep, a, out)
+		textreport.Diff(c.App.Writer, rep, a, out)
 	}
 	return verdictExit(rep.Parts.Kind)
 }

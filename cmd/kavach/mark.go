@@ -8,6 +8,7 @@ import (
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grading"
+	"github.com/kavach-dev/kavach/textreport"
 )
 
 func markCommand() *cli.Command {
@@ -65,9 +66,9 @@ func markCommand() *cli.Command {
 			}
 			m := grading.Marked{Fixture: path, Oracle: c.String("oracle"), Amendment: a}
 			if c.Bool("json") {
-				return m.PrintJSON(c.App.Writer)
+				return textreport.MarkedJSON(c.App.Writer, m)
 			}
-			m.Print(c.App.ErrWriter)
+			textreport.Marked(c.App.ErrWriter, m)
 			return nil
 		},
 	}

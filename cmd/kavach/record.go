@@ -13,6 +13,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grading"
 	"github.com/kavach-dev/kavach/record"
+	"github.com/kavach-dev/kavach/textreport"
 )
 
 func recordCommand() *cli.Command {
@@ -99,15 +100,15 @@ func recordCommand() *cli.Command {
 			cutsStop()
 			got := grading.Recorded{Fixture: s.Out, Result: res}
 			if s.Keep != nil {
-				got.PrintCuts(stderr)
+				textreport.Cuts(stderr, got)
 				if c.Bool("json") {
-					return errors.Join(err, got.PrintCutsJSON(c.App.Writer))
+					return errors.Join(err, textreport.CutsJSON(c.App.Writer, got))
 				}
 				return err
 			}
-			got.PrintSummary(stderr)
+			textreport.Recorded(stderr, got)
 			if err == nil && c.Bool("json") {
-				return got.PrintJSON(c.App.Writer)
+				return textreport.RecordedJSON(c.App.Writer, got)
 			}
 			return err
 		},

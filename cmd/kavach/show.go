@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kavach-dev/kavach/grading"
+	"github.com/kavach-dev/kavach/textreport"
 )
 
 func showCommand() *cli.Command {
@@ -28,7 +28,7 @@ func showCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			v, err := grading.View(path)
+			v, err := textreport.View(path)
 			if err != nil {
 				return fmt.Errorf("%w\nkavach show reads files written by 'kavach record'", err)
 			}

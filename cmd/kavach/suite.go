@@ -9,6 +9,7 @@ import (
 
 	"github.com/kavach-dev/kavach/grading"
 	"github.com/kavach-dev/kavach/htmlreport"
+	"github.com/kavach-dev/kavach/textreport"
 )
 
 // suiteCommand is kavach diff with several fixtures: it grades them,
@@ -37,7 +38,7 @@ func suiteCommand(c *cli.Context, r grading.Request, fixtures []string) error {
 	case c.Bool("brief"):
 		fmt.Fprintf(c.App.Writer, "%s %s\n", s.Verdict, out)
 	default:
-		grading.PrintSuite(c.App.Writer, s, r.Old, r.New, fixtures, out)
+		textreport.Suite(c.App.Writer, s, r.Old, r.New, fixtures, out)
 	}
 	return verdictExit(s.Parts.Kind)
 }

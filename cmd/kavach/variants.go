@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach/grading"
+	"github.com/kavach-dev/kavach/textreport"
 )
 
 func variantsCommand() *cli.Command {
@@ -40,9 +41,9 @@ func variantsCommand() *cli.Command {
 					return err
 				}
 				if c.Bool("json") {
-					return ran.PrintJSON(c.App.Writer)
+					return textreport.RanVariantsJSON(c.App.Writer, ran)
 				}
-				return ran.Print(c.App.Writer)
+				return textreport.RanVariants(c.App.Writer, ran)
 			}
 			path, err := oneArg(c, "FIXTURE")
 			if err != nil {
@@ -61,12 +62,10 @@ func variantsCommand() *cli.Command {
 					"The variants a diff ran, as it numbers them: kavach variants --report REPORT\n")
 			}
 			if c.Bool("json") {
-				return list.PrintJSON(c.App.Writer)
+				return textreport.VariantsJSON(c.App.Writer, list)
 			}
-			for _, l := range list.LeftWhole {
-				fmt.Fprintf(c.App.ErrWriter, "kavach: left whole: %s\n", l)
-			}
-			return list.Print(c.App.Writer)
+			textreport.LeftWhole(c.App.ErrWriter, list)
+			return textreport.Variants(c.App.Writer, list)
 		},
 	}
 }

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"github.com/kavach-dev/kavach/internal/jsonout"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/kavach-dev/kavach/grading"
+	"github.com/kavach-dev/kavach/internal/jsonout"
 )
 
 func verdictCommand() *cli.Command {

@@ -1,4 +1,4 @@
-package grading
+package textreport
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
+	"github.com/kavach-dev/kavach/grading"
 )
 
 // FixtureView renders a fixture for a person (kavach show): its header
@@ -32,11 +33,11 @@ type FixtureView struct {
 // by the integration of its protocol (printable bytes when Kavach speaks
 // none).
 func View(path string) (*FixtureView, error) {
-	fx, err := fixtures.Summarize(path, CodecFor(protocolOf(path)))
+	fx, err := fixtures.Summarize(path, grading.CodecFor(protocolOf(path)))
 	if err != nil {
 		return nil, err
 	}
-	return &FixtureView{fx: fx, codec: CodecFor(fx.Header.Protocol)}, nil
+	return &FixtureView{fx: fx, codec: grading.CodecFor(fx.Header.Protocol)}, nil
 }
 
 // Warning is the fixture's warning (a recording that did not end
@@ -165,7 +166,7 @@ func (v *FixtureView) writeHeader(w io.Writer) {
 	}
 	switch st := v.fx.State; {
 	case st != nil:
-		fmt.Fprintf(w, "state     %s\n", safe(StateLine(st)))
+		fmt.Fprintf(w, "state     %s\n", safe(grading.StateLine(st)))
 		switch {
 		case st.Mode == fixtures.StateDir:
 			fmt.Fprintf(w, "          warning: it holds the files of the build's state directory as they were: treat the fixture as you treat that data\n")

@@ -1,13 +1,12 @@
-package grading
+package textreport
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/grading"
 )
 
 func TestVariantResult(t *testing.T) {
@@ -27,33 +26,14 @@ func TestVariantResult(t *testing.T) {
 	}
 }
 
-func TestReportVariantsBadInput(t *testing.T) {
-	dir := t.TempDir()
-	for name, body := range map[string]string{
-		"notjson.json": "{",
-		"schema.json":  `{"schema_version": 99999}`,
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ReportVariants(p); err == nil || !strings.Contains(err.Error(), p) {
-			t.Errorf("%s: err %v, want one naming the report", name, err)
-		}
-	}
-	if _, err := ReportVariants(filepath.Join(dir, "missing.json")); err == nil || !strings.HasPrefix(err.Error(), "read report: ") {
-		t.Errorf("missing report: err %v", err)
-	}
-}
-
 func TestRanVariantsPrint(t *testing.T) {
 	var empty bytes.Buffer
-	if err := (&RanVariants{}).Print(&empty); err != nil || empty.String() != "K  KIND  RESULT  DESCRIPTION\n" {
+	if err := RanVariants(&empty, &grading.RanVariants{}); err != nil || empty.String() != "K  KIND  RESULT  DESCRIPTION\n" {
 		t.Errorf("no variants: %q, %v", empty.String(), err)
 	}
-	r := &RanVariants{List: []grade.VariantEvidence{{K: 1, Kind: "k", Kept: true, FailedStep: 2, Description: "d"}}}
+	r := &grading.RanVariants{List: []grade.VariantEvidence{{K: 1, Kind: "k", Kept: true, FailedStep: 2, Description: "d"}}}
 	var b bytes.Buffer
-	if err := r.Print(&b); err != nil {
+	if err := RanVariants(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "failed@2") || !strings.Contains(b.String(), "KIND  VARIANTS  REPRODUCED  HANDLED  FAILED") {

@@ -1,4 +1,4 @@
-package grading
+package textreport
 
 import (
 	"bytes"

@@ -1,27 +1,27 @@
-package grading
+package textreport
 
 import (
 	"fmt"
-	"github.com/kavach-dev/kavach/internal/jsonout"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"text/tabwriter"
 
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/grading"
+	"github.com/kavach-dev/kavach/internal/jsonout"
 )
 
-// PrintJSON prints the variants as JSON Lines, one variant a line, as
+// VariantsJSON prints the variants as JSON Lines, one variant a line, as
 // `kavach variants --json` does.
-func (l *VariantList) PrintJSON(w io.Writer) error {
+func VariantsJSON(w io.Writer, l *grading.VariantList) error {
 	return jsonout.Lines(w, l.Variants)
 }
 
-// Print prints the variants as `kavach variants` does: K, kind and
+// Variants prints the variants as `kavach variants` does: K, kind and
 // description, then, kind by kind, how many could be made and how many
 // the budget kept, and the kinds it kept none of.
-func (l *VariantList) Print(w io.Writer) error {
+func Variants(w io.Writer, l *grading.VariantList) error {
 	vs := l.Variants
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "K\tKIND\tDESCRIPTION")
@@ -53,40 +53,24 @@ func (l *VariantList) Print(w io.Writer) error {
 	return nil
 }
 
-// RanVariants are the variants a diff ran, as its report numbers them.
-type RanVariants struct {
-	List []grade.VariantEvidence
-	// ByKind and Excluded are the report's (applicable kinds that got
-	// none of the budget).
-	ByKind   []grade.KindCount
-	Excluded []string
+// LeftWhole says the steps the variants left whole, and why, a line
+// each, as `kavach variants` says them on stderr before the list.
+func LeftWhole(w io.Writer, l *grading.VariantList) {
+	for _, s := range l.LeftWhole {
+		fmt.Fprintf(w, "kavach: left whole: %s\n", s)
+	}
 }
 
-// ReportVariants reads the variants a diff ran from the report it wrote
-// at path.
-func ReportVariants(path string) (*RanVariants, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read report: %w", err)
-	}
-	rep, err := parseReport(path, b)
-	if err != nil {
-		return nil, err
-	}
-	ve := rep.Evidence.Variants
-	return &RanVariants{List: ve.List, ByKind: ve.ByKind, Excluded: ve.Excluded}, nil
-}
-
-// PrintJSON prints the variants as JSON Lines, one a line, as
-// `kavach variants --report REPORT --json` does.
-func (r *RanVariants) PrintJSON(w io.Writer) error {
+// RanVariantsJSON prints the variants a diff ran as JSON Lines, one a
+// line, as `kavach variants --report REPORT --json` does.
+func RanVariantsJSON(w io.Writer, r *grading.RanVariants) error {
 	return jsonout.Lines(w, r.List)
 }
 
-// Print prints the variants as `kavach variants --report REPORT` does:
-// K, kind, what became of it and its description, then their count by
-// kind.
-func (r *RanVariants) Print(w io.Writer) error {
+// RanVariants prints the variants a diff ran as `kavach variants --report
+// REPORT` does: K, kind, what became of it and its description, then
+// their count by kind.
+func RanVariants(w io.Writer, r *grading.RanVariants) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "K\tKIND\tRESULT\tDESCRIPTION")
 	for _, v := range r.List {
