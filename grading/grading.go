@@ -1,6 +1,6 @@
 // Package grading is Kavach's use case: grade this fixture with these
 // builds. It owns the request to grade (Request), opens a fixture once
-// (Recording), finds the integration that speaks its protocol, and builds
+// (Open gives an Opened), finds the integration that speaks its protocol, and builds
 // the grade's options (skimming, normalizer, invariants, launch
 // arguments). The fixture's other verbs are here too: a replay against
 // one build judged step by step (Replay, ReplayResult.Print), the
@@ -55,9 +55,9 @@ type Request struct {
 	// recorded (--trust-fixture-launch); otherwise they pass an allowlist.
 	// The command line alone may set it.
 	TrustLaunch bool
-	// Recording is Fixture opened already (Open), as the command line
-	// does when it checks its arguments; nil: Grade opens Fixture.
-	Recording *Recording
+	// Opened is Fixture opened already (Open), as the command line does
+	// when it checks its arguments; nil: Grade opens Fixture.
+	Opened *Opened
 	// Warn, if set, is told what is wrong with the fixture that does not
 	// stop the grade (a damaged tail, its last steps lost); nil: nobody.
 	Warn func(error)
@@ -129,10 +129,10 @@ func (r Request) prepare() (grade.Diff, error) {
 	if err := r.Check(); err != nil {
 		return grade.Diff{}, err
 	}
-	rec := r.Recording
+	rec := r.Opened
 	if rec == nil || rec.path != r.Fixture {
 		var err error
-		if rec, err = Open(r.Fixture); err != nil {
+		if rec, err = Open(r.Fixture, ToGrade); err != nil {
 			return grade.Diff{}, err
 		}
 	}
@@ -168,7 +168,7 @@ func GradeSuite(ctx context.Context, r Request, fixtures []string) (*grade.Suite
 	diffs := make([]grade.Diff, len(fixtures))
 	for i, f := range fixtures {
 		fr := r
-		fr.Fixture, fr.Recording = f, nil
+		fr.Fixture, fr.Opened = f, nil
 		d, err := fr.prepare()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
@@ -213,16 +213,14 @@ func FixtureArgs(args []string) (list []string, suite bool, err error) {
 	return list, suite || len(list) > 1, nil
 }
 
-// CheckFixtures checks that each path is a fixture Kavach can read: it
-// exists, can be read, and opens with a fixture's header. The error names
-// the path.
+// CheckFixtures checks that each path is a fixture Kavach can grade: it
+// exists, can be read, opens with a fixture's header, and names a
+// protocol Kavach speaks (Open, ToCheck). The error names the path.
 func CheckFixtures(list []string) error {
 	for _, f := range list {
-		r, err := fixtures.Open(f)
-		if err != nil {
+		if _, err := Open(f, ToCheck); err != nil {
 			return err
 		}
-		r.Close()
 	}
 	return nil
 }

@@ -33,10 +33,11 @@ type MarkRequest struct {
 // renamed into place: a failed mark loses nothing. It returns what it
 // wrote.
 func Mark(r MarkRequest) (fixtures.Amendment, error) {
-	fx, err := fixtures.Load(r.Fixture)
+	rec, err := Open(r.Fixture, ToMark)
 	if err != nil {
 		return fixtures.Amendment{}, err
 	}
+	fx := rec.fx
 	a := fixtures.Amendment{Floor: r.Floor}
 	var f kavach.Failure
 	if r.Failure {

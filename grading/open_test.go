@@ -39,14 +39,14 @@ func TestGradeOpensShortFixtureOnce(t *testing.T) {
 
 	// Opened by the caller (kavach diff opens it as it checks its
 	// arguments), it is not opened again.
-	rec, err := grading.Open(fixture)
+	rec, err := grading.Open(fixture, grading.ToGrade)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.Long() || rec.Len() != len(incidents.Getrange) {
 		t.Fatalf("the GETRANGE fixture: long %v, %d steps", rec.Long(), rec.Len())
 	}
-	r.Recording = rec
+	r.Opened = rec
 	before = fixtures.Opens(fixture)
 	if _, err := grading.Grade(context.Background(), r); err != nil {
 		t.Fatal(err)

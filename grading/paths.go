@@ -12,19 +12,19 @@ import (
 // files, every fixture (list, a suite's included) can be opened as one,
 // the invariants file (if given) exists, and the report can be written
 // at out (outFlag names the option that asked for it). One fixture (not
-// a suite) is opened for grading here, once: the Recording returned.
-func (r Request) CheckPaths(list []string, suite bool, outFlag, out string) (*Recording, error) {
+// a suite) is opened for grading here, once: the Opened returned.
+func (r Request) CheckPaths(list []string, suite bool, outFlag, out string) (*Opened, error) {
 	for _, b := range []struct{ name, path string }{{"old build", r.Old}, {"new build", r.New}} {
 		if err := pathcheck.File(b.path); err != nil {
 			return nil, fmt.Errorf("%s: %w", b.name, err)
 		}
 	}
-	var rec *Recording
+	var rec *Opened
 	var err error
 	if suite {
 		err = CheckFixtures(list)
 	} else {
-		rec, err = Open(r.Fixture)
+		rec, err = Open(r.Fixture, ToGrade)
 	}
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package grading
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -12,66 +13,101 @@ import (
 	"github.com/kavach-dev/kavach/replay"
 )
 
-// Recording is a fixture opened for grading (a fixtures.Recording: read
-// once, its steps grouped once), with the integration that speaks its
+// Opened is a fixture opened by Open (a fixtures.Recording: read once,
+// its steps grouped once), with the integration that speaks its
 // protocol. A short fixture is in memory; a long one (more than
-// grade.DefaultLongSteps steps, or any opened with Skim) is summarized and
-// streamed from its file: its events are never all in memory
-// (docs/diff.md, "Long recordings").
-type Recording struct {
+// grade.DefaultLongSteps steps, or any opened to be streamed) is
+// summarized and streamed from its file: its events are never all in
+// memory (docs/diff.md, "Long recordings").
+type Opened struct {
 	*fixtures.Recording
 	path string // as given
 	in   kavach.Integration
 	fx   *fixtures.Fixture // its records; its events only when short
 }
 
-// wrap is the grading Recording of rec, opened from path.
-func wrap(path string, rec *fixtures.Recording) *Recording {
-	return &Recording{Recording: rec, path: path, in: rec.Integration(), fx: rec.Fixture()}
-}
+// Reading is what a verb opens a fixture for, which says how much of
+// it Open reads and which integration describes it.
+type Reading int
 
-// Open opens the fixture at path for grading: a short fixture is read
-// once, whole; a long one is summarized (a pass that keeps no event).
-func Open(path string) (*Recording, error) {
-	rec, err := fixtures.OpenRecording(path, grade.DefaultLongSteps, func(h fixtures.Header) (kavach.Integration, error) {
+const (
+	// ToGrade (kavach diff): a short fixture read whole in one pass, its
+	// steps grouped once and its SHA-256 taken as it is read; a long one
+	// (more than grade.DefaultLongSteps steps) summarized and streamed.
+	ToGrade Reading = iota
+	// ToReplay (kavach replay): summarized and streamed, whatever its
+	// length.
+	ToReplay
+	// ToVary (kavach variants): whole, whatever its length; the variants
+	// are made from its events.
+	ToVary
+	// ToMark (kavach mark): whole, its steps as recorded (the codec of its
+	// protocol, without the header's volatile fields or secret
+	// parameters); a protocol Kavach does not speak is grouped by
+	// connection alone.
+	ToMark
+	// ToShow (kavach show): summarized and streamed, described as
+	// recorded, as ToMark; a protocol Kavach does not speak is shown as
+	// printable bytes.
+	ToShow
+	// ToCheck: its header alone, before anything starts (a suite's
+	// fixtures, each a fixture whose protocol Kavach speaks).
+	ToCheck
+)
+
+// Open opens the fixture at path for what how says. Every verb opens
+// its fixture here: a file that cannot be read, is not a fixture, is
+// damaged, or names a protocol Kavach does not speak (where the verb
+// needs one) gives the same error, naming the path, whatever the verb.
+// A fixture that did not end cleanly opens, with Warning set.
+func Open(path string, how Reading) (*Opened, error) {
+	codec := func(h fixtures.Header) (kavach.Integration, error) {
+		if how == ToMark || how == ToShow {
+			return codecFor(h.Protocol), nil
+		}
 		return integrationOf(path, h)
-	})
-	if err != nil {
-		return nil, err
 	}
-	return wrap(path, rec), nil
-}
-
-// Skim opens the fixture at path to be streamed, whatever its length:
-// what a replay of it needs (kavach replay).
-func Skim(path string) (*Recording, error) {
-	r, err := fixtures.Open(path)
-	if err != nil {
-		return nil, err
+	var rec *fixtures.Recording
+	switch how {
+	case ToGrade, ToVary, ToMark:
+		limit := grade.DefaultLongSteps
+		if how != ToGrade {
+			limit = math.MaxInt
+		}
+		var err error
+		if rec, err = fixtures.OpenRecording(path, limit, codec); err != nil {
+			return nil, err
+		}
+	default:
+		r, err := fixtures.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		h := r.Header()
+		r.Close()
+		in, err := codec(h)
+		if err != nil {
+			return nil, err
+		}
+		if how == ToCheck {
+			rec = fixtures.NewRecording(&fixtures.Fixture{Path: path, Header: h}, in)
+		} else if rec, err = fixtures.StreamRecording(path, in); err != nil {
+			return nil, err
+		}
 	}
-	h := r.Header()
-	r.Close()
-	in, err := integrationOf(path, h)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := fixtures.StreamRecording(path, in)
-	if err != nil {
-		return nil, err
-	}
-	return wrap(path, rec), nil
+	return &Opened{Recording: rec, path: path, in: rec.Integration(), fx: rec.Fixture()}, nil
 }
 
 // Path is the fixture's path, as given.
-func (r *Recording) Path() string { return r.path }
+func (r *Opened) Path() string { return r.path }
 
 // Codec is the integration of the fixture's protocol, told its volatile
 // fields and secret parameters.
-func (r *Recording) Codec() kavach.Integration { return r.in }
+func (r *Opened) Codec() kavach.Integration { return r.in }
 
 // CheckLaunch vets what starting builds for the fixture would do, before
 // any starts (see checkLaunch); trust is --trust-fixture-launch.
-func (r *Recording) CheckLaunch(trust bool, builds ...string) error {
+func (r *Opened) CheckLaunch(trust bool, builds ...string) error {
 	return checkLaunch(context.Background(), r.in, r.fx, trust, builds...)
 }
 
@@ -96,7 +132,7 @@ func integrationOf(path string, h fixtures.Header) (kavach.Integration, error) {
 // password recording redacted from the arguments stays Redacted here (this
 // Launch is shown in outputs and reports): the launcher puts the secret of
 // KAVACH_REDIS_SECRET back as it starts the build.
-func (r *Recording) Launch(build string) kavach.Launch {
+func (r *Opened) Launch(build string) kavach.Launch {
 	l := kavach.Launch{Path: build}
 	if r.fx.Header.Launch != nil {
 		l.Args = r.fx.Header.Launch.Args
@@ -107,7 +143,7 @@ func (r *Recording) Launch(build string) kavach.Launch {
 // ReplayOptions are the options a replay of the fixture takes: its
 // integration (with startTimeout), the recording's start, and the secret
 // of KAVACH_REDIS_SECRET put back.
-func (r *Recording) ReplayOptions(timeout, startTimeout time.Duration) replay.Options {
+func (r *Opened) ReplayOptions(timeout, startTimeout time.Duration) replay.Options {
 	in, fx := r.in, r.fx
 	opts := replay.Options{
 		Integration: in.WithStartTimeout(startTimeout),

@@ -37,7 +37,7 @@ func writePings(t *testing.T, n int) string {
 	return path
 }
 
-// A Recording knows whether it is long, and gives its steps either way
+// An Opened fixture knows whether it is long, and gives its steps either way
 // in order; a caller never looks at whether events are in memory. A short
 // one is read in one open, with its events; a long one (more than
 // grade.DefaultLongSteps steps) is read only until it is known to be
@@ -55,7 +55,7 @@ func TestRecordingShortAndLong(t *testing.T) {
 	} {
 		path := writePings(t, tc.steps)
 		before := fixtures.Opens(path)
-		rec, err := Open(path)
+		rec, err := Open(path, ToGrade)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,8 +101,48 @@ func TestOpenUnknownProtocol(t *testing.T) {
 	if err := w.Close(fixtures.End{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(path)
-	if err == nil || err.Error() != `fixture `+path+`: protocol "gopher": Kavach speaks http, resp` {
-		t.Errorf("Open: %v", err)
+	for _, how := range []Reading{ToGrade, ToReplay, ToVary, ToCheck} {
+		_, err = Open(path, how)
+		if err == nil || err.Error() != `fixture `+path+`: protocol "gopher": Kavach speaks http, resp` {
+			t.Errorf("Open(%d): %v", how, err)
+		}
+	}
+	// Shown and marked as recorded: bytes, no integration.
+	for _, how := range []Reading{ToShow, ToMark} {
+		if rec, err := Open(path, how); err != nil || rec.Codec() != nil {
+			t.Errorf("Open(%d): %v", how, err)
+		}
+	}
+}
+
+// Each verb reads as much of a fixture as it needs: a check its header
+// alone, a replay and a view a stream whatever the length, the variants
+// and a mark the whole, however long.
+func TestOpenReadsWhatEachVerbNeeds(t *testing.T) {
+	long := writePings(t, grade.DefaultLongSteps+1)
+	for _, tc := range []struct {
+		how       Reading
+		long      bool
+		steps     int
+		withSteps bool
+	}{
+		{ToGrade, true, grade.DefaultLongSteps + 1, false},
+		{ToReplay, true, grade.DefaultLongSteps + 1, false},
+		{ToShow, true, grade.DefaultLongSteps + 1, false},
+		{ToVary, false, grade.DefaultLongSteps + 1, true},
+		{ToMark, false, grade.DefaultLongSteps + 1, true},
+		{ToCheck, false, 0, false},
+	} {
+		rec, err := Open(long, tc.how)
+		if err != nil {
+			t.Fatalf("Open(%d): %v", tc.how, err)
+		}
+		if rec.Long() != tc.long || rec.Len() != tc.steps || (len(rec.Steps()) > 0) != tc.withSteps {
+			t.Errorf("Open(%d): long %v, %d steps, %d grouped; want long %v, %d steps", tc.how, rec.Long(), rec.Len(), len(rec.Steps()), tc.long, tc.steps)
+		}
+	}
+	short := writePings(t, 3)
+	if rec, err := Open(short, ToReplay); err != nil || !rec.Long() || rec.Len() != 3 {
+		t.Errorf("a short fixture opened to replay is not streamed: %v", err)
 	}
 }

@@ -119,8 +119,8 @@ func Replay(ctx context.Context, r ReplayRequest) (*ReplayResult, error) {
 // open skims the fixture and checks the request against it: the replay's
 // options, and the invariants that judge its failure (nil unless the
 // failure is an invariant's).
-func (r ReplayRequest) open() (*Recording, replay.Options, *invariants.Set, error) {
-	rec, err := Skim(r.Fixture)
+func (r ReplayRequest) open() (*Opened, replay.Options, *invariants.Set, error) {
+	rec, err := Open(r.Fixture, ToReplay)
 	if err != nil {
 		return nil, replay.Options{}, nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kavach-dev/kavach"
-	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/variants"
 )
@@ -43,10 +42,14 @@ type VariantList struct {
 // ListVariants generates the variants a diff of the fixture would run,
 // learning from r.Build when it is given.
 func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) {
-	fx, in, err := loadFixture(r.Fixture, r.Warn)
+	rec, err := Open(r.Fixture, ToVary)
 	if err != nil {
 		return nil, err
 	}
+	if w := rec.Warning(); w != nil && r.Warn != nil {
+		r.Warn(w)
+	}
+	fx, in := rec.fx, rec.in
 	if fx.Failure == nil {
 		return nil, fmt.Errorf("fixture %s has no failure to vary: mark it with 'kavach mark %s --step N --oracle ...'", r.Fixture, r.Fixture)
 	}
@@ -57,7 +60,7 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 	var schema kavach.Schema
 	var l grade.Learned
 	if r.Build != "" {
-		if l, err = learn(ctx, fx, in, r.Build, r.TrustLaunch); err != nil {
+		if l, err = learn(ctx, rec, r.Build, r.TrustLaunch); err != nil {
 			return nil, err
 		}
 		schema = l.Schema
@@ -74,11 +77,11 @@ func ListVariants(ctx context.Context, r VariantsRequest) (*VariantList, error) 
 // build (grade.Learn), the field types of the fixture's requests and the
 // steps' keys, the keys each writes and those it replaces whole (where
 // the variants' budget goes).
-func learn(ctx context.Context, fx *fixtures.Fixture, in kavach.Integration, build string, trust bool) (grade.Learned, error) {
+func learn(ctx context.Context, rec *Opened, build string, trust bool) (grade.Learned, error) {
+	fx, in := rec.fx, rec.in
 	if err := checkLaunch(ctx, in, fx, trust, build); err != nil {
 		return grade.Learned{}, err
 	}
-	rec := wrap(fx.Path, fixtures.NewRecording(fx, in))
 	l, err := grade.Learn(ctx, in.WithStartTimeout(10*time.Second), rec.Launch(build), rec.Steps(), grade.Learning{Schema: true, Keys: true})
 	if errors.Is(err, grade.ErrCannotLearn) {
 		return grade.Learned{}, fmt.Errorf("the %s integration cannot learn request types from a build", fx.Header.Protocol)
@@ -87,20 +90,6 @@ func learn(ctx context.Context, fx *fixtures.Fixture, in kavach.Integration, bui
 		return grade.Learned{}, err
 	}
 	return l, nil
-}
-
-// loadFixture loads a fixture whole and finds its integration; warn, if
-// set, is told what is wrong with it that does not stop its use.
-func loadFixture(path string, warn func(error)) (*fixtures.Fixture, kavach.Integration, error) {
-	fx, err := fixtures.Load(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	if fx.Warning != nil && warn != nil {
-		warn(fx.Warning)
-	}
-	in, err := integrationOf(path, fx.Header)
-	return fx, in, err
 }
 
 // RanVariants are the variants a diff ran, as its report numbers them.

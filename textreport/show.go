@@ -29,15 +29,15 @@ type FixtureView struct {
 	codec kavach.Integration // nil: show printable bytes
 }
 
-// View summarizes the fixture at path to be shown, its steps described
-// by the integration of its protocol (printable bytes when Kavach speaks
-// none).
+// View summarizes the fixture at path to be shown (grading.Open,
+// ToShow), its steps described by the integration of its protocol
+// (printable bytes when Kavach speaks none).
 func View(path string) (*FixtureView, error) {
-	fx, err := fixtures.Summarize(path, grading.CodecFor(protocolOf(path)))
+	rec, err := grading.Open(path, grading.ToShow)
 	if err != nil {
 		return nil, err
 	}
-	return &FixtureView{fx: fx, codec: grading.CodecFor(fx.Header.Protocol)}, nil
+	return &FixtureView{fx: rec.Summary(), codec: rec.Codec()}, nil
 }
 
 // Warning is the fixture's warning (a recording that did not end
@@ -46,17 +46,6 @@ func (v *FixtureView) Warning() error { return v.fx.Warning }
 
 // Steps is how many steps the fixture has, numbered from 1.
 func (v *FixtureView) Steps() int { return v.fx.Steps }
-
-// protocolOf is the protocol a fixture's header names, "" when it cannot
-// be read (Summarize then says why).
-func protocolOf(path string) string {
-	r, err := fixtures.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer r.Close()
-	return r.Header().Protocol
-}
 
 // tableChunk is how many rows of the steps table are aligned together:
 // the table is written as it is read, so its columns are as wide as the

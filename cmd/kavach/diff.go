@@ -74,7 +74,7 @@ func diffCommand() *cli.Command {
 				BelowFloor: c.Bool("below-floor"), TrustLaunch: c.Bool("trust-fixture-launch"),
 				NoCheckpoints: !c.Bool("checkpoints"), Warn: warnTo(c.App.ErrWriter),
 			}
-			if req.Recording, err = req.CheckPaths(fixtures, suite, "--out", c.String("out")); err != nil {
+			if req.Opened, err = req.CheckPaths(fixtures, suite, "--out", c.String("out")); err != nil {
 				return err
 			}
 			warnSameBuild(c.App.ErrWriter, req.Old, req.New)
