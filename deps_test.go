@@ -55,8 +55,12 @@ func TestImportDirection(t *testing.T) {
 		"internal/axumbuild":   {"internal/buildscript", "internal/reporoot"},
 		// Test helpers only: a base for fake integrations.
 		"internal/integrationtest": {""},
-		"internal/incidents":       {"", "fixtures", "integrations/axum", "integrations/redis", "record"},
-		"example":                  {"", "fixtures", "grade", "grading", "internal/buildscript", "invariants", "record"},
+		"internal/gradetest":       {"grade", "invariants"},
+		"internal/syncbuf":         {},
+		// Tests only (grade's longest end-to-end tests).
+		"grade/scenarios":    {},
+		"internal/incidents": {"", "fixtures", "integrations/axum", "integrations/redis", "record"},
+		"example":            {"", "fixtures", "grade", "grading", "internal/buildscript", "invariants", "record"},
 		// The command names no integration: grading lists them.
 		"cmd/kavach": {"", "example", "fixtures", "grade", "grading", "htmlreport", "internal/cut", "internal/jsonout", "internal/pathcheck",
 			"internal/progress", "internal/suggest", "invariants", "launch", "mcpserver", "record", "recount", "replay", "textreport", "variants"},

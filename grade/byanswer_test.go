@@ -9,6 +9,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/invariants"
@@ -49,11 +50,11 @@ func TestReproducesByTheFailingAnswer(t *testing.T) {
 		t.Helper()
 		c := redis.Integration{}
 		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-			grade.Options{Integration: c, Seed: 1, Memo: oldReplays, Variants: 64, MinVariants: 10, Invariants: set})
+			grade.Options{Integration: c, Seed: 1, Memo: gradetest.OldReplays, Variants: 64, MinVariants: 10, Invariants: set})
 		if err != nil {
 			t.Fatal(err)
 		}
-		readBack(t, rep)
+		gradetest.ReadBack(t, rep)
 		return rep
 	}
 	byAnswer := func(rep *grade.Report) (n int) {

@@ -14,6 +14,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/launch"
@@ -30,7 +31,7 @@ func gradeContained(t *testing.T, fx *fixtures.Fixture, old, new string) *grade.
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := readBack(t, rep)
+	back := gradetest.ReadBack(t, rep)
 	if back.Network != rep.Network {
 		t.Errorf("network %q read back as %q", rep.Network, back.Network)
 	}

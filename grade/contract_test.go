@@ -11,6 +11,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/invariants"
@@ -39,11 +40,11 @@ func gradeContract(t *testing.T, fx *fixtures.Fixture, old, new string, set *inv
 	t.Helper()
 	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Memo: oldReplays, Invariants: set})
+		grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Memo: gradetest.OldReplays, Invariants: set})
 	if err != nil {
 		t.Fatal(err)
 	}
-	readBack(t, rep)
+	gradetest.ReadBack(t, rep)
 	if !rep.Evidence.Contract || rep.Fixture.Failure != nil {
 		t.Errorf("evidence contract=%v, fixture failure %+v: want a contract", rep.Evidence.Contract, rep.Fixture.Failure)
 	}

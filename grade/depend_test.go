@@ -9,6 +9,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/invariants"
@@ -42,7 +43,7 @@ func TestDependsOnWritesOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		readBack(t, rep)
+		gradetest.ReadBack(t, rep)
 		return rep
 	}
 

@@ -2,7 +2,6 @@ package grade_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/invariants"
@@ -56,24 +56,17 @@ func recordIncident(t *testing.T, old string) *fixtures.Fixture {
 	return fx
 }
 
-// oldReplays remembers the old builds' replays of variants for the
-// tests that grade several new builds against one old build and fixture
-// (diff, gradeKind): each variant runs on the old build once. The tests
-// of a verdict's stability (UnderLoad) and those that count or fault
-// replays grade without it.
-var oldReplays = grade.NewMemo()
-
 func diff(t *testing.T, fx *fixtures.Fixture, old, new string, minVariants int) *grade.Report {
 	t.Helper()
 	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-		grade.Options{Integration: c, MinVariants: minVariants, Variants: 64, Seed: 1, Memo: oldReplays})
+		grade.Options{Integration: c, MinVariants: minVariants, Variants: 64, Seed: 1, Memo: gradetest.OldReplays})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The verdict must follow from the report's evidence alone, after a
 	// round trip through JSON as `kavach verdict` reads it.
-	readBack(t, rep)
+	gradetest.ReadBack(t, rep)
 	return rep
 }
 
@@ -357,7 +350,7 @@ func TestWrongAnswerOnlyAnInvariantSees(t *testing.T) {
 		t.Helper()
 		c := redis.Integration{}
 		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-			grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Memo: oldReplays, Invariants: set})
+			grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Memo: gradetest.OldReplays, Invariants: set})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -529,28 +522,4 @@ func TestDeriveAfterTheFailure(t *testing.T) {
 			t.Errorf("%s: Derive = %s, want %s", tc.why, got, tc.want)
 		}
 	}
-}
-
-// readBack is rep read back through JSON, as kavach verdict reads it; it
-// fails the test when the evidence read back does not give the report's
-// verdict again.
-func readBack(t *testing.T, rep *grade.Report) grade.Report {
-	t.Helper()
-	b, _ := json.Marshal(rep)
-	var back grade.Report
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if parts, _ := grade.Derive(back.Evidence); parts.String() != rep.Verdict {
-		t.Errorf("the report's evidence gives %s, its verdict says %s", parts, rep.Verdict)
-	}
-	// Each variant judged again from its steps is judged as it was.
-	judged, changed := grade.JudgeVariants(back.Evidence)
-	for _, c := range changed {
-		t.Errorf("variant %d: the report says %s, its steps give %s", c.K, c.Written, c.Derived)
-	}
-	if parts, _ := grade.Derive(judged); parts.String() != rep.Verdict {
-		t.Errorf("the report's evidence, its variants judged again, gives %s, its verdict says %s", parts, rep.Verdict)
-	}
-	return back
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/axum"
 	"github.com/kavach-dev/kavach/internal/axumbuild"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 )
 
@@ -51,7 +52,7 @@ func TestHTTPVerdicts(t *testing.T) {
 		t.Run(tc.candidate, func(t *testing.T) {
 			rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old, Args: []string{"--port", "{port}"}},
 				kavach.Launch{Path: build(tc.candidate), Args: []string{"--port", "{port}"}},
-				grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Memo: oldReplays})
+				grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Memo: gradetest.OldReplays})
 			if err != nil {
 				t.Fatal(err)
 			}

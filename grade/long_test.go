@@ -14,6 +14,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -123,7 +124,7 @@ func TestLongRecording(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		readBack(t, rep)
+		gradetest.ReadBack(t, rep)
 		return rep
 	}
 	first := F - window

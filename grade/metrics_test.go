@@ -14,6 +14,7 @@ import (
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/axum"
 	"github.com/kavach-dev/kavach/internal/axumbuild"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/launch"
 )
@@ -65,7 +66,7 @@ func gradeHTTP(t *testing.T, fx *fixtures.Fixture, old, new string) *grade.Repor
 	c := axum.Integration{}
 	args := []string{"--port", "{port}"}
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old, Args: args}, kavach.Launch{Path: new, Args: args},
-		grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Memo: oldReplays})
+		grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Memo: gradetest.OldReplays})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/variants"
@@ -125,7 +126,7 @@ func TestRunnersTheOldBuildLacks(t *testing.T) {
 	args := []string{"--rename-command", "EVAL_RO", "", "--rename-command", "FCALL_RO", ""}
 	c := redis.Integration{}
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old, Args: args}, kavach.Launch{Path: fixed, Args: args},
-		grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Memo: oldReplays})
+		grade.Options{Integration: c, MinVariants: 10, Variants: 64, Seed: 1, Memo: gradetest.OldReplays})
 	if err != nil {
 		t.Fatal(err)
 	}

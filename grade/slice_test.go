@@ -13,6 +13,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 )
 
 // sliceIncident is a 10,000-step recording, streamed from its file as a
@@ -104,11 +105,11 @@ func TestVariantsOnTheSlice(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := grade.Run(context.Background(), in, kavach.Launch{Path: b.old}, kavach.Launch{Path: tc.new},
-				grade.Options{Integration: c, MinVariants: 10, Variants: 32, Seed: 1, Memo: oldReplays, OldRuns: 1})
+				grade.Options{Integration: c, MinVariants: 10, Variants: 32, Seed: 1, Memo: gradetest.OldReplays, OldRuns: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
-			readBack(t, rep)
+			gradetest.ReadBack(t, rep)
 			ve := rep.Evidence.Variants
 			if !strings.HasPrefix(rep.Verdict, tc.want) {
 				t.Fatalf("verdict %s, want %s; slice %v, fallback %q, findings %+v", rep.Verdict, tc.want, ve.Slice, ve.SliceFallback, rep.Findings)

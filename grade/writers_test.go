@@ -7,6 +7,7 @@ import (
 
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/invariants"
@@ -131,6 +132,6 @@ func TestWriterSiblingsCatchAFixOfOneWriter(t *testing.T) {
 	fixed := redisbuild.MustBuild(t)
 	wrong := redisbuild.MustBuild(t, incidents.PatchPaths(incidents.HashDecrementHincrbyOnly)...)
 	fx := recordScript(t, old, incidents.RecordHashDecrement)
-	set := parseSet(t, incidents.HashDecrementInvariants)
+	set := gradetest.ParseSet(t, incidents.HashDecrementInvariants)
 	checkKindCatches(t, fx, old, fixed, wrong, 64, "sibling", set)
 }

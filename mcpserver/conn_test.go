@@ -8,38 +8,19 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/kavach-dev/kavach/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for the connection's writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) Close() error { return nil }
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // readAllMessages reads a lineConn over input until it ends, and returns
 // the messages handed on and what the connection wrote back.
 func readAllMessages(t *testing.T, input []byte) ([]jsonrpc.Message, string) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	conn, err := (&lineTransport{r: io.NopCloser(bytes.NewReader(input)), w: &out}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +82,7 @@ func TestLineConn(t *testing.T) {
 // unanswered, Read does not report the end (after which the SDK writes
 // nothing) until they are answered.
 func TestLineConnAnswersBeforeEnd(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	conn, _ := (&lineTransport{r: io.NopCloser(strings.NewReader(
 		`{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}` + "\n" +
 			`{"jsonrpc": "2.0", "id": "two", "method": "tools/list"}` + "\n")), w: &out}).Connect(context.Background())
@@ -176,7 +157,7 @@ func TestLineConnDuplicateID(t *testing.T) {
 	// answered), and the first is answered only once the duplicate has
 	// been refused: a duplicate read after the answer would be a new
 	// request, rightly handed on.
-	var w syncBuffer
+	var w syncbuf.Buffer
 	pr, pw := io.Pipe()
 	conn, _ := (&lineTransport{r: pr, w: &w}).Connect(context.Background())
 	defer conn.Close()
@@ -208,7 +189,7 @@ func TestLineConnDuplicateID(t *testing.T) {
 // TestLineConnCutsEcho: an error's message quoting a long value the
 // client sent (an unknown method's name) is cut, at a character.
 func TestLineConnCutsEcho(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	conn, _ := (&lineTransport{r: io.NopCloser(strings.NewReader("")), w: &out}).Connect(context.Background())
 	defer conn.Close()
 	id, _ := jsonrpc.MakeID("x")
@@ -263,7 +244,7 @@ func FuzzIDScan(f *testing.F) {
 // TestLineConnDropsCancelled: no response goes out to a request the
 // client cancelled; others do.
 func TestLineConnDropsCancelled(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	conn, _ := (&lineTransport{r: io.NopCloser(strings.NewReader(
 		`{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}` + "\n")), w: &out}).Connect(context.Background())
 	defer conn.Close()
@@ -311,7 +292,7 @@ func FuzzLineConn(f *testing.F) {
 // with id null so that no client takes it for the first request's answer,
 // naming the id; once the first is answered, the id may be used again.
 func TestLineConnRefusesReusedID(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	pr, pw := io.Pipe()
 	conn, _ := (&lineTransport{r: pr, w: &out}).Connect(context.Background())
 	defer conn.Close()

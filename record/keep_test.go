@@ -1,7 +1,6 @@
 package record_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,13 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kavach-dev/kavach"
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/syncbuf"
 	"github.com/kavach-dev/kavach/record"
 )
 
@@ -169,24 +168,6 @@ func checkCut(t *testing.T, path string, want []string, failAt int) {
 	}
 }
 
-// syncBuffer is a log the test reads while the recording writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestKeepOnAFullDisk: the cuts directory is a small tmpfs, filled up
 // before a failure. The cut fails with the disk's error, logged; every
 // request sent meanwhile is answered right (the proxy forwards whatever
@@ -201,7 +182,7 @@ func TestKeepOnAFullDisk(t *testing.T) {
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
 	srv := startRedis(t)
 	failOn, _ := kavach.ParseOracle("error:WRONGTYPE")
-	var log syncBuffer
+	var log syncbuf.Buffer
 	s := record.Session{
 		Out: dir, Upstream: srv.Addr(), State: fixtures.StateNone, Keep: &record.Keep{Duration: time.Second, After: 100 * time.Millisecond},
 		Proxy: record.Options{Codec: redis.Integration{}, FailOn: &failOn, Logger: slog.New(slog.NewTextHandler(&log, nil))},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/internal/syncbuf"
 	"github.com/kavach-dev/kavach/mcpserver"
 )
 
@@ -31,7 +32,7 @@ import (
 type wire struct {
 	cmd     *exec.Cmd
 	session *mcp.ClientSession
-	stderr  lockedBuffer
+	stderr  syncbuf.Buffer
 
 	wmu   sync.Mutex
 	stdin io.WriteCloser

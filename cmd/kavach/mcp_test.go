@@ -17,6 +17,7 @@ import (
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/internal/syncbuf"
 	"github.com/kavach-dev/kavach/mcpserver"
 )
 
@@ -41,7 +42,7 @@ func TestMCP(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "mcp")
 	cmd.Dir = dir
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 
 	var progress progressLog
@@ -435,25 +436,6 @@ func (l *progressLog) take(token any) []*mcp.ProgressNotificationParams {
 	ps := l.by[token]
 	delete(l.by, token)
 	return ps
-}
-
-// lockedBuffer is a bytes.Buffer safe for the writes of a command's
-// stderr and the test's reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // TestMCPCommandLine: `kavach mcp` has help with an example, and takes no

@@ -19,6 +19,7 @@ import (
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/axumbuild"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
+	"github.com/kavach-dev/kavach/internal/syncbuf"
 )
 
 // recording is `kavach record` running in this process.
@@ -27,7 +28,7 @@ type recording struct {
 	addr    string
 	cancel  context.CancelFunc
 	done    chan int
-	stderr  *lockedBuffer
+	stderr  *syncbuf.Buffer
 }
 
 // startRecording runs kavach record with args (after --protocol, --out and
@@ -35,7 +36,7 @@ type recording struct {
 func startRecordingCmd(t *testing.T, protocol string, args ...string) *recording {
 	t.Helper()
 	dir := t.TempDir()
-	r := &recording{fixture: filepath.Join(dir, "secrets.kavach"), done: make(chan int, 1), stderr: &lockedBuffer{}}
+	r := &recording{fixture: filepath.Join(dir, "secrets.kavach"), done: make(chan int, 1), stderr: &syncbuf.Buffer{}}
 	ready := filepath.Join(dir, "addr")
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel

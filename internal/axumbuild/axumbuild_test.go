@@ -14,10 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kavach-dev/kavach/internal/syncbuf"
 )
 
 // The planted fault: POST /api/v1/items/{id}/split with "parts": 0 divides
@@ -188,7 +189,7 @@ type server struct {
 	client *http.Client
 	// fresh sends each request on a new connection.
 	fresh   *http.Client
-	stderr  *syncBuffer
+	stderr  *syncbuf.Buffer
 	done    chan struct{}
 	waitErr error
 }
@@ -224,7 +225,7 @@ func startServerOn(t *testing.T, bin string, port int, args []string, env ...str
 	}
 	s := &server{
 		addr:   fmt.Sprintf("127.0.0.1:%d", port),
-		stderr: &syncBuffer{},
+		stderr: &syncbuf.Buffer{},
 		done:   make(chan struct{}),
 		client: &http.Client{Timeout: 10 * time.Second},
 		fresh:  &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
@@ -390,23 +391,6 @@ func (s *server) metrics(t *testing.T) map[string]int {
 		m[line[:i]] = v
 	}
 	return m
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) WriteString(str string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.WriteString(str)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestKeysBuildFromTheirOwnSources builds two keys in alternating order,

@@ -3,11 +3,12 @@ package progress
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
+
+	"github.com/kavach-dev/kavach/internal/syncbuf"
 )
 
 // TestTimeLeft: nothing until an item is done and one is left; under a
@@ -50,7 +51,7 @@ func TestLineNotTerminal(t *testing.T) {
 // meanwhile comes out whole on a line of its own, and once the line is
 // closed a write passes through as it is.
 func TestLineDrawsAndWritesAbove(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	now := time.Unix(0, 0)
 	p := &Line{w: &buf, tty: true, now: func() time.Time { return now },
 		opts: []mpb.ContainerOption{mpb.WithAutoRefresh(), mpb.WithRefreshRate(5 * time.Millisecond)}}
@@ -72,22 +73,4 @@ func TestLineDrawsAndWritesAbove(t *testing.T) {
 	if !strings.HasSuffix(buf.String(), "kavach: done\n") {
 		t.Errorf("after Close, a write is not passed through: %q", buf.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer that mpb's goroutine and the test can share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

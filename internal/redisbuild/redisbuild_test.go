@@ -2,7 +2,6 @@ package redisbuild
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kavach-dev/kavach/internal/syncbuf"
 	"github.com/kavach-dev/kavach/replay"
 )
 
@@ -179,7 +179,7 @@ func TestUnderTheClock(t *testing.T) {
 type server struct {
 	cmd    *exec.Cmd
 	addr   string
-	out    *syncBuffer
+	out    *syncbuf.Buffer
 	exited chan struct{} // closed once cmd.Wait returns
 }
 
@@ -196,7 +196,7 @@ func startServer(t *testing.T, bin string, env []string) *server {
 
 	s := &server{
 		addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		out:    &syncBuffer{},
+		out:    &syncbuf.Buffer{},
 		exited: make(chan struct{}),
 	}
 	s.cmd = exec.Command(bin,
@@ -365,24 +365,6 @@ func (c *client) read() (reply, error) {
 		return r, nil
 	}
 	return reply{}, fmt.Errorf("unknown reply type in %q", line)
-}
-
-// syncBuffer collects a process's output while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestKeysBuildFromTheirOwnSources asks for two keys in alternating order,

@@ -1,4 +1,4 @@
-package grade_test
+package scenarios_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/loadtest"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
@@ -107,7 +108,7 @@ func gradeAfter(t *testing.T, fx *fixtures.Fixture, old, new string, set *invari
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := readBack(t, rep)
+	back := gradetest.ReadBack(t, rep)
 	if a, b := reasons(grade.Explain(back.Evidence)), reasons(rep.Explained); !slices.Equal(a, b) {
 		t.Errorf("the report's evidence explains %v, the report lists %v", a, b)
 	}
@@ -135,15 +136,6 @@ func explainedAs(rep *grade.Report, n int) string {
 		}
 	}
 	return ""
-}
-
-func parseSet(t *testing.T, src string) *invariants.Set {
-	t.Helper()
-	set, err := invariants.Parse("after.invariants", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
 }
 
 // afterCase is one candidate of a shape: its build's patches (nil: the
@@ -211,7 +203,7 @@ func changedRefusal(t *testing.T) afterShape {
 		{"SETRANGE", "k", "1", "EE"},
 		{"GET", "k"},
 	}
-	set := parseSet(t, `name: setrange-offset-integer
+	set := gradetest.ParseSet(t, `name: setrange-offset-integer
 description: SETRANGE refuses an offset that is not an integer
 when: req.command == "SETRANGE" && !req.args[1].matches("^-?[0-9]+$")
 check: outcome.startsWith("error:")
@@ -280,7 +272,7 @@ func TestAfterChangedRefusalInGroup(t *testing.T) {
 		{"LRANGE", "greeting", "abc", "x"},
 		{"GETRANGE", "greeting", "0", "2"},
 	}
-	set := parseSet(t, `name: setrange-offset-integer
+	set := gradetest.ParseSet(t, `name: setrange-offset-integer
 description: SETRANGE refuses an offset that is not an integer
 when: req.command == "SETRANGE" && !req.args[1].matches("^-?[0-9]+$")
 check: outcome.startsWith("error:")
@@ -328,7 +320,7 @@ func touchedAnotherName(t *testing.T) afterShape {
 		{"LMPOP", "1", "jobs", "LEFT"},
 		{"LRANGE", "LEFT", "0", "-1"},
 	}
-	set := parseSet(t, `name: lmpop-pops-its-keys
+	set := gradetest.ParseSet(t, `name: lmpop-pops-its-keys
 description: LMPOP of one key pops that key or nothing
 when: req.command == "LMPOP" && req.args[0] == "1"
 check: reply == null || reply[0] == req.args[1]
@@ -380,7 +372,7 @@ func stateChangedSilently(t *testing.T) afterShape {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := parseSet(t, `name: touch-resets-idle
+	set := gradetest.ParseSet(t, `name: touch-resets-idle
 description: a key TOUCHed right before is not idle
 when: req.command == "OBJECT" && req.args[0] == "IDLETIME" && size(steps) > 0 && steps[size(steps) - 1].req.command == "TOUCH"
 check: reply == 0

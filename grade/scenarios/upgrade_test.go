@@ -1,4 +1,4 @@
-package grade_test
+package scenarios_test
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // every core: held every time.
 func TestUpgradeContractsHeldUnderLoad(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "examples", "upgrade-contracts")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "examples", "upgrade-contracts")
 	build := kavach.Launch{Path: redisbuild.MustBuild(t)}
 	var fxs []*fixtures.Fixture
 	for _, name := range []string{"redis-cli.kavach", "go-redis.kavach"} {

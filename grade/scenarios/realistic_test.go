@@ -1,4 +1,4 @@
-package grade_test
+package scenarios_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/kavach-dev/kavach/fixtures"
 	"github.com/kavach-dev/kavach/grade"
 	"github.com/kavach-dev/kavach/integrations/redis"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 )
@@ -101,7 +102,7 @@ func (s shopShape) check(t *testing.T) {
 	fx := recordShop(t, old, s.after, s.failing, s.oracle, s.invariant)
 	opts := grade.Options{Integration: redis.Integration{}}
 	if s.invariant != "" {
-		opts.Invariants = parseSet(t, s.invariant)
+		opts.Invariants = gradetest.ParseSet(t, s.invariant)
 	}
 	checkCaughtBy(t, s.kind, func(new kavach.Launch, exclude bool) *grade.Report {
 		return gradeKind(t, fx, kavach.Launch{Path: old}, new, opts, s.kind, exclude)
@@ -160,13 +161,13 @@ func TestRealisticShopChangedRefusal(t *testing.T) {
 	correct := afterBuild(t, []string{"lrange-type-first.patch"})
 	wrong := redisbuild.MustBuild(t)
 	fx := recordShop(t, old, nil, []string{"SETRANGE", "banner", "abc", "x"}, "invariant:setrange-offset-integer", incidents.ShopSetrangeInvariants)
-	set := parseSet(t, incidents.ShopSetrangeInvariants)
+	set := gradetest.ParseSet(t, incidents.ShopSetrangeInvariants)
 	getrange := stepOf(t, fx, "GETRANGE", "log", "abc", "x")
 	lrange := stepOf(t, fx, "LRANGE", "config:currency", "abc", "x")
 	grade := func(c kavach.Integration, new string) *grade.Report {
 		t.Helper()
 		rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, c), kavach.Launch{Path: old}, kavach.Launch{Path: new},
-			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Memo: oldReplays, Invariants: set})
+			grade.Options{Integration: c, Variants: 64, MinVariants: 10, Seed: 1, Memo: gradetest.OldReplays, Invariants: set})
 		if err != nil {
 			t.Fatal(err)
 		}

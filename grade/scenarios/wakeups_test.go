@@ -1,4 +1,4 @@
-package grade_test
+package scenarios_test
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 	"github.com/kavach-dev/kavach/integrations/axum"
 	"github.com/kavach-dev/kavach/integrations/redis"
 	"github.com/kavach-dev/kavach/internal/axumbuild"
+	"github.com/kavach-dev/kavach/internal/gradetest"
 	"github.com/kavach-dev/kavach/internal/incidents"
 	"github.com/kavach-dev/kavach/internal/redisbuild"
 	"github.com/kavach-dev/kavach/record"
@@ -40,7 +41,7 @@ func gradeKind(t *testing.T, fx *fixtures.Fixture, old, new kavach.Launch, opts 
 		fx = &cp
 	}
 	opts.Variants, opts.MinVariants, opts.Seed = cmp.Or(opts.Variants, 64), 10, 1
-	opts.Memo = cmp.Or(opts.Memo, oldReplays)
+	opts.Memo = cmp.Or(opts.Memo, gradetest.OldReplays)
 	rep, err := grade.Run(context.Background(), fixtures.NewRecording(fx, opts.Integration), old, new, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +163,7 @@ func TestSiblingScenarioCatchesAFixOfOneType(t *testing.T) {
 func TestAggregatesCatchNarrowFeedFix(t *testing.T) {
 	t.Parallel()
 	patch := func(name string) string {
-		p, err := filepath.Abs(filepath.Join("..", "internal", "axumbuild", "testdata", name))
+		p, err := filepath.Abs(filepath.Join("..", "..", "internal", "axumbuild", "testdata", name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package grade_test
+package scenarios_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package grade_test
+package scenarios_test
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // every time, and the narrow fix is red every time.
 func TestSameVerdictUnderLoad(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "examples", "redis-getrange-crash")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "examples", "redis-getrange-crash")
 	old := redisbuild.MustBuild(t, filepath.Join(dir, "bug.patch"))
 	correct := redisbuild.MustBuild(t, filepath.Join(dir, "bug.patch"), filepath.Join(dir, "candidates", "correct.patch"))
 	narrow := redisbuild.MustBuild(t, filepath.Join(dir, "bug.patch"), filepath.Join(dir, "candidates", "narrow.patch"))
@@ -61,7 +61,7 @@ func TestSameVerdictUnderLoad(t *testing.T) {
 func TestInvariantBrokenOnBothBuildsIsNoVariantFailure(t *testing.T) {
 	t.Parallel()
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "examples", "redis-strlen-wrong-answer")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "examples", "redis-strlen-wrong-answer")
 	bug := filepath.Join(dir, "bug.patch")
 	old := redisbuild.MustBuild(t, bug)
 	fx, err := fixtures.Load(filepath.Join(dir, "fixture.kavach"))
@@ -96,7 +96,7 @@ func TestInvariantBrokenOnBothBuildsIsNoVariantFailure(t *testing.T) {
 // other run under load.
 func TestInsertedWritesUnderLoad(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "examples", "redis-strlen-wrong-answer")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "examples", "redis-strlen-wrong-answer")
 	bug := filepath.Join(dir, "bug.patch")
 	old := redisbuild.MustBuild(t, bug)
 	correct := redisbuild.MustBuild(t, bug, filepath.Join(dir, "candidates", "correct.patch"))

@@ -1,4 +1,4 @@
-package grade_test
+package scenarios_test
 
 import (
 	"context"
@@ -33,7 +33,7 @@ type exampleCase struct {
 func redisExamples(t *testing.T, names ...string) []exampleCase {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "examples")
+	root := filepath.Join(filepath.Dir(file), "..", "..", "examples")
 	var out []exampleCase
 	for _, ex := range []string{"redis-getrange-crash", "redis-strlen-wrong-answer"} {
 		dir := filepath.Join(root, ex)
@@ -141,7 +141,7 @@ func TestCheckpointedVariantsGradeAsReplayedWhole(t *testing.T) {
 func TestCheckpointCheckedBeforeUse(t *testing.T) {
 	t.Parallel()
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "examples", "redis-getrange-crash")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "examples", "redis-getrange-crash")
 	bug := filepath.Join(dir, "bug.patch")
 	old := redisbuild.MustBuild(t, bug, filepath.Join(incidents.Patches(), "restore-drops-first-key.patch"))
 	correct := redisbuild.MustBuild(t, bug, filepath.Join(dir, "candidates", "correct.patch"), filepath.Join(incidents.Patches(), "restore-truncates-strings.patch"))
