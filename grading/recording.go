@@ -78,7 +78,7 @@ func Open(path string, how Reading) (*Opened, error) {
 		if rec, err = fixtures.OpenRecording(path, limit, codec); err != nil {
 			return nil, err
 		}
-	default:
+	case ToReplay, ToShow, ToCheck:
 		r, err := fixtures.Open(path)
 		if err != nil {
 			return nil, err
@@ -94,6 +94,8 @@ func Open(path string, how Reading) (*Opened, error) {
 		} else if rec, err = fixtures.StreamRecording(path, in); err != nil {
 			return nil, err
 		}
+	default:
+		return nil, fmt.Errorf("fixture %s: opened for reading %d, which grading does not know", path, how)
 	}
 	return &Opened{Recording: rec, path: path, in: rec.Integration(), fx: rec.Fixture()}, nil
 }

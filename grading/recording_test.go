@@ -141,6 +141,9 @@ func TestOpenReadsWhatEachVerbNeeds(t *testing.T) {
 			t.Errorf("Open(%d): long %v, %d steps, %d grouped; want long %v, %d steps", tc.how, rec.Long(), rec.Len(), len(rec.Steps()), tc.long, tc.steps)
 		}
 	}
+	if _, err := Open(long, ToCheck+1); err == nil {
+		t.Error("a reading grading does not know opened")
+	}
 	short := writePings(t, 3)
 	if rec, err := Open(short, ToReplay); err != nil || !rec.Long() || rec.Len() != 3 {
 		t.Errorf("a short fixture opened to replay is not streamed: %v", err)
