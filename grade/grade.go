@@ -1,7 +1,6 @@
 package grade
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -420,15 +419,9 @@ func (d *diff) gatherEvidence(rs *replays) (Evidence, *traces, error) {
 	ev := d.newEvidence(rs)
 	noise := replay.Noise{}
 	tr := &traces{}
-	steps := func(fn func(kavach.Step) error) error {
-		return d.rec.EachStep(func(s kavach.Step) error {
-			if d.rec.Long() {
-				s = cloneStep(s) // streamed: its data is the file's block, valid during this call only
-			}
-			return fn(s)
-		})
-	}
-	err := replay.ReadBack(steps, rs.spills, d.opts.Integration, replayName(d.opts.OldRuns), func(s kavach.Step, got []replay.StepResult) error {
+	// ReadBack gives each step as a copy of its own: a streamed step's
+	// data is the file's block, valid during the call only.
+	err := replay.ReadBack(d.rec.EachStep, rs.spills, d.opts.Integration, replayName(d.opts.OldRuns), func(s kavach.Step, got []replay.StepResult) error {
 		oldSteps, newStep := got[:d.opts.OldRuns], got[d.opts.OldRuns]
 		if d.opts.Invariants != nil {
 			tr.old.Steps = append(tr.old.Steps, oldSteps[0])
@@ -813,15 +806,3 @@ func which(i, n int) string {
 
 // sameKind reports whether two outcomes have the same kind and class.
 func sameKind(a, b kavach.Outcome) bool { return a.Kind == b.Kind && a.Class == b.Class }
-
-// cloneStep is s with data of its own.
-func cloneStep(s kavach.Step) kavach.Step {
-	s.Request.Data = bytes.Clone(s.Request.Data)
-	rs := make([]kavach.Event, len(s.Responses))
-	for i, r := range s.Responses {
-		r.Data = bytes.Clone(r.Data)
-		rs[i] = r
-	}
-	s.Responses = rs
-	return s
-}

@@ -2,10 +2,12 @@ package replay
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/gob"
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/kavach-dev/kavach"
@@ -118,14 +120,25 @@ func (r *SpillReader) Next(request []byte, in kavach.Integration) (StepResult, e
 	return s, nil
 }
 
+// readBackBatch is how many steps ReadBack reads back from every spill
+// at once.
+const readBackBatch = 512
+
 // ReadBack reads spilled replays back beside the recording, step by step
-// and in step order, holding one step of each at a time: steps calls its
-// argument with each step of the recording in order (as
-// fixtures.Summary.EachStep does), and for each, fn gets that step and
+// and in step order: steps calls its argument with each step of the
+// recording in order (as fixtures.Summary.EachStep does: a step's data
+// may be valid only during the call), and for each, fn gets that step and
 // every spill's result for it, got[i] read from spills[i] with the step's
-// request and its output normalized by in. got is reused from
-// one call of fn to the next; a step's Request is st's data. name(i) says
-// which replay spill i holds, for errors ("run 2").
+// request and its output normalized by in. got is reused from one call of
+// fn to the next; the step is a copy, fn may keep it. name(i) says which
+// replay spill i holds, for errors ("run 2").
+//
+// Steps are read back readBackBatch at a time, each spill decoded and its
+// replies normalized by a goroutine of its own, so that a long
+// recording's read-back (millions of steps, four spills after a diff)
+// takes every core rather than one; fn still sees the steps one by one,
+// in order, and an error is the one a read in step order meets first.
+// Memory holds a batch of each spill, not the spills.
 func ReadBack(steps func(func(kavach.Step) error) error, spills []*Spill, in kavach.Integration, name func(i int) string,
 	fn func(st kavach.Step, got []StepResult) error) error {
 	readers := make([]*SpillReader, len(spills))
@@ -136,15 +149,70 @@ func ReadBack(steps func(func(kavach.Step) error) error, spills []*Spill, in kav
 		}
 		readers[i] = rd
 	}
+	batch := make([]kavach.Step, 0, readBackBatch)
+	results := make([][]StepResult, len(readers))
+	errs := make([]error, len(readers))
 	got := make([]StepResult, len(readers))
-	return steps(func(st kavach.Step) error {
+	flush := func() error {
+		var wg sync.WaitGroup
 		for i, rd := range readers {
-			s, err := rd.Next(st.Request.Data, in)
-			if err != nil {
-				return fmt.Errorf("%s, step %d: %w", name(i), st.N, err)
-			}
-			got[i] = s
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res := results[i][:0]
+				errs[i] = nil
+				for _, st := range batch {
+					s, err := rd.Next(st.Request.Data, in)
+					if err != nil {
+						errs[i] = err // at step len(res) of the batch
+						break
+					}
+					res = append(res, s)
+				}
+				results[i] = res
+			}()
 		}
-		return fn(st, got)
+		wg.Wait()
+		for j, st := range batch {
+			for i := range readers {
+				if j == len(results[i]) {
+					return fmt.Errorf("%s, step %d: %w", name(i), st.N, errs[i])
+				}
+				got[i] = results[i][j]
+			}
+			if err := fn(st, got); err != nil {
+				return err
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	var failed error // a spill's or fn's, which ends steps
+	err := steps(func(st kavach.Step) error {
+		if batch = append(batch, cloneStep(st)); len(batch) == readBackBatch {
+			failed = flush()
+		}
+		return failed
 	})
+	if failed != nil {
+		return failed
+	}
+	// The steps read before an error of the recording's own are still
+	// given to fn, as one at a time would have given them.
+	if ferr := flush(); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// cloneStep is s with its own copy of its data.
+func cloneStep(s kavach.Step) kavach.Step {
+	s.Request.Data = bytes.Clone(s.Request.Data)
+	rs := make([]kavach.Event, len(s.Responses))
+	for i, r := range s.Responses {
+		r.Data = bytes.Clone(r.Data)
+		rs[i] = r
+	}
+	s.Responses = rs
+	return s
 }
