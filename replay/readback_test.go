@@ -174,3 +174,38 @@ func BenchmarkReadBack(b *testing.B) {
 	b.ReportMetric(float64(per[1].Nanoseconds())/float64(b.N*n), "sequential-ns/step")
 	b.ReportMetric(float64(per[1])/float64(per[0]), "speedup")
 }
+
+// TestReadBackLargeSteps: steps whose recorded replies are large are read
+// back in smaller batches (a megabyte of them, not 512 steps), still each
+// once, in order, beside each spill's result for it.
+func TestReadBackLargeSteps(t *testing.T) {
+	const n = 100 // 64 KB each: batches of 16
+	reply := make([]byte, 64<<10)
+	steps := func(fn func(kavach.Step) error) error {
+		for i := 1; i <= n; i++ {
+			st := kavach.Step{N: i, Request: kavach.Event{Dir: kavach.Request, Data: []byte("req" + strconv.Itoa(i))},
+				Responses: []kavach.Event{{Dir: kavach.Response, Data: reply}}}
+			if err := fn(st); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	spills := []*replay.Spill{spillOf(t, 1, n), spillOf(t, 2, n)}
+	next := 1
+	err := replay.ReadBack(steps, spills, echoNormalize{}, runName, func(st kavach.Step, got []replay.StepResult) error {
+		if st.N != next || len(st.Responses) != 1 || len(st.Responses[0].Data) != len(reply) {
+			t.Fatalf("step %d (%d replies) came after %d", st.N, len(st.Responses), next-1)
+		}
+		next++
+		for i, g := range got {
+			if want := fmt.Sprintf("req%d=run%d-step%d", st.N, i+1, st.N); g.N != st.N || g.Output[0] != want {
+				t.Fatalf("step %d, spill %d: %v, want %q", st.N, i, g.Output, want)
+			}
+		}
+		return nil
+	})
+	if err != nil || next != n+1 {
+		t.Fatalf("ReadBack: %v after %d steps", err, next-1)
+	}
+}

@@ -120,9 +120,14 @@ func (r *SpillReader) Next(request []byte, in kavach.Integration) (StepResult, e
 	return s, nil
 }
 
-// readBackBatch is how many steps ReadBack reads back from every spill
-// at once.
-const readBackBatch = 512
+// ReadBack reads back from every spill at once readBackBatch steps, or
+// fewer whose recorded requests and replies hold readBackBytes: a batch
+// of steps with large values (100 KB replies) is held in memory once per
+// spill, and stays a few megabytes.
+const (
+	readBackBatch = 512
+	readBackBytes = 1 << 20
+)
 
 // ReadBack reads spilled replays back beside the recording, step by step
 // and in step order: steps calls its argument with each step of the
@@ -138,7 +143,8 @@ const readBackBatch = 512
 // recording's read-back (millions of steps, four spills after a diff)
 // takes every core rather than one; fn still sees the steps one by one,
 // in order, and an error is the one a read in step order meets first.
-// Memory holds a batch of each spill, not the spills.
+// Memory holds a batch of each spill (readBackBytes bounds it), not the
+// spills.
 func ReadBack(steps func(func(kavach.Step) error) error, spills []*Spill, in kavach.Integration, name func(i int) string,
 	fn func(st kavach.Step, got []StepResult) error) error {
 	readers := make([]*SpillReader, len(spills))
@@ -150,6 +156,7 @@ func ReadBack(steps func(func(kavach.Step) error) error, spills []*Spill, in kav
 		readers[i] = rd
 	}
 	batch := make([]kavach.Step, 0, readBackBatch)
+	size := 0 // the batch's recorded bytes
 	results := make([][]StepResult, len(readers))
 	errs := make([]error, len(readers))
 	got := make([]StepResult, len(readers))
@@ -184,12 +191,17 @@ func ReadBack(steps func(func(kavach.Step) error) error, spills []*Spill, in kav
 				return err
 			}
 		}
-		batch = batch[:0]
+		batch, size = batch[:0], 0
 		return nil
 	}
 	var failed error // a spill's or fn's, which ends steps
 	err := steps(func(st kavach.Step) error {
-		if batch = append(batch, cloneStep(st)); len(batch) == readBackBatch {
+		batch = append(batch, cloneStep(st))
+		size += len(st.Request.Data)
+		for _, r := range st.Responses {
+			size += len(r.Data)
+		}
+		if len(batch) == readBackBatch || size >= readBackBytes {
 			failed = flush()
 		}
 		return failed
