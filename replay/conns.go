@@ -13,6 +13,11 @@ func (r *runner) dial(id uint64) *conn {
 	if c := r.conns[id]; c != nil {
 		return c
 	}
+	if r.inline != nil {
+		// A second connection open: the first one's replies now come by
+		// a reader of its own too, so that a wait hears either.
+		r.unline()
+	}
 	c := &conn{id: id, idx: len(r.order)}
 	r.conns[id] = c
 	r.order = append(r.order, c)
@@ -23,39 +28,59 @@ func (r *runner) dial(id uint64) *conn {
 		return c
 	}
 	c.nc = nc
-	go r.read(c)
+	if rc := rawConn(nc); rc != nil && r.alone(c) {
+		c.inline, c.rc, r.inline = true, rc, c
+		return c
+	}
+	go r.read(c, framer{})
 	return c
 }
 
-// read frames replies on c until the connection ends.
-func (r *runner) read(c *conn) {
+// framer cuts a connection's bytes into replies.
+type framer struct {
+	data []byte
+	// raw: the bytes stopped making sense to the integration's framing;
+	// from there on every read is one reply, as it came.
+	raw bool
+}
+
+// frame pushes the whole replies in what has been read of c so far, and
+// reports whether there was one.
+func (r *runner) frame(c *conn, f *framer) bool {
+	framed := false
+	for len(f.data) > 0 {
+		m, serr := r.opts.Integration.SplitResponse(f.data)
+		if f.raw || serr != nil {
+			f.raw, m = true, len(f.data)
+		}
+		if m == 0 {
+			break
+		}
+		r.push(c, append([]byte(nil), f.data[:m]...), nil)
+		f.data = f.data[m:]
+		framed = true
+	}
+	return framed
+}
+
+// read frames replies on c until the connection ends, in a goroutine of
+// its own (a connection the runner does not read itself: inline).
+func (r *runner) read(c *conn, f framer) {
 	buf := make([]byte, 64<<10)
-	var data []byte
-	raw := false
 	for {
 		n, err := c.nc.Read(buf)
 		if n > 0 {
 			c.reading.Store(true)
 		}
-		data = append(data, buf[:n]...)
-		if n == len(buf) && err == nil && !raw {
+		f.data = append(f.data, buf[:n]...)
+		if n == len(buf) && err == nil && !f.raw {
 			// The buffer filled: more is waiting. Frame once it is all
 			// in, not on every read of a large reply (framing a 200 KB
 			// COMMAND DOCS reply again for each 64 KB read cost more than
 			// the rest of its step).
 			continue
 		}
-		for len(data) > 0 {
-			m, serr := r.opts.Integration.SplitResponse(data)
-			if raw || serr != nil {
-				raw, m = true, len(data)
-			}
-			if m == 0 {
-				break
-			}
-			r.push(c, append([]byte(nil), data[:m]...), nil)
-			data = data[m:]
-		}
+		r.frame(c, &f)
 		if err != nil {
 			r.push(c, nil, err)
 			c.reading.Store(false)
@@ -77,6 +102,10 @@ func (r *runner) push(c *conn, frame []byte, err error) {
 	c.mu.Unlock()
 	r.markDirty(c)
 	r.frames.Add(1)
+	if c.inline {
+		// The runner itself read it: nobody to wake.
+		return
+	}
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -100,6 +129,9 @@ func (r *runner) markDirty(c *conn) {
 // closed stays marked, so that a request sent on it later is seen to
 // crash.
 func (r *runner) poll() {
+	if c := r.inline; c != nil && !c.drained {
+		r.readNow()
+	}
 	r.dirtyMu.Lock()
 	look := append(r.polled[:0], r.dirty...)
 	r.dirty = r.dirty[:0]
@@ -236,6 +268,7 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 	if replies == 0 {
 		r.unconfirmed = true
 	}
+	r.sentOn(c)
 	if _, err := c.nc.Write(data); err != nil {
 		r.crashed(c, "write failed: "+err.Error())
 	}
@@ -282,6 +315,7 @@ func (r *runner) withhold(c *conn, s *StepResult, i int, reply []byte, why strin
 func (r *runner) hangUp(c *conn) {
 	c.closed = true
 	r.sent, r.unconfirmed = true, true
+	r.hangUpInline(c)
 	if c.nc != nil {
 		c.nc.Close()
 	}

@@ -35,6 +35,9 @@ func pause(d time.Duration) {
 // end: Go's timer, a millisecond here whatever d, bounds only the wait
 // for one that does not come.
 func (r *runner) wait(d time.Duration) bool {
+	if r.inline != nil {
+		return r.waitInline(d)
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -53,6 +56,9 @@ func (r *runner) wait(d time.Duration) bool {
 func (r *runner) waitFine(d time.Duration) bool {
 	if d >= fine {
 		return r.wait(d)
+	}
+	if r.inline != nil {
+		return r.pauseInline(d)
 	}
 	select {
 	case <-r.wake:

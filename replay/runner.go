@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kavach-dev/kavach"
@@ -68,12 +69,15 @@ type runner struct {
 	// those, not at every connection the replay opened (Redis's suite
 	// opens 959; looking at all of them before each event cost seconds).
 	dirtyMu sync.Mutex
-	dirty   []*conn
-	polled  []*conn
-	rng     *rand.Rand   // timing perturbation (Options.Perturb); nil: none
-	probe   kavach.Probe // fingerprints inputs (Options.Inputs); nil: none
-	stop    bool
-	ctx     context.Context // done: a signal; every wait ends
+	// inline is the connection the runner reads itself, if any
+	// (inline.go): the only one open.
+	inline *conn
+	dirty  []*conn
+	polled []*conn
+	rng    *rand.Rand   // timing perturbation (Options.Perturb); nil: none
+	probe  kavach.Probe // fingerprints inputs (Options.Inputs); nil: none
+	stop   bool
+	ctx    context.Context // done: a signal; every wait ends
 	// contain withholds requests from a build that shares the machine's
 	// network (kavach.Abilities.NewContainment); nil: every request is sent.
 	contain kavach.Containment
@@ -100,21 +104,31 @@ type unlearnt struct {
 // conn is one client connection to the build, with a reader that frames
 // replies onto a queue.
 type conn struct {
-	id       uint64
-	idx      int  // its place in runner.order
-	dirty    bool // in runner.dirty (guarded by runner.dirtyMu)
-	nc       net.Conn
-	mu       sync.Mutex
-	frames   [][]byte
-	err      error       // set when the reader ended
-	reading  atomic.Bool // the reader holds bytes it has not framed yet
-	pending  []waiting   // steps waiting for replies, oldest first
-	finished int         // steps on this conn that got all their replies
-	pushes   int         // pushes taken in on this conn (IsPush)
-	deferred []int       // events held back until the replies they follow arrive
-	closed   bool        // closed by the replay (the recorded client closed it)
-	ended    bool        // its reader ended and every reply it framed is attached
-	broken   bool        // ended by the build
+	id      uint64
+	idx     int  // its place in runner.order
+	dirty   bool // in runner.dirty (guarded by runner.dirtyMu)
+	nc      net.Conn
+	mu      sync.Mutex
+	frames  [][]byte
+	err     error       // set when the reader ended
+	reading atomic.Bool // the reader holds bytes it has not framed yet
+	// inline: the runner reads it itself (inline.go); rc, fr and buf
+	// are its descriptor, the bytes of a reply not yet whole, and the
+	// buffer it reads into.
+	inline bool
+	rc     syscall.RawConn
+	fr     framer
+	buf    []byte
+	// drained: the inline connection was last read to the end, and
+	// nothing was sent to the build since (inline.go).
+	drained  bool
+	pending  []waiting // steps waiting for replies, oldest first
+	finished int       // steps on this conn that got all their replies
+	pushes   int       // pushes taken in on this conn (IsPush)
+	deferred []int     // events held back until the replies they follow arrive
+	closed   bool      // closed by the replay (the recorded client closed it)
+	ended    bool      // its reader ended and every reply it framed is attached
+	broken   bool      // ended by the build
 	// sentN counts the steps sent on it that wait for replies; shows
 	// holds, by that count, the steps whose replies show a connection
 	// id (Identities.Shows), until both their replies are in.

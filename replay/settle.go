@@ -108,6 +108,13 @@ func (r *runner) finishing() {
 // unread on any connection, every framed reply attached; and whether
 // the build is stopped.
 func (r *runner) done() (done, stopped bool) {
+	// The inline connection is read now, whatever poll would skip: this
+	// look decides.
+	read := false
+	if r.inline != nil {
+		r.readNow()
+		read = r.inline != nil && r.inline.drained
+	}
 	r.poll()
 	// With one connection open, whose replies all came, the build has
 	// nowhere else to send anything: no need to look at it.
@@ -117,13 +124,17 @@ func (r *runner) done() (done, stopped bool) {
 		}
 	}
 	n := r.frames.Load()
-	if r.unread() || n != r.taken {
+	if r.unread(read) || n != r.taken {
 		return false, false
+	}
+	if !r.readers() {
+		// Nothing is read but by the runner, which just looked.
+		return true, false
 	}
 	// A reader that has just read bytes marks them only once its read
 	// returns: give it the processor once, and look again.
 	runtime.Gosched()
-	return !r.unread() && r.frames.Load() == n, false
+	return !r.unread(false) && r.frames.Load() == n, false
 }
 
 // settle lets the build observe a clock move before anything else is
@@ -138,6 +149,7 @@ func (r *runner) settle(from, to time.Time, blocked bool) {
 	if from.Equal(to) || r.clock == nil {
 		return
 	}
+	r.sentOn(nil)
 	need := r.settleFn != nil && r.settleFn(from, to, blocked)
 	if r.rng != nil {
 		// A perturbed replay: time passes between some moves as on a

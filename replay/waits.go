@@ -267,13 +267,17 @@ func (r *runner) idle() bool {
 	}
 	for range 2 {
 		n := r.frames.Load()
-		if busy, stopped := r.watch.look(); busy || stopped || r.unread() {
+		if busy, stopped := r.watch.look(); busy || stopped || r.unread(false) {
 			// A stopped build (SIGSTOP, a tracer) is not idle: what it
 			// was sent is not done, and it answers nothing until it runs.
 			return false
 		}
 		pause(100 * time.Microsecond)
 		if r.frames.Load() != n || len(r.wake) > 0 {
+			return false
+		}
+		if c := r.inline; c != nil && inQueue(c.nc) > 0 {
+			// A reply came during the pause, which no reader framed.
 			return false
 		}
 	}
@@ -291,11 +295,15 @@ func (r *runner) open() int {
 	return n
 }
 
-// unread reports whether a connection has bytes its reader has not framed.
-func (r *runner) unread() bool {
+// unread reports whether a connection has bytes its reader has not
+// framed; read: but the inline connection's, just read to the end.
+func (r *runner) unread(read bool) bool {
 	for _, c := range r.order {
 		if c.reading.Load() {
 			return true
+		}
+		if read && c == r.inline {
+			continue
 		}
 		if c.nc != nil && !c.closed && inQueue(c.nc) > 0 {
 			return true
