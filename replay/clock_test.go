@@ -308,3 +308,40 @@ func TestFakeableAskedAgainOfAChangedFile(t *testing.T) {
 		t.Errorf("the script replaced by a static binary: fakeable %v (%s), want refused", ok, why)
 	}
 }
+
+// TestClockUsedSlots: a look at the page reads the slots up to the last
+// one claimed, and finds a deadline in a slot after one that was freed.
+func TestClockUsedSlots(t *testing.T) {
+	c, err := NewClock(t.TempDir(), time.Date(2026, 3, 1, 10, 0, 2, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	claim := func(i int, deadline int64) {
+		off := offSlots + i*slotSize
+		c.u32(off + 8).Store(slotLoop)
+		c.i64(off + 24).Store(deadline)
+		c.i32(off + 4).Store(int32(100 + i))
+		c.i32(off).Store(int32(1000 + i))
+	}
+	if n := c.used(); n != 0 {
+		t.Fatalf("used %d of a fresh page", n)
+	}
+	claim(0, 900)
+	claim(1, 800)
+	claim(2, 700)
+	if n := c.used(); n != 3 {
+		t.Fatalf("used %d, want 3", n)
+	}
+	c.i32(offSlots + 1*slotSize).Store(0) // slot 1's thread gone, freed
+	if n := c.used(); n != 3 {
+		t.Fatalf("used %d after a slot before the last was freed, want 3", n)
+	}
+	if d, ok := c.earliest(false); !ok || d != 700 {
+		t.Fatalf("earliest %d %v, want slot 2's 700", d, ok)
+	}
+	claim(3, 600)
+	if d, ok := c.earliest(false); !ok || d != 600 || c.used() != 4 {
+		t.Fatalf("earliest %d %v, used %d: want slot 3's 600, 4", d, ok, c.used())
+	}
+}

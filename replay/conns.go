@@ -28,8 +28,7 @@ func (r *runner) dial(id uint64) *conn {
 		return c
 	}
 	c.nc = nc
-	if rc := rawConn(nc); rc != nil && r.alone(c) {
-		c.inline, c.rc, r.inline = true, rc, c
+	if r.alone(c) && r.makeInline(c) {
 		return c
 	}
 	go r.read(c, framer{})
@@ -268,7 +267,6 @@ func (r *runner) send(ev kavach.Event, i int, write bool) {
 	if replies == 0 {
 		r.unconfirmed = true
 	}
-	r.sentOn(c)
 	if _, err := c.nc.Write(data); err != nil {
 		r.crashed(c, "write failed: "+err.Error())
 	}

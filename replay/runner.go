@@ -7,7 +7,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/kavach-dev/kavach"
@@ -112,11 +111,11 @@ type conn struct {
 	frames  [][]byte
 	err     error       // set when the reader ended
 	reading atomic.Bool // the reader holds bytes it has not framed yet
-	// inline: the runner reads it itself (inline.go); rc, fr and buf
+	// inline: the runner reads it itself (inline.go); fd, fr and buf
 	// are its descriptor, the bytes of a reply not yet whole, and the
 	// buffer it reads into.
 	inline bool
-	rc     syscall.RawConn
+	fd     int
 	fr     framer
 	buf    []byte
 	// drained: the inline connection was last read to the end, and
@@ -262,13 +261,19 @@ func (r *runner) emit() {
 }
 
 // pop hands the window's first step to the sink, finished and normalized.
+// A Spill keeps replies, not what they normalize to (its reader
+// normalizes them when it reads them back): for it, nothing is
+// normalized here, which was a tenth of a distinct-millisecond replay's
+// step, paid between one reply and the next request.
 func (r *runner) pop() {
 	s := &r.steps[0]
 	if s.Ran && s.Outcome.Kind == "" {
 		r.finish(s)
 	}
-	for _, resp := range s.Responses {
-		s.Output = append(s.Output, r.opts.Integration.Normalize(s.Request, resp))
+	if _, spilled := r.sink.(*Spill); !spilled {
+		for _, resp := range s.Responses {
+			s.Output = append(s.Output, r.opts.Integration.Normalize(s.Request, resp))
+		}
 	}
 	if r.sinkErr == nil {
 		if err := r.sink.Step(*s); err != nil {

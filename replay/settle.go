@@ -149,7 +149,6 @@ func (r *runner) settle(from, to time.Time, blocked bool) {
 	if from.Equal(to) || r.clock == nil {
 		return
 	}
-	r.sentOn(nil)
 	need := r.settleFn != nil && r.settleFn(from, to, blocked)
 	if r.rng != nil {
 		// A perturbed replay: time passes between some moves as on a

@@ -18,12 +18,28 @@ import (
 // open, and nothing is left behind however Kavach ends). It keeps each
 // step's replies and outcome, not its request or normalized output:
 // whoever reads it back has the recording, and so the requests.
+//
+// Steps are encoded by a goroutine of the spill's, spillBatch at a time
+// (or fewer, whose replies hold readBackBytes), while the replay goes on: encoding was a twentieth of a
+// distinct-millisecond replay's step, paid between a reply and the next
+// request, while the other core sat idle. At most two batches wait for
+// it. A write's error is returned by a later Step, and by Steps.
 type Spill struct {
 	f   *os.File
 	w   *bufio.Writer
 	enc *gob.Encoder
 	n   int
+
+	batch []spilled
+	size  int            // the batch's reply bytes
+	work  chan []spilled // to the encoder; nil: none running
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	err   error // the encoder's first error
 }
+
+// spillBatch is how many steps the encoder is given at a time.
+const spillBatch = 256
 
 // spilled is a step as a Spill stores it.
 type spilled struct {
@@ -56,9 +72,70 @@ func NewSpill(dir string) (*Spill, error) {
 
 // Step writes s.
 func (s *Spill) Step(st StepResult) error {
+	if err := s.failed(); err != nil {
+		return err
+	}
 	s.n++
-	if err := s.enc.Encode(spilled{N: st.N, Conn: st.Conn, Ran: st.Ran, Outcome: st.Outcome, Responses: st.Responses, Virtual: st.Virtual, Answered: st.Answered,
-		Inputs: st.Inputs, InputsError: st.InputsError, Contained: st.Contained, Foreign: st.Foreign}); err != nil {
+	s.batch = append(s.batch, spilled{N: st.N, Conn: st.Conn, Ran: st.Ran, Outcome: st.Outcome, Responses: st.Responses, Virtual: st.Virtual, Answered: st.Answered,
+		Inputs: st.Inputs, InputsError: st.InputsError, Contained: st.Contained, Foreign: st.Foreign})
+	for _, r := range st.Responses {
+		s.size += len(r)
+	}
+	if len(s.batch) == spillBatch || s.size >= readBackBytes {
+		s.send()
+	}
+	return nil
+}
+
+// send hands the batch to the encoder, starting it if need be.
+func (s *Spill) send() {
+	if s.work == nil {
+		s.work = make(chan []spilled, 2)
+		s.wg.Add(1)
+		go s.encode(s.work, s.enc)
+	}
+	s.work <- s.batch
+	s.batch, s.size = make([]spilled, 0, spillBatch), 0
+}
+
+// encode writes the batches it is given until work closes; after an
+// error it writes nothing more.
+func (s *Spill) encode(work <-chan []spilled, enc *gob.Encoder) {
+	defer s.wg.Done()
+	for b := range work {
+		for i := range b {
+			if s.failed() != nil {
+				break
+			}
+			if err := enc.Encode(b[i]); err != nil {
+				s.mu.Lock()
+				s.err = fmt.Errorf("replay: spill: %w", err)
+				s.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (s *Spill) failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// flush waits until every step given has been written to the file.
+func (s *Spill) flush() error {
+	if len(s.batch) > 0 {
+		s.send()
+	}
+	if s.work != nil {
+		close(s.work)
+		s.wg.Wait()
+		s.work = nil
+	}
+	if err := s.failed(); err != nil {
+		return err
+	}
+	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("replay: spill: %w", err)
 	}
 	return nil
@@ -66,11 +143,18 @@ func (s *Spill) Step(st StepResult) error {
 
 // Restart empties the spill.
 func (s *Spill) Restart() {
+	if s.w != nil {
+		s.flush()
+	}
 	s.f.Truncate(0)
 	s.f.Seek(0, io.SeekStart)
 	s.w = bufio.NewWriterSize(s.f, 256<<10)
 	s.enc = gob.NewEncoder(s.w)
 	s.n = 0
+	s.batch, s.size = make([]spilled, 0, spillBatch), 0
+	s.mu.Lock()
+	s.err = nil
+	s.mu.Unlock()
 }
 
 // Len is how many steps it holds.
@@ -81,8 +165,8 @@ func (s *Spill) Len() int { return s.n }
 // open at once); no step may be written after.
 func (s *Spill) Steps() (*SpillReader, error) {
 	spillReads.Add(1)
-	if err := s.w.Flush(); err != nil {
-		return nil, fmt.Errorf("replay: spill: %w", err)
+	if err := s.flush(); err != nil {
+		return nil, err
 	}
 	size, err := s.f.Seek(0, io.SeekCurrent)
 	if err != nil {
@@ -92,7 +176,14 @@ func (s *Spill) Steps() (*SpillReader, error) {
 }
 
 // Close removes the spill.
-func (s *Spill) Close() error { return s.f.Close() }
+func (s *Spill) Close() error {
+	if s.work != nil {
+		close(s.work)
+		s.wg.Wait()
+		s.work = nil
+	}
+	return s.f.Close()
+}
 
 // SpillReader reads a spill's steps; it holds nothing to close.
 type SpillReader struct {
