@@ -28,12 +28,12 @@ import (
 // A read that finds nothing is a system call all the same, and poll runs
 // several times a step: so poll reads the connection only while it has
 // not been read to the end (conn.drained). Nothing is decided on what
-// poll did not read:
-// every wait asks the kernel first (a reply already there ends it at
-// once), and so does every look that the build has sent everything
-// (done, idle). A reply is so taken in at the wait for it, or at the
-// next look: as with a reader goroutine, which frames it whenever the
-// build's bytes happen to come.
+// poll did not read: every wait asks the kernel first (a reply already
+// there ends it at once), and so does every look that the build has
+// sent everything (done, idle). A reply is so taken in at the wait for
+// it, or at the next look: as with a reader goroutine, which frames it
+// whenever the build's bytes happen to come (docs/replay.md, "Who reads
+// the build's replies").
 
 // rawConn is nc's descriptor access, or nil when it has none.
 func rawConn(nc net.Conn) syscall.RawConn {
@@ -224,14 +224,12 @@ const spinFor = 25 * time.Microsecond
 // a reply that came before the call returns at once.
 func readable(fd int, d time.Duration) bool {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	ts := unix.NsecToTimespec(int64(d))
+	end := time.Now().Add(d)
 	for {
+		ts := unix.NsecToTimespec(int64(max(time.Until(end), 0)))
 		n, err := unix.Ppoll(fds, &ts, nil)
 		if err == unix.EINTR {
-			// A signal (Go preempts goroutines with one): the kernel
-			// does not say how long was left, so wait the whole again,
-			// as a short wait costs nothing when a reply comes.
-			continue
+			continue // a signal: wait out what is left
 		}
 		return err != nil || n > 0
 	}
