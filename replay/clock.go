@@ -204,8 +204,8 @@ func (c *Clock) slot(i int) (tid, pid int32, state uint32, gen uint32, seq uint6
 // claimed one. The library claims the first free slot, and a slot is
 // freed only here (Turn, once its thread is gone): so a slot never seen
 // claimed that is free still has every claimed slot before it. A look
-// at the page reads the few slots the build's threads use, not all 120
-// (they were a tenth of a distinct-millisecond replay's step).
+// at the page, before every clock move, reads the few slots the build's
+// threads use, not all 120.
 func (c *Clock) used() int {
 	for c.claimed < slots && c.i32(offSlots+c.claimed*slotSize).Load() != 0 {
 		c.claimed++

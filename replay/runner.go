@@ -100,8 +100,9 @@ type unlearnt struct {
 	n int // the step's number among c's steps with replies
 }
 
-// conn is one client connection to the build, with a reader that frames
-// replies onto a queue.
+// conn is one client connection to the build, with a reader goroutine
+// that frames replies onto a queue, or read by the runner itself
+// (inline: inline.go).
 type conn struct {
 	id      uint64
 	idx     int  // its place in runner.order
@@ -118,8 +119,8 @@ type conn struct {
 	fd     int
 	fr     framer
 	buf    []byte
-	// drained: the inline connection was last read to the end, and
-	// nothing was sent to the build since (inline.go).
+	// drained: the inline connection was last read to the end
+	// (inline.go).
 	drained  bool
 	pending  []waiting // steps waiting for replies, oldest first
 	finished int       // steps on this conn that got all their replies
@@ -263,8 +264,8 @@ func (r *runner) emit() {
 // pop hands the window's first step to the sink, finished and normalized.
 // A Spill keeps replies, not what they normalize to (its reader
 // normalizes them when it reads them back): for it, nothing is
-// normalized here, which was a tenth of a distinct-millisecond replay's
-// step, paid between one reply and the next request.
+// normalized here, between one reply and the next request, only to be
+// thrown away.
 func (r *runner) pop() {
 	s := &r.steps[0]
 	if s.Ran && s.Outcome.Kind == "" {
