@@ -16,12 +16,8 @@ func inQueue(nc net.Conn) int {
 
 // ioctlInt asks a connection's socket an ioctl that reads one int.
 func ioctlInt(nc net.Conn, req uintptr) (n int, ok bool) {
-	sc, is := nc.(syscall.Conn)
-	if !is {
-		return 0, false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
+	raw := rawConn(nc)
+	if raw == nil {
 		return 0, false
 	}
 	raw.Control(func(fd uintptr) {

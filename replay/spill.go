@@ -103,12 +103,10 @@ func (s *Spill) send() {
 // error it writes nothing more.
 func (s *Spill) encode(work <-chan []spilled, enc *gob.Encoder) {
 	defer s.wg.Done()
+	var err error
 	for b := range work {
-		for i := range b {
-			if s.failed() != nil {
-				break
-			}
-			if err := enc.Encode(b[i]); err != nil {
+		for i := 0; i < len(b) && err == nil; i++ {
+			if err = enc.Encode(b[i]); err != nil {
 				s.mu.Lock()
 				s.err = fmt.Errorf("replay: spill: %w", err)
 				s.mu.Unlock()
@@ -128,11 +126,7 @@ func (s *Spill) flush() error {
 	if len(s.batch) > 0 {
 		s.send()
 	}
-	if s.work != nil {
-		close(s.work)
-		s.wg.Wait()
-		s.work = nil
-	}
+	s.stop()
 	if err := s.failed(); err != nil {
 		return err
 	}
@@ -178,12 +172,17 @@ func (s *Spill) Steps() (*SpillReader, error) {
 
 // Close removes the spill.
 func (s *Spill) Close() error {
+	s.stop()
+	return s.f.Close()
+}
+
+// stop ends the encoder, once it has written what it was given.
+func (s *Spill) stop() {
 	if s.work != nil {
 		close(s.work)
 		s.wg.Wait()
 		s.work = nil
 	}
-	return s.f.Close()
 }
 
 // SpillReader reads a spill's steps; it holds nothing to close.
